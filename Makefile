@@ -1,0 +1,36 @@
+# Thin wrapper: every target installs what is missing, configures and builds.
+BUILD ?= build
+JOBS  ?= $(shell nproc)
+CMAKE_FLAGS ?=
+
+.PHONY: all bootstrap build demo test bench asan format clean
+
+all: build
+
+bootstrap:
+	@bash scripts/bootstrap.sh
+
+$(BUILD)/CMakeCache.txt: | bootstrap
+	cmake -S . -B $(BUILD) $(CMAKE_FLAGS)
+
+build: bootstrap $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j $(JOBS)
+
+demo: build
+	@bash scripts/demo.sh $(BUILD)
+
+test: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+bench: build
+	@bash scripts/bench.sh $(BUILD)
+
+# Whole test suite under AddressSanitizer + UndefinedBehaviorSanitizer.
+asan:
+	@$(MAKE) test BUILD=build-asan CMAKE_FLAGS="-DNISA_SANITIZE=ON -DNISA_BENCH=OFF -DCMAKE_BUILD_TYPE=Debug"
+
+format:
+	git ls-files '*.cpp' '*.h' | xargs clang-format -i
+
+clean:
+	rm -rf $(BUILD) build-asan

@@ -1,0 +1,87 @@
+// The contract between instruction semantics (interp/engines/*.cpp) and the machine
+// (interp/machine.*, interp/scheduler.*). A semantic function sees one instruction and an
+// ExecCtx; it resolves its access patterns once (bounds checked once per instruction),
+// then runs tight loops over the resolved views.
+#pragma once
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "isa/isa.h"
+
+namespace nisa::interp {
+
+struct TargetParams;
+struct Machine;
+
+// A run-time fault: stops the machine; reported with the instruction and its source line
+// (exit code 3). Semantics throw it; the scheduler catches it.
+struct Fault : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// A resolved access pattern: element (p, i0..i3) is at
+//   base + row_off(p) + i0*stride[0] + ... + i3*stride[3]   (byte strides)
+// where row_off(p) = p * pstride, or rows[p] when the pattern has a vector offset.
+// Unused dims have count 1 and stride 0, so loops may always run 4 deep.
+struct View {
+  uint8_t* base = nullptr;
+  DType dtype = DType::fp32;
+  uint32_t parts = 0;
+  int64_t pstride = 0;
+  int64_t stride[4] = {0, 0, 0, 0};
+  uint32_t count[4] = {1, 1, 1, 1};
+  uint64_t free_elems = 0;     // product of counts
+  const int64_t* rows = nullptr; // per-row byte offsets (vector offset) or nullptr
+  std::vector<int64_t> row_storage;
+  std::vector<uint8_t> row_skip; // oob=skip: rows to leave out (empty = none)
+  // True when each partition's free elements are one contiguous run.
+  bool contiguous() const;
+  uint8_t* row(uint32_t p) const { return base + (rows ? rows[p] : int64_t(p) * pstride); }
+  // Byte address of the flat free element j (row-major over the dims) in row p.
+  uint8_t* at(uint32_t p, uint64_t j) const;
+};
+
+enum class Access : uint8_t { read, write };
+
+// The state of one core that instruction semantics read and write. The machine
+// (interp/machine.h) owns one per core and adds scheduling state around it.
+struct CoreState {
+  uint8_t* sbuf = nullptr;          // 128 partitions x sbuf_part_bytes, partition-major
+  uint64_t sbuf_part_bytes = 0;
+  uint8_t* psum = nullptr;          // 128 partitions x psum_part_bytes
+  uint64_t psum_part_bytes = 0;
+  std::vector<uint8_t> psum_written; // per 4-byte PSUM word: written by a matmul (auto acc)
+  float act_acc[kNumPartitions] = {}; // ScalarE reduce registers
+  float dve_acc[kNumPartitions] = {}; // VectorE accumulators
+  int32_t regs[kNumEngines][kNumRegs] = {};
+  std::vector<uint32_t> sems;
+};
+
+// Everything one instruction may touch.
+struct ExecCtx {
+  Machine* machine = nullptr;
+  const TargetParams* tp = nullptr;
+  int rank = 0;
+  int core_id = 0;
+  Engine engine = Engine::sp;
+  CoreState* state = nullptr; // == the core's state (sbuf, psum, accumulators, semaphores)
+  int32_t* regs = nullptr;     // this engine's 64 registers
+  // Control flow: the index of the next instruction of this engine's stream. The scheduler
+  // sets it to pc + 1 before calling the semantic function; branches overwrite it;
+  // halt sets it to the stream length.
+  int64_t next_pc = 0;
+  int64_t stream_len = 0;
+
+  // Resolve an access pattern: applies dynamic offsets from registers or index tiles,
+  // checks bounds, memory space rules and partition limits; throws Fault with a clear
+  // message. oob_skip: out-of-range vector indices mark rows skipped instead of faulting.
+  View view(const AccessPattern& ap, Access how, bool oob_skip = false) const;
+};
+
+// One semantic function per opcode; kSemantics[op] is never null (a test checks it).
+using SemFn = void (*)(ExecCtx&, const Inst&);
+SemFn semantics(Opcode op);
+
+} // namespace nisa::interp

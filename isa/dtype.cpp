@@ -1,0 +1,2 @@
+// Placeholder: the numerics helper replaces this file with the full conversions.
+#include "isa/dtype.h"

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages nisa needs, only those missing.
+# Called by `make demo` / `make test`; safe to run repeatedly.
+set -euo pipefail
+PKGS=(cmake make g++ antlr4 libantlr4-runtime-dev libfmt-dev libboost-program-options-dev
+      googletest libgtest-dev libgmock-dev libbenchmark-dev libopenblas-dev libreadline-dev
+      clang-format tmux)
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+echo "bootstrap: installing ${missing[*]}"
+SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
