@@ -61,8 +61,11 @@ struct CoreState {
 
 // Everything one instruction may touch.
 struct ExecCtx {
-  Machine* machine = nullptr;
+  Machine* machine = nullptr;       // for cross-core work (send_recv, collectives)
   const TargetParams* tp = nullptr;
+  Target target = Target::trn2;
+  uint8_t* hbm = nullptr;           // this rank's HBM
+  uint64_t hbm_bytes = 0;
   int rank = 0;
   int core_id = 0;
   Engine engine = Engine::sp;
