@@ -1,0 +1,51 @@
+// The nisa assembler: .nasm text -> Module (docs/asm.md).
+#pragma once
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "isa/module.h"
+
+namespace nisa::nasm {
+
+struct AsmOptions {
+  std::vector<std::pair<std::string, std::string>> defines; // -D NAME=VALUE
+  std::vector<std::string> include_dirs;                    // -I DIR
+  std::optional<Target> target;                             // --target (overrides .target)
+  int max_errors = 20;
+  int max_depth = 64;                  // nested macro expansions and includes
+  int64_t max_iterations = 1'000'000;  // per .for
+  int64_t max_instructions = 4'000'000; // per kernel
+};
+
+struct Diagnostic {
+  enum Severity { Error, Note };
+  Severity severity = Error;
+  std::string file;
+  uint32_t line = 0, col = 0; // 1-based; 0 = no location
+  std::string message;
+  std::string source_line;    // the text of the line (for the caret)
+  std::vector<std::string> notes; // expansion chain, innermost first
+  // "file:line:col: error: message\n<source>\n<caret>\nnote: ...\n"
+  std::string str() const;
+};
+
+struct AsmResult {
+  std::optional<Module> module; // set when there is no error
+  std::vector<Diagnostic> diags;
+  bool ok() const { return module.has_value(); }
+  std::string diagnostics_text() const; // every diagnostic, formatted
+};
+
+AsmResult assemble_file(const std::string& path, const AsmOptions& opts = {});
+// `name` is the file name used in diagnostics; includes resolve against the -I dirs and the
+// current directory.
+AsmResult assemble_string(std::string_view text, const std::string& name,
+                          const AsmOptions& opts = {});
+
+// Edit-distance suggestion: the closest candidate within a small distance, or "".
+std::string suggest(std::string_view word, const std::vector<std::string>& candidates);
+
+} // namespace nisa::nasm

@@ -1,0 +1,859 @@
+#include "asm/assembler.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <sstream>
+
+#include "isa/encode.h"
+
+namespace nisa::nasm {
+namespace fs = std::filesystem;
+using P = Parser;
+
+namespace {
+
+bool read_text(const std::string& path, std::string& out) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return false;
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  out = ss.str();
+  return true;
+}
+
+std::string unquote(const std::string& s) {
+  std::string out;
+  for (size_t k = 1; k + 1 < s.size(); ++k) {
+    if (s[k] == '\\' && k + 2 < s.size()) {
+      char c = s[++k];
+      out.push_back(c == 'n' ? '\n' : c == 't' ? '\t' : c);
+    } else {
+      out.push_back(s[k]);
+    }
+  }
+  return out;
+}
+
+std::string did_you_mean(std::string_view w, const std::vector<std::string>& cands) {
+  std::string s = suggest(w, cands);
+  return s.empty() ? "" : fmt::format("; did you mean '{}'?", s);
+}
+
+std::vector<std::string> enum_names(EnumType t) {
+  std::vector<std::string> v;
+  for (const auto& m : enum_members(t)) v.emplace_back(m.name);
+  return v;
+}
+
+std::string join(const std::vector<std::string>& v, std::string_view sep = ", ") {
+  std::string out;
+  for (size_t k = 0; k < v.size(); ++k) out += (k ? std::string(sep) : "") + v[k];
+  return out;
+}
+
+} // namespace
+
+std::string Value::str() const {
+  switch (kind) {
+  case Int: return std::to_string(i);
+  case Float: return fmt::format("{}", f);
+  case Name: return s;
+  case Str: return "\"" + s + "\"";
+  case List: {
+    std::vector<std::string> v;
+    for (const auto& e : list) v.push_back(e.str());
+    return "[" + join(v) + "]";
+  }
+  case Ap: return "<access pattern>";
+  }
+  return "?";
+}
+
+// ---- set-up and results ---------------------------------------------------------------------
+
+Assembler::Assembler(const AsmOptions& opts) : opts_(opts) {
+  if (opts.target) {
+    mod_.target = *opts.target;
+    target_set_by_option_ = true;
+  }
+}
+
+AsmResult Assembler::run_file(const std::string& path) {
+  std::string text;
+  if (!read_text(path, text)) {
+    Diagnostic d;
+    d.file = path;
+    d.message = "cannot read file";
+    AsmResult r;
+    r.diags.push_back(d);
+    return r;
+  }
+  std::error_code ec;
+  include_stack_.push_back(fs::weakly_canonical(path, ec).string());
+  return run_string(text, path);
+}
+
+AsmResult Assembler::run_string(std::string_view text, const std::string& name) {
+  for (const auto& [k, v] : opts_.defines) {
+    auto num = parse_number_text(v);
+    Value val;
+    if (num) {
+      val = *num;
+    } else if (!v.empty() && v[0] == '-' && parse_number_text(v.substr(1))) {
+      val = *parse_number_text(v.substr(1));
+      if (val.kind == Value::Int) val.i = -val.i;
+      else val.f = -val.f;
+    } else if (!v.empty() && (std::isalpha(static_cast<unsigned char>(v[0])) || v[0] == '_') &&
+               std::all_of(v.begin(), v.end(),
+                           [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; })) {
+      val = Value::of_name(v);
+    } else {
+      report_global(fmt::format("-D {}={}: the value must be a number or a name", k, v));
+      continue;
+    }
+    defines_[k] = {val, false};
+  }
+  alloc_ = std::make_unique<Allocator>(mod_.target);
+  try {
+    uint32_t u = load_unit(name, std::string(text));
+    if (units_[u].ok) {
+      cur_unit_ = u;
+      exec_range(u, 0, units_[u].lines.size());
+    }
+  } catch (const Abort&) {
+  }
+  return finish();
+}
+
+AsmResult Assembler::finish() {
+  try {
+    for (const auto& [name, dv] : defines_) {
+      if (dv.second) continue;
+      std::vector<std::string> params;
+      for (const auto& [n, v] : globals_)
+        if (v.kind == Var::Param) params.push_back(n);
+      std::sort(params.begin(), params.end());
+      report_global(fmt::format("unknown -D name '{}'{} (the kernel's parameters: {})", name,
+                                did_you_mean(name, params),
+                                params.empty() ? "none" : join(params)));
+    }
+    for (const auto& fx : fixups_) {
+      const std::string qualified = fmt::format("{}.{}", name_of(fx.engine), fx.label);
+      const bool engine_label = labels_.count(qualified) > 0;
+      auto it = labels_.find(engine_label ? qualified : fx.label);
+      if (it == labels_.end()) {
+        std::vector<std::string> names;
+        for (const auto& [n, l] : labels_) names.push_back(n);
+        report(fx.loc, fmt::format("undefined label '{}'{}", fx.label, did_you_mean(fx.label, names)));
+        continue;
+      }
+      const int e = static_cast<int>(fx.engine);
+      uint32_t target = it->second.at[e];
+      mod_.streams[e][fx.inst].ops[fx.op].i = target;
+      auto& labels = mod_.labels[e];
+      if (!engine_label && std::none_of(labels.begin(), labels.end(),
+                                        [&](const Label& l) { return l.name == fx.label; }))
+        labels.push_back({fx.label, target});
+    }
+  } catch (const Abort&) {
+  }
+  AsmResult r;
+  r.diags = std::move(diags_);
+  if (errors_ == 0) {
+    mod_.frames.shrink_to_fit();
+    r.module = std::move(mod_);
+  }
+  return r;
+}
+
+uint32_t Assembler::load_unit(const std::string& display, std::string text) {
+  Unit u;
+  u.parsed = parse_source(display, std::move(text));
+  const uint32_t id = static_cast<uint32_t>(units_.size());
+  mod_.files.push_back(display);
+  units_.push_back(std::move(u));
+  Unit& unit = units_.back();
+  for (const auto& e : unit.parsed->errors) {
+    report(Loc{id, e.line, e.col, cur_frame_}, e.message);
+    unit.ok = false;
+  }
+  if (!unit.ok) return id;
+  unit.lines = unit.parsed->tree->line();
+  match_blocks(unit, id);
+  return id;
+}
+
+// Pairs every block opener with its closer once per file, so that expansion can jump over
+// bodies and unterminated or stray blocks are reported even when never executed.
+void Assembler::match_blocks(Unit& u, uint32_t id) {
+  const size_t n = u.lines.size();
+  u.close.assign(n, 0);
+  u.branches.assign(n, {});
+  struct Open {
+    size_t line;
+    const char* what;
+    const char* closer;
+    bool seen_else = false;
+  };
+  std::vector<Open> stack;
+  auto at = [&](size_t i) { return loc(u.lines[i]->getStart()); };
+  auto here = [&](size_t i) {
+    Loc l = at(i);
+    l.file = id;
+    if (auto* s = u.lines[i]->stmt()) l.col = static_cast<uint32_t>(s->getStart()->getCharPositionInLine() + 1);
+    return l;
+  };
+  for (size_t i = 0; i < n; ++i) {
+    auto* s = u.lines[i]->stmt();
+    if (!s) continue;
+    if (dynamic_cast<P::IfStmtContext*>(s)) stack.push_back({i, ".if", ".endif"});
+    else if (dynamic_cast<P::ForStmtContext*>(s)) stack.push_back({i, ".for", ".endfor"});
+    else if (dynamic_cast<P::MacroStmtContext*>(s)) stack.push_back({i, ".macro", ".endm"});
+    else {
+      const bool is_elif = dynamic_cast<P::ElifStmtContext*>(s) != nullptr;
+      const bool is_else = dynamic_cast<P::ElseStmtContext*>(s) != nullptr;
+      const char* closer = dynamic_cast<P::EndifStmtContext*>(s)    ? ".endif"
+                           : dynamic_cast<P::EndforStmtContext*>(s) ? ".endfor"
+                           : dynamic_cast<P::EndmStmtContext*>(s)   ? ".endm"
+                                                                    : nullptr;
+      if (!is_elif && !is_else && !closer) continue;
+      const char* word = is_elif ? ".elif" : is_else ? ".else" : closer;
+      if (stack.empty()) {
+        report(here(i), fmt::format("'{}' without a matching opening directive", word));
+        u.ok = false;
+        continue;
+      }
+      Open& top = stack.back();
+      if (is_elif || is_else) {
+        if (std::string_view(top.what) != ".if") {
+          report(here(i), fmt::format("'{}' inside '{}' (opened at line {}), not inside .if", word,
+                                      top.what, at(top.line).line));
+          u.ok = false;
+        } else if (top.seen_else) {
+          report(here(i), fmt::format("'{}' after '.else'", word));
+          u.ok = false;
+        } else {
+          top.seen_else = is_else;
+          u.branches[top.line].push_back(i);
+        }
+        continue;
+      }
+      if (std::string_view(top.closer) != closer) {
+        report(here(i), fmt::format("'{}' closes '{}' opened at line {}; expected '{}'", closer,
+                                    top.what, at(top.line).line, top.closer));
+        u.ok = false;
+        stack.pop_back();
+        continue;
+      }
+      u.close[top.line] = i;
+      stack.pop_back();
+    }
+  }
+  for (const auto& o : stack) {
+    report(here(o.line), fmt::format("unterminated '{}': no '{}' before the end of the file",
+                                     o.what, o.closer));
+    u.ok = false;
+  }
+}
+
+// ---- expansion --------------------------------------------------------------------------------
+
+void Assembler::exec_range(uint32_t unit, size_t begin, size_t end) {
+  const uint32_t saved = cur_unit_;
+  cur_unit_ = unit;
+  for (size_t i = begin; i < end; ++i) exec_line(unit, i);
+  cur_unit_ = saved;
+}
+
+void Assembler::exec_line(uint32_t unit, size_t& i) {
+  P::LineContext* line = units_[unit].lines[i];
+  try {
+    if (line->label) define_label(line->label);
+    if (auto* s = line->stmt()) exec_stmt(unit, i, s);
+  } catch (const StmtError& e) {
+    report(e.loc, e.message);
+  }
+}
+
+void Assembler::exec_stmt(uint32_t unit, size_t& i, P::StmtContext* s) {
+  if (auto* x = dynamic_cast<P::InstStmtContext*>(s)) return exec_inst(x);
+  if (auto* x = dynamic_cast<P::AssignStmtContext*>(s)) return exec_assign(x);
+  if (dynamic_cast<P::IfStmtContext*>(s)) return exec_if(unit, i);
+  if (auto* x = dynamic_cast<P::ForStmtContext*>(s)) return exec_for(unit, i, x);
+  if (auto* x = dynamic_cast<P::MacroCallContext*>(s)) return exec_macro_call(x);
+  if (auto* x = dynamic_cast<P::TensorStmtContext*>(s)) return exec_tensor(x);
+  if (auto* x = dynamic_cast<P::MacroStmtContext*>(s)) {
+    const std::string name = x->name->getText();
+    declare(name, loc(x->name), "macro");
+    Macro m{name, unit, i + 1, units_[unit].close[i], x->macroParam(), loc(x->name)};
+    std::vector<std::string> seen;
+    for (auto* p : m.params) {
+      const std::string pn = p->name->getText();
+      if (std::find(seen.begin(), seen.end(), pn) != seen.end())
+        fail(loc(p->name), fmt::format("duplicate parameter '{}' of macro '{}'", pn, name));
+      seen.push_back(pn);
+    }
+    macros_[name] = std::move(m);
+    i = units_[unit].close[i];
+    return;
+  }
+  if (auto* x = dynamic_cast<P::IncludeStmtContext*>(s)) return exec_include(x);
+  if (auto* x = dynamic_cast<P::ErrorStmtContext*>(s))
+    fail(x, unquote(x->STRING()->getText()));
+  if (auto* x = dynamic_cast<P::KernelStmtContext*>(s)) {
+    mod_.kernel = x->name->getText();
+    return;
+  }
+  if (auto* x = dynamic_cast<P::TargetStmtContext*>(s)) return exec_target(x);
+  if (auto* x = dynamic_cast<P::ViewStmtContext*>(s)) return exec_view(x);
+  if (auto* x = dynamic_cast<P::SemStmtContext*>(s)) return exec_sem(x);
+  if (auto* x = dynamic_cast<P::GroupStmtContext*>(s)) return exec_group(x);
+  if (auto* x = dynamic_cast<P::UnknownDirectiveContext*>(s)) {
+    static const std::vector<std::string> kDirectives = {
+        ".kernel", ".target", ".param", ".equ",  ".set",  ".if",    ".elif",
+        ".else",   ".endif",  ".for",   ".endfor", ".macro", ".endm", ".include",
+        ".error",  ".hbm",    ".sbuf",  ".psum", ".view", ".sem",  ".group"};
+    const std::string d = x->DIRECTIVE()->getText();
+    bool known = std::find(kDirectives.begin(), kDirectives.end(), d) != kDirectives.end();
+    fail(x, known ? fmt::format("malformed '{}' directive (see docs/asm.md)", d)
+                  : fmt::format("unknown directive '{}'{}", d, did_you_mean(d, kDirectives)));
+  }
+  // .elif/.else/.endif/.endfor/.endm reached directly: their blocks are handled by the opener.
+}
+
+void Assembler::exec_if(uint32_t unit, size_t& i) {
+  Unit& u = units_[unit];
+  const size_t open = i, close = u.close[open];
+  std::vector<size_t> heads{open};
+  heads.insert(heads.end(), u.branches[open].begin(), u.branches[open].end());
+  heads.push_back(close);
+  i = close;
+  for (size_t b = 0; b + 1 < heads.size(); ++b) {
+    P::StmtContext* s = u.lines[heads[b]]->stmt();
+    P::ExprContext* cond = nullptr;
+    if (auto* x = dynamic_cast<P::IfStmtContext*>(s)) cond = x->expr();
+    if (auto* x = dynamic_cast<P::ElifStmtContext*>(s)) cond = x->expr();
+    bool take = true;
+    if (cond) {
+      try {
+        Value v = eval(cond);
+        if (!v.is_num()) fail(cond, fmt::format("condition must be a number, not '{}'", v.str()));
+        take = v.num() != 0;
+      } catch (const StmtError& e) {
+        report(e.loc, e.message);
+        take = false;
+      }
+    }
+    if (take) {
+      exec_range(unit, heads[b] + 1, heads[b + 1]);
+      return;
+    }
+  }
+}
+
+void Assembler::exec_for(uint32_t unit, size_t& i, P::ForStmtContext* s) {
+  const size_t open = i, close = units_[unit].close[open];
+  i = close;
+  if (s->kw->getText() != "in") fail(loc(s->kw), "expected 'in' in '.for VAR in A .. B'");
+  if (s->stepkw && s->stepkw->getText() != "step")
+    fail(loc(s->stepkw), fmt::format("expected 'step', not '{}'", s->stepkw->getText()));
+  const int64_t from = eval_int(s->from, "loop start"), to = eval_int(s->to, "loop end");
+  const int64_t step = s->step ? eval_int(s->step, "loop step") : 1;
+  if (step == 0) fail(s->step, "loop step cannot be zero");
+  const double n = step > 0 ? std::ceil(static_cast<double>(to - from) / static_cast<double>(step))
+                            : std::ceil(static_cast<double>(from - to) / static_cast<double>(-step));
+  if (n > static_cast<double>(opts_.max_iterations))
+    fail(s, fmt::format(".for of {} iterations exceeds the limit of {}", n, opts_.max_iterations));
+  const std::string var = s->var->getText();
+  const Loc at = loc(s);
+  const int32_t outer = cur_frame_;
+  for (int64_t v = from; step > 0 ? v < to : v > to; v += step) {
+    cur_frame_ = push_frame(ExpansionFrame::ForIter, fmt::format("{}={}", var, v), at);
+    locals_.emplace_back();
+    locals_.back()[var] = Var{Value::of_int(v), Var::Loop, at};
+    try {
+      exec_range(unit, open + 1, close);
+    } catch (...) {
+      locals_.pop_back();
+      cur_frame_ = outer;
+      throw;
+    }
+    locals_.pop_back();
+    cur_frame_ = outer;
+  }
+}
+
+void Assembler::exec_macro_call(P::MacroCallContext* s) {
+  const std::string name = s->ID()->getText();
+  auto it = macros_.find(name);
+  if (it == macros_.end()) {
+    if (!find_all_by_mnemonic(name).empty())
+      fail(s, fmt::format("instruction '{}' needs an engine prefix, e.g. '{}.{}'", name,
+                          name_of(static_cast<Engine>(
+                              std::countr_zero(find_all_by_mnemonic(name)[0]->engines))),
+                          name));
+    std::vector<std::string> cands;
+    for (const auto& [n, m] : macros_) cands.push_back(n);
+    fail(s, fmt::format("unknown macro '{}'{}", name, did_you_mean(name, cands)));
+  }
+  const Macro& m = it->second;
+  std::vector<std::string> pnames;
+  for (auto* p : m.params) pnames.push_back(p->name->getText() + (p->expr() ? "=..." : ""));
+  std::unordered_map<std::string, Var> args;
+  size_t pos = 0;
+  bool named = false;
+  for (auto* op : s->operand()) {
+    std::string pn;
+    if (op->name) {
+      named = true;
+      pn = op->name->getText();
+      auto pit = std::find_if(m.params.begin(), m.params.end(),
+                              [&](auto* p) { return p->name->getText() == pn; });
+      if (pit == m.params.end()) {
+        std::vector<std::string> c;
+        for (auto* p : m.params) c.push_back(p->name->getText());
+        fail(loc(op->name), fmt::format("macro '{}' has no parameter '{}'{}", name, pn, did_you_mean(pn, c)));
+      }
+      if (args.count(pn)) fail(loc(op->name), fmt::format("argument '{}' given twice", pn));
+    } else {
+      if (named) fail(op, "positional argument after a named one");
+      if (pos >= m.params.size())
+        fail(op, fmt::format("macro '{}' takes {} argument(s) ({}), got more", name,
+                             m.params.size(), join(pnames)));
+      pn = m.params[pos++]->name->getText();
+    }
+    args[pn] = Var{eval(op->expr()), Var::Arg, loc(op)};
+  }
+  if (++depth_ > opts_.max_depth) {
+    --depth_;
+    report(loc(s), fmt::format("expansion depth limit ({}) exceeded in macro '{}' (recursive "
+                               "expansion?)",
+                               opts_.max_depth, name));
+    throw Abort{};
+  }
+  const int32_t outer = cur_frame_;
+  cur_frame_ = push_frame(ExpansionFrame::Macro, name, loc(s));
+  macro_base_.push_back(locals_.size());
+  locals_.emplace_back();
+  auto restore = [&] {
+    locals_.resize(macro_base_.back());
+    macro_base_.pop_back();
+    cur_frame_ = outer;
+    --depth_;
+  };
+  try {
+    // Defaults are evaluated in the macro's scope, so they may use earlier parameters.
+    for (auto* p : m.params) {
+      const std::string pn = p->name->getText();
+      auto a = args.find(pn);
+      if (a != args.end()) {
+        locals_.back()[pn] = a->second;
+      } else if (p->expr()) {
+        locals_.back()[pn] = Var{eval(p->expr()), Var::Arg, loc(p)};
+      } else {
+        cur_frame_ = outer;
+        fail(s, fmt::format("missing argument '{}' of macro '{}' ({})", pn, name, join(pnames)));
+      }
+    }
+    exec_range(m.unit, m.begin, m.end);
+  } catch (...) {
+    restore();
+    throw;
+  }
+  restore();
+}
+
+void Assembler::exec_include(P::IncludeStmtContext* s) {
+  const std::string rel = unquote(s->STRING()->getText());
+  std::vector<fs::path> cands;
+  const fs::path here = fs::path(units_[cur_unit_].parsed->name).parent_path();
+  cands.push_back(here / rel);
+  for (const auto& d : opts_.include_dirs) cands.push_back(fs::path(d) / rel);
+  cands.push_back(rel);
+  std::string path, text;
+  for (const auto& c : cands)
+    if (read_text(c.string(), text)) {
+      path = c.lexically_normal().string();
+      break;
+    }
+  if (path.empty())
+    fail(s->STRING()->getSymbol() ? loc(s->STRING()->getSymbol()) : loc(s),
+         fmt::format("cannot find include file '{}' (searched: {}{})", rel,
+                     here.empty() ? "." : here.string(),
+                     opts_.include_dirs.empty() ? "" : ", " + join(opts_.include_dirs)));
+  std::error_code ec;
+  const std::string canon = fs::weakly_canonical(path, ec).string();
+  if (std::find(include_stack_.begin(), include_stack_.end(), canon) != include_stack_.end()) {
+    report(loc(s->STRING()->getSymbol()), fmt::format("include cycle: '{}' includes itself", path));
+    throw Abort{};
+  }
+  if (depth_ + 1 > opts_.max_depth) fail(s, "include depth limit exceeded");
+  uint32_t unit;
+  auto cached = unit_by_path_.find(canon);
+  const int32_t outer = cur_frame_;
+  cur_frame_ = push_frame(ExpansionFrame::Include, path, loc(s));
+  if (cached != unit_by_path_.end()) {
+    unit = cached->second;
+  } else {
+    unit = load_unit(path, std::move(text));
+    unit_by_path_[canon] = unit;
+  }
+  if (!units_[unit].ok) {
+    cur_frame_ = outer;
+    return;
+  }
+  include_stack_.push_back(canon);
+  ++depth_;
+  try {
+    exec_range(unit, 0, units_[unit].lines.size());
+  } catch (...) {
+    include_stack_.pop_back();
+    --depth_;
+    cur_frame_ = outer;
+    throw;
+  }
+  include_stack_.pop_back();
+  --depth_;
+  cur_frame_ = outer;
+}
+
+void Assembler::exec_assign(P::AssignStmtContext* s) {
+  const std::string kind = s->kind->getText(), name = s->name->getText();
+  const Loc at = loc(s->name);
+  if (kind == ".set") {
+    for (size_t k = locals_.size(); k-- > macro_base_.back();) {
+      auto it = locals_[k].find(name);
+      if (it != locals_[k].end()) {
+        if (it->second.kind == Var::Loop) fail(at, fmt::format("cannot assign the loop variable '{}'", name));
+        it->second.v = eval(s->expr());
+        return;
+      }
+    }
+    auto it = globals_.find(name);
+    if (it != globals_.end()) {
+      if (it->second.kind != Var::Set)
+        fail(at, fmt::format("'{}' is a constant ({}); .set cannot change it",
+                             name, it->second.kind == Var::Param ? ".param" : ".equ"));
+      it->second.v = eval(s->expr());
+      return;
+    }
+    Value v = eval(s->expr());
+    declare(name, at, ".set");
+    globals_[name] = Var{v, Var::Set, at};
+    return;
+  }
+  const bool param = kind == ".param";
+  Value v;
+  auto d = defines_.find(name);
+  if (param && d != defines_.end()) {
+    v = d->second.first;
+    d->second.second = true;
+  } else {
+    v = eval(s->expr());
+  }
+  declare(name, at, kind.c_str());
+  globals_[name] = Var{v, param ? Var::Param : Var::Equ, at};
+  if (param) mod_.params.emplace_back(name, v.str());
+}
+
+void Assembler::exec_target(P::TargetStmtContext* s) {
+  const std::string n = s->name->getText();
+  auto t = enum_parse(EnumType::Target, n);
+  if (!t)
+    fail(loc(s->name), fmt::format("unknown target '{}'{}", n, did_you_mean(n, enum_names(EnumType::Target))));
+  if (target_set_by_option_) return; // --target wins
+  if (target_locked_)
+    fail(s, ".target must come before tensor declarations and instructions");
+  mod_.target = static_cast<Target>(*t);
+  alloc_ = std::make_unique<Allocator>(mod_.target);
+}
+
+DType Assembler::eval_dtype(antlr4::Token* t) {
+  std::string n = t->getText();
+  if (const Var* v = lookup(n); v && v->v.kind == Value::Name) n = v->v.s;
+  auto dt = parse_dtype(n);
+  if (!dt) {
+    std::vector<std::string> names;
+    for (const auto& i : kDTypeInfo) names.emplace_back(i.name);
+    fail(loc(t), fmt::format("unknown dtype '{}'{}", n, did_you_mean(n, names)));
+  }
+  return *dt;
+}
+
+void Assembler::exec_tensor(P::TensorStmtContext* s) {
+  target_locked_ = true;
+  TensorDecl t;
+  t.name = s->name->getText();
+  const std::string kind = s->kind->getText();
+  t.space = kind == ".hbm" ? MemSpace::hbm : kind == ".sbuf" ? MemSpace::sbuf : MemSpace::psum;
+  t.dtype = eval_dtype(s->dtype);
+  if (!s->exprList()) fail(s, "a tensor needs a shape, e.g. fp32[128, 512]");
+  for (auto* e : s->exprList()->expr()) {
+    int64_t d = eval_int(e, "dimension");
+    if (d < 1 || d > (int64_t{1} << 40)) fail(e, fmt::format("dimension {} must be in [1, 2^40]", d));
+    t.shape.push_back(d);
+  }
+  if (t.space != MemSpace::hbm && t.shape[0] > kNumPartitions)
+    fail(s->exprList()->expr(0),
+         fmt::format("{} tensor '{}' has {} partitions; at most {}", kind.substr(1), t.name,
+                     t.shape[0], kNumPartitions));
+  if (s->role) {
+    auto r = enum_parse(EnumType::Role, s->role->getText());
+    if (!r)
+      fail(loc(s->role), fmt::format("unknown role '{}'{} (input, output or scratch)",
+                                     s->role->getText(),
+                                     did_you_mean(s->role->getText(), enum_names(EnumType::Role))));
+    t.role = static_cast<Role>(*r);
+  }
+  std::optional<uint64_t> pin;
+  if (s->addr) {
+    // `@ addr`, or `@ [first_partition, addr]` on chip.
+    Value a = eval(s->addr);
+    if (a.kind == Value::List && a.list.size() == 2 && a.list[0].kind == Value::Int &&
+        a.list[1].kind == Value::Int && t.space != MemSpace::hbm) {
+      if (a.list[0].i < 0 || a.list[0].i + t.shape[0] > kNumPartitions)
+        fail(s->addr, fmt::format("partitions {}..{} are outside the {} partitions", a.list[0].i,
+                                  a.list[0].i + t.shape[0], kNumPartitions));
+      t.part_start = static_cast<uint16_t>(a.list[0].i);
+      a = a.list[1];
+    }
+    need_num(a, s->addr);
+    if (a.kind != Value::Int || a.i < 0) fail(s->addr, "the address must be an integer >= 0");
+    pin = static_cast<uint64_t>(a.i);
+  }
+  declare(t.name, loc(s->name), "tensor");
+  if (auto err = alloc_->place(t, pin)) fail(loc(s->name), *err);
+  tensors_[t.name] = t;
+  mod_.tensors.push_back(t);
+}
+
+void Assembler::exec_view(P::ViewStmtContext* s) {
+  if (s->askw->getText() != "as") fail(loc(s->askw), "expected 'as' in '.view NAME = TENSOR as DTYPE[SHAPE]'");
+  Value src = eval(s->src);
+  const TensorDecl* base = src.kind == Value::Name ? find_tensor(src.s) : nullptr;
+  if (!base) fail(s->src, fmt::format("'{}' is not a tensor", src.str()));
+  TensorDecl v = *base;
+  v.name = s->name->getText();
+  v.dtype = eval_dtype(s->dtype);
+  v.shape.clear();
+  if (!s->exprList()) fail(s, "a view needs a shape");
+  for (auto* e : s->exprList()->expr()) {
+    int64_t d = eval_int(e, "dimension");
+    if (d < 1) fail(e, "dimensions must be >= 1");
+    v.shape.push_back(d);
+  }
+  if (v.space != MemSpace::hbm && v.shape[0] > base->shape[0])
+    fail(s->exprList()->expr(0), fmt::format("view '{}' has {} partitions; '{}' has {}", v.name,
+                                             v.shape[0], base->name, base->shape[0]));
+  if (tensor_bytes(v) > tensor_bytes(*base))
+    fail(s, fmt::format("view '{}' needs {} bytes{}; '{}' has {}", v.name, tensor_bytes(v),
+                        v.space == MemSpace::hbm ? "" : " per partition", base->name,
+                        tensor_bytes(*base)));
+  declare(v.name, loc(s->name), "view");
+  tensors_[v.name] = v;
+}
+
+void Assembler::exec_sem(P::SemStmtContext* s) {
+  for (auto* d : s->semDecl()) {
+    const std::string n = d->name->getText();
+    int64_t init = d->expr() ? eval_int(d->expr(), "initial value") : 0;
+    if (init < 0 || init > UINT32_MAX) fail(d->expr(), "initial value must fit in 32 bits");
+    if (mod_.sems.size() >= 0xffff) fail(d, "too many semaphores");
+    declare(n, loc(d->name), "semaphore");
+    sems_[n] = static_cast<uint16_t>(mod_.sems.size());
+    mod_.sems.push_back({n, static_cast<uint32_t>(init)});
+  }
+}
+
+void Assembler::exec_group(P::GroupStmtContext* s) {
+  Value v = eval(s->expr());
+  ReplicaGroupDecl g;
+  g.name = s->name->getText();
+  const char* shape = "a replica group is a list of rank lists, e.g. [[0, 1], [2, 3]]";
+  if (v.kind != Value::List) fail(s->expr(), shape);
+  for (const auto& l : v.list) {
+    if (l.kind != Value::List) fail(s->expr(), shape);
+    std::vector<uint32_t> ranks;
+    for (const auto& r : l.list) {
+      if (r.kind != Value::Int || r.i < 0 || r.i > 65535) fail(s->expr(), "ranks are integers in [0, 65535]");
+      ranks.push_back(static_cast<uint32_t>(r.i));
+    }
+    g.groups.push_back(std::move(ranks));
+  }
+  declare(g.name, loc(s->name), "replica group");
+  groups_[g.name] = static_cast<uint16_t>(mod_.groups.size());
+  mod_.groups.push_back(std::move(g));
+}
+
+void Assembler::define_label(antlr4::Token* t) {
+  const std::string n = t->getText();
+  auto it = labels_.find(n);
+  if (it != labels_.end())
+    fail(loc(t), fmt::format("duplicate label '{}' (first defined at line {})", n, it->second.def.line));
+  LabelDef d;
+  for (int e = 0; e < kNumEngines; ++e) d.at[e] = static_cast<uint32_t>(mod_.streams[e].size());
+  d.def = loc(t);
+  if (const size_t dot = n.find('.'); dot != std::string::npos) {
+    // Engine-qualified: a label of that engine's stream only (what the disassembler prints).
+    auto e = enum_parse(EnumType::Engine, n.substr(0, dot));
+    if (!e) fail(loc(t), fmt::format("unknown engine '{}' in label '{}'", n.substr(0, dot), n));
+    mod_.labels[*e].push_back({n.substr(dot + 1), d.at[*e]});
+  }
+  labels_[n] = d;
+}
+
+// ---- symbols and diagnostics ----------------------------------------------------------------
+
+const Assembler::Var* Assembler::lookup(const std::string& name) const {
+  for (size_t k = locals_.size(); k-- > macro_base_.back();) {
+    auto it = locals_[k].find(name);
+    if (it != locals_[k].end()) return &it->second;
+  }
+  auto it = globals_.find(name);
+  return it == globals_.end() ? nullptr : &it->second;
+}
+
+std::vector<std::string> Assembler::visible_names() const {
+  std::vector<std::string> v;
+  for (size_t k = macro_base_.back(); k < locals_.size(); ++k)
+    for (const auto& [n, x] : locals_[k]) v.push_back(n);
+  for (const auto& [n, x] : globals_) v.push_back(n);
+  for (const auto& [n, x] : tensors_) v.push_back(n);
+  return v;
+}
+
+const TensorDecl* Assembler::find_tensor(const std::string& name) const {
+  auto it = tensors_.find(name);
+  return it == tensors_.end() ? nullptr : &it->second;
+}
+
+void Assembler::declare(const std::string& name, Loc l, const char* what) {
+  auto it = symbols_.find(name);
+  if (it != symbols_.end())
+    fail(l, fmt::format("duplicate symbol '{}' ({}); first defined at {}:{}:{}", name, what,
+                        mod_.files[it->second.file], it->second.line, it->second.col));
+  symbols_[name] = l;
+}
+
+Loc Assembler::loc(antlr4::Token* t) const {
+  return Loc{cur_unit_, static_cast<uint32_t>(t->getLine()),
+             static_cast<uint32_t>(t->getCharPositionInLine() + 1), cur_frame_};
+}
+
+int32_t Assembler::push_frame(ExpansionFrame::Kind k, std::string what, Loc at) {
+  ExpansionFrame f;
+  f.kind = k;
+  f.what = std::move(what);
+  f.file = at.file;
+  f.line = at.line;
+  f.col = at.col;
+  f.parent = at.frame;
+  mod_.frames.push_back(std::move(f));
+  return static_cast<int32_t>(mod_.frames.size() - 1);
+}
+
+void Assembler::report(const Loc& l, const std::string& msg) {
+  Diagnostic d;
+  d.file = l.file < mod_.files.size() ? mod_.files[l.file] : "<input>";
+  d.line = l.line;
+  d.col = l.col;
+  d.message = msg;
+  if (l.file < units_.size()) d.source_line = std::string(units_[l.file].parsed->line_text(l.line));
+  // The same error from every iteration of a loop is reported once.
+  for (const auto& o : diags_)
+    if (o.file == d.file && o.line == d.line && o.col == d.col && o.message == d.message) return;
+  for (int32_t f = l.frame; f >= 0 && f < static_cast<int32_t>(mod_.frames.size());
+       f = mod_.frames[f].parent) {
+    const auto& fr = mod_.frames[f];
+    const std::string where = fmt::format("{}:{}:{}", mod_.files[fr.file], fr.line, fr.col);
+    switch (fr.kind) {
+    case ExpansionFrame::Macro:
+      d.notes.push_back(fmt::format("in expansion of macro '{}' at {}", fr.what, where));
+      break;
+    case ExpansionFrame::ForIter:
+      d.notes.push_back(fmt::format("in iteration {} of .for at {}", fr.what, where));
+      break;
+    case ExpansionFrame::Include: d.notes.push_back(fmt::format("included from {}", where)); break;
+    }
+  }
+  diags_.push_back(std::move(d));
+  if (++errors_ >= opts_.max_errors) {
+    Diagnostic stop;
+    stop.message = fmt::format("too many errors ({}); stopping", errors_);
+    diags_.push_back(stop);
+    throw Abort{};
+  }
+}
+
+void Assembler::report_global(const std::string& msg) {
+  Diagnostic d;
+  d.file = "<command line>";
+  d.message = msg;
+  diags_.push_back(d);
+  ++errors_;
+}
+
+// ---- public API -------------------------------------------------------------------------------
+
+std::string Diagnostic::str() const {
+  std::string out;
+  if (line) out = fmt::format("{}:{}:{}: ", file, line, col);
+  else if (!file.empty()) out = file + ": ";
+  out += (severity == Error ? "error: " : "note: ") + message + "\n";
+  if (line && !source_line.empty()) {
+    out += source_line + "\n";
+    std::string caret;
+    for (uint32_t k = 1; k < col && k <= source_line.size(); ++k)
+      caret.push_back(source_line[k - 1] == '\t' ? '\t' : ' ');
+    out += caret + "^\n";
+  }
+  for (const auto& n : notes) out += "note: " + n + "\n";
+  return out;
+}
+
+std::string AsmResult::diagnostics_text() const {
+  std::string out;
+  for (const auto& d : diags) out += d.str();
+  return out;
+}
+
+AsmResult assemble_file(const std::string& path, const AsmOptions& opts) {
+  Assembler a(opts);
+  return a.run_file(path);
+}
+
+AsmResult assemble_string(std::string_view text, const std::string& name, const AsmOptions& opts) {
+  Assembler a(opts);
+  return a.run_string(text, name);
+}
+
+std::string suggest(std::string_view word, const std::vector<std::string>& candidates) {
+  const size_t limit = std::clamp<size_t>(word.size() / 3 + 1, 1, 3);
+  std::string best;
+  size_t best_d = limit + 1;
+  std::vector<size_t> prev, cur;
+  for (const auto& c : candidates) {
+    if (c == word) continue;
+    prev.resize(c.size() + 1);
+    cur.resize(c.size() + 1);
+    for (size_t j = 0; j <= c.size(); ++j) prev[j] = j;
+    for (size_t i = 1; i <= word.size(); ++i) {
+      cur[0] = i;
+      for (size_t j = 1; j <= c.size(); ++j)
+        cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (word[i - 1] != c[j - 1])});
+      std::swap(prev, cur);
+    }
+    const size_t d = prev[c.size()];
+    if (d < best_d || (d == best_d && c < best)) {
+      best_d = d;
+      best = c;
+    }
+  }
+  return best;
+}
+
+} // namespace nisa::nasm

@@ -1,0 +1,496 @@
+// Instructions: mnemonic lookup, operand matching against the table (isa/insts.def), sync
+// clauses, target checks and the shape checks the table implies.
+#include <fmt/format.h>
+
+#include <bit>
+#include <cmath>
+
+#include "asm/assembler.h"
+#include "isa/encode.h"
+
+namespace nisa::nasm {
+using P = Parser;
+
+namespace {
+
+std::string did_you_mean(std::string_view w, const std::vector<std::string>& cands) {
+  std::string s = suggest(w, cands);
+  return s.empty() ? "" : fmt::format("; did you mean '{}'?", s);
+}
+
+std::string engines_text(uint8_t mask) {
+  std::string out;
+  for (int e = 0; e < kNumEngines; ++e)
+    if (mask & (1u << e)) out += (out.empty() ? "" : ", ") + std::string(name_of(static_cast<Engine>(e)));
+  return out;
+}
+
+std::string gens_text(uint8_t gens) {
+  std::string out;
+  for (const auto& m : enum_members(EnumType::Target))
+    if (gens & gen_bit(static_cast<Target>(m.value)))
+      out += (out.empty() ? "" : ", ") + std::string(m.name);
+  return out;
+}
+
+std::string operand_list(const InstDesc& d) {
+  std::string out;
+  for (const auto& o : d.operands)
+    out += (out.empty() ? "" : ", ") + std::string(o.name) + (o.optional ? "=" : "");
+  return out.empty() ? "none" : out;
+}
+
+std::string_view alu_alias(std::string_view n) {
+  static const std::pair<std::string_view, std::string_view> kAliases[] = {
+      {"mul", "multiply"},     {"sub", "subtract"},   {"eq", "equal"},
+      {"ne", "not_equal"},     {"ge", "greater_equal"}, {"gt", "greater"},
+      {"le", "less_equal"},    {"lt", "less"},        {"pow", "power"},
+      {"and", "bitwise_and"},  {"or", "bitwise_or"},  {"xor", "bitwise_xor"},
+      {"shl", "left_shift"},   {"shr", "right_shift"}};
+  for (auto [a, full] : kAliases)
+    if (a == n) return full;
+  return n;
+}
+
+std::optional<int> prefixed_index(const std::string& s, char prefix, int limit) {
+  if (s.size() < 2 || s.size() > 4 || s[0] != prefix) return std::nullopt;
+  if (s.size() > 2 && s[1] == '0') return std::nullopt;
+  int v = 0;
+  for (size_t k = 1; k < s.size(); ++k) {
+    if (s[k] < '0' || s[k] > '9') return std::nullopt;
+    v = v * 10 + (s[k] - '0');
+  }
+  return v < limit ? std::optional<int>(v) : std::nullopt;
+}
+
+} // namespace
+
+uint16_t Assembler::sem_index(const std::string& name, Loc l) {
+  auto it = sems_.find(name);
+  if (it == sems_.end()) {
+    std::vector<std::string> names;
+    for (const auto& [n, i] : sems_) names.push_back(n);
+    fail(l, fmt::format("unknown semaphore '{}'{}", name, did_you_mean(name, names)));
+  }
+  return it->second;
+}
+
+void Assembler::exec_inst(P::InstStmtContext* s) {
+  target_locked_ = true;
+  const std::string dotted = s->DOTTED()->getText();
+  const size_t dot = dotted.find('.');
+  const std::string eng_name = dotted.substr(0, dot), mn = dotted.substr(dot + 1);
+  const Loc at = loc(s);
+  auto eng = enum_parse(EnumType::Engine, eng_name);
+  if (!eng) {
+    std::vector<std::string> engines;
+    for (const auto& m : enum_members(EnumType::Engine)) engines.emplace_back(m.name);
+    fail(at, fmt::format("unknown engine '{}'{} (engines: {})", eng_name,
+                         did_you_mean(eng_name, engines), engines_text(0x3f)));
+  }
+  const Engine engine = static_cast<Engine>(*eng);
+  const InstDesc* d = find_by_mnemonic(mn, engine);
+  if (!d) {
+    auto all = find_all_by_mnemonic(mn);
+    if (all.empty()) {
+      std::vector<std::string> names;
+      for (const auto& row : inst_table())
+        if (row.engines & engine_bit(engine)) names.emplace_back(row.mnemonic);
+      std::string s2 = suggest(mn, names);
+      if (s2.empty()) {
+        names.clear();
+        for (const auto& row : inst_table()) names.emplace_back(row.mnemonic);
+      }
+      fail(Loc{at.file, at.line, at.col + static_cast<uint32_t>(dot) + 1, at.frame},
+           fmt::format("unknown mnemonic '{}'{}", mn, did_you_mean(mn, names)));
+    }
+    uint8_t mask = 0;
+    for (const auto* r : all) mask |= r->engines;
+    fail(at, fmt::format("instruction '{}' does not run on engine {} (it runs on: {})", mn,
+                         eng_name, engines_text(mask)));
+  }
+  if (!(d->gens & gen_bit(mod_.target)))
+    fail(at, fmt::format("instruction '{}' is not available on {} (available on: {})", dotted,
+                         name_of(mod_.target), gens_text(d->gens)));
+
+  // Bind operands: positional in table order, then by name.
+  const size_t n = d->operands.size();
+  std::vector<P::ExprContext*> bound(n, nullptr);
+  size_t pos = 0;
+  bool named = false;
+  for (auto* op : s->operand()) {
+    if (op->name) {
+      named = true;
+      const std::string on = op->name->getText();
+      size_t k = 0;
+      while (k < n && d->operands[k].name != on) ++k;
+      if (k == n) {
+        std::vector<std::string> names;
+        for (const auto& o : d->operands) names.emplace_back(o.name);
+        fail(loc(op->name), fmt::format("{} has no operand '{}'{} (operands: {})", dotted, on,
+                                        did_you_mean(on, names), operand_list(*d)));
+      }
+      if (bound[k]) fail(loc(op->name), fmt::format("operand '{}' given twice", on));
+      bound[k] = op->expr();
+    } else {
+      if (named) fail(op, "positional operand after a named one");
+      if (pos >= n)
+        fail(op, fmt::format("too many operands: {} takes {} ({})", dotted, n, operand_list(*d)));
+      bound[pos++] = op->expr();
+    }
+  }
+  Inst in;
+  in.op = d->op;
+  in.engine = engine;
+  in.ops.resize(n);
+  std::vector<bool> raw(n, false);
+  const uint32_t index = static_cast<uint32_t>(mod_.streams[*eng].size());
+  for (size_t k = 0; k < n; ++k) {
+    const OperandDesc& od = d->operands[k];
+    if (!bound[k]) {
+      if (!od.optional)
+        fail(Loc{at.file, at.line, static_cast<uint32_t>(s->getStop()->getCharPositionInLine() + 1 +
+                                                         s->getStop()->getText().size()),
+                 at.frame},
+             fmt::format("missing operand '{}' of {} (operands: {})", od.name, dotted, operand_list(*d)));
+      in.ops[k] = default_operand(od);
+      continue;
+    }
+    bool r = false;
+    in.ops[k] = convert_operand(*d, k, bound[k], engine, index, r);
+    raw[k] = r;
+    if (!(od.gens & gen_bit(mod_.target)) && !is_default(od, in.ops[k]))
+      fail(bound[k], fmt::format("operand '{}' of {} is not available on {} (available on: {})",
+                                 od.name, dotted, name_of(mod_.target), gens_text(od.gens)));
+  }
+  for (auto* sy : s->sync()) parse_sync(sy, in);
+  check_shapes(*d, in, raw, bound, at);
+  if (auto err = check_inst_for_target(in, mod_.target)) fail(at, *err);
+  if (++total_insts_ > opts_.max_instructions) {
+    report(at, fmt::format("the kernel exceeds the limit of {} instructions", opts_.max_instructions));
+    throw Abort{};
+  }
+  mod_.streams[*eng].push_back(std::move(in));
+  const Loc l = at;
+  mod_.debug[*eng].push_back(DebugLoc{l.file, l.line, l.col, l.frame});
+}
+
+AccessPattern Assembler::to_ap(const Value& v, P::ExprContext* e, bool& raw) {
+  if (v.kind == Value::Ap) {
+    raw = v.raw;
+    return v.ap;
+  }
+  if (v.kind == Value::Name) {
+    if (const TensorDecl* t = find_tensor(v.s)) {
+      auto r = lower_slice(*t, {});
+      if (auto* err = std::get_if<LowerError>(&r)) fail(e, err->message);
+      return std::get<AccessPattern>(r);
+    }
+    std::vector<std::string> names;
+    for (const auto& [n, t] : tensors_) names.push_back(n);
+    fail(e, fmt::format("unknown tensor '{}'{}", v.s, did_you_mean(v.s, names)));
+  }
+  fail(e, fmt::format("expected a tensor or a slice, not {}", v.str()));
+}
+
+Operand Assembler::convert_operand(const InstDesc& d, size_t k, P::ExprContext* e, Engine eng,
+                                   uint32_t inst_index, bool& raw) {
+  const OperandDesc& od = d.operands[k];
+  Operand o;
+  Value v = eval(e);
+  auto as_int = [&](int64_t lo, int64_t hi) {
+    if (v.kind == Value::Float && v.f == std::floor(v.f) && std::abs(v.f) < 9e18)
+      v = Value::of_int(static_cast<int64_t>(v.f));
+    if (v.kind != Value::Int) {
+      need_num(v, e);
+      fail(e, fmt::format("operand '{}' must be an integer, not {}", od.name, v.str()));
+    }
+    if (v.i < lo || v.i > hi)
+      fail(e, fmt::format("operand '{}' = {} is outside [{}, {}]", od.name, v.i, lo, hi));
+    return v.i;
+  };
+  auto name_of_value = [&](const char* what) {
+    if (v.kind != Value::Name) fail(e, fmt::format("operand '{}' must be {}, not {}", od.name, what, v.str()));
+    return v.s;
+  };
+  switch (od.kind) {
+  case OperandKind::Dst:
+  case OperandKind::Src: {
+    o.ap = to_ap(v, e, raw);
+    const uint8_t bit = space_bit(o.ap.space);
+    if (!(od.spaces & bit)) {
+      std::string allowed;
+      for (MemSpace s : {MemSpace::hbm, MemSpace::sbuf, MemSpace::psum})
+        if (od.spaces & space_bit(s)) allowed += (allowed.empty() ? "" : " or ") + std::string(name_of(s));
+      fail(e, fmt::format("operand '{}' of {}.{} cannot be in {} (allowed: {})", od.name,
+                          name_of(eng), d.mnemonic, name_of(o.ap.space), allowed));
+    }
+    return o;
+  }
+  case OperandKind::Scalar:
+    if (v.is_num()) {
+      o.f = static_cast<float>(v.num());
+      return o;
+    }
+    o.is_ap = true;
+    o.ap = to_ap(v, e, raw);
+    if (!(od.spaces & space_bit(o.ap.space)))
+      fail(e, fmt::format("operand '{}' cannot be in {}", od.name, name_of(o.ap.space)));
+    return o;
+  case OperandKind::ImmF:
+    need_num(v, e);
+    o.f = static_cast<float>(v.num());
+    return o;
+  case OperandKind::ImmI: o.i = as_int(INT32_MIN, INT32_MAX); return o;
+  case OperandKind::Bool: o.i = as_int(0, 1); return o;
+  case OperandKind::Enum: {
+    std::string n = name_of_value("a name");
+    if (od.enum_type == EnumType::AluOp) n = std::string(alu_alias(n));
+    auto ev = enum_parse(od.enum_type, n);
+    if (!ev)
+      fail(e, fmt::format("unknown {} '{}' for operand '{}'{}", enum_type_name(od.enum_type), v.s,
+                          od.name, [&] {
+                            std::vector<std::string> names;
+                            for (const auto& m : enum_members(od.enum_type)) names.emplace_back(m.name);
+                            return did_you_mean(v.s, names);
+                          }()));
+    o.i = *ev;
+    return o;
+  }
+  case OperandKind::Reg:
+  case OperandKind::RegOrImm: {
+    if (v.kind == Value::Name) {
+      auto r = prefixed_index(v.s, 'r', kNumRegs);
+      if (!r) fail(e, fmt::format("'{}' is not a register (r0..r{})", v.s, kNumRegs - 1));
+      o.is_reg = od.kind == OperandKind::RegOrImm;
+      o.i = *r;
+      return o;
+    }
+    if (od.kind == OperandKind::Reg) fail(e, fmt::format("operand '{}' must be a register r0..r{}", od.name, kNumRegs - 1));
+    o.i = as_int(INT32_MIN, INT32_MAX);
+    return o;
+  }
+  case OperandKind::Queue: {
+    auto q = v.kind == Value::Name ? prefixed_index(v.s, 'q', kNumDmaQueues) : std::nullopt;
+    if (!q) fail(e, fmt::format("operand '{}' must be a DMA queue q0..q{}, not {}", od.name, kNumDmaQueues - 1, v.str()));
+    o.i = *q;
+    return o;
+  }
+  case OperandKind::Sem: o.i = sem_index(name_of_value("a semaphore"), loc(e)); return o;
+  case OperandKind::Group: {
+    const std::string n = name_of_value("a replica group");
+    auto it = groups_.find(n);
+    if (it == groups_.end()) {
+      std::vector<std::string> names;
+      for (const auto& [g, i] : groups_) names.push_back(g);
+      fail(e, fmt::format("unknown replica group '{}'{}", n, did_you_mean(n, names)));
+    }
+    o.i = it->second;
+    return o;
+  }
+  case OperandKind::Label:
+    if (v.kind == Value::Int) {
+      o.i = as_int(0, UINT32_MAX);
+      return o;
+    }
+    fixups_.push_back({eng, inst_index, static_cast<uint32_t>(k), name_of_value("a label"), loc(e)});
+    return o;
+  case OperandKind::Pattern: {
+    const char* msg = "a pattern is a list of 1 to 4 [step, num] pairs";
+    if (v.kind != Value::List || v.list.size() > 4) fail(e, msg);
+    o.pat.n = static_cast<uint8_t>(v.list.size());
+    for (size_t j = 0; j < v.list.size(); ++j) {
+      const Value& p = v.list[j];
+      if (p.kind != Value::List || p.list.size() != 2 || p.list[0].kind != Value::Int ||
+          p.list[1].kind != Value::Int || p.list[0].i < INT32_MIN || p.list[0].i > INT32_MAX ||
+          p.list[1].i < INT32_MIN || p.list[1].i > INT32_MAX)
+        fail(e, msg);
+      o.pat.d[j] = {static_cast<int32_t>(p.list[0].i), static_cast<int32_t>(p.list[1].i)};
+    }
+    return o;
+  }
+  case OperandKind::Mask: {
+    if (v.kind != Value::List || v.list.size() != 32)
+      fail(e, "a mask is a list of 32 partition indices (255 = keep)");
+    for (size_t j = 0; j < 32; ++j) {
+      if (v.list[j].kind != Value::Int || v.list[j].i < 0 || v.list[j].i > 255)
+        fail(e, "mask entries are integers in [0, 255]");
+      o.mask.v[j] = static_cast<uint8_t>(v.list[j].i);
+    }
+    return o;
+  }
+  }
+  fail(e, "unsupported operand kind");
+}
+
+void Assembler::parse_sync(P::SyncContext* s, Inst& in) {
+  const std::string kind = s->kind->getText();
+  if (kind != "wait" && kind != "signal")
+    fail(loc(s->kind), fmt::format("unknown sync clause '@{}'{}", kind,
+                                   did_you_mean(kind, {"wait", "signal"})));
+  for (auto* a : s->syncArg()) {
+    if (kind == "signal") {
+      Signal sig;
+      if (auto* add = dynamic_cast<P::SyncAddContext*>(a)) {
+        sig.sem = sem_index(add->name->getText(), loc(add->name));
+        int64_t dv = eval_int(add->expr(), "signal increment");
+        if (dv < 0 || dv > UINT32_MAX) fail(add->expr(), "signal increment must fit in 32 bits");
+        sig.delta = static_cast<uint32_t>(dv);
+      } else {
+        auto* e = dynamic_cast<P::SyncExprContext*>(a)->expr();
+        auto* pe = dynamic_cast<P::PrimaryExprContext*>(e);
+        auto* np = pe ? dynamic_cast<P::NamePrimContext*>(pe->primary()) : nullptr;
+        if (!np) fail(a, "@signal takes semaphores: @signal(s) or @signal(s += n)");
+        std::string n = np->name->getText();
+        if (const Var* v = lookup(n); v && v->v.kind == Value::Name) n = v->v.s;
+        sig.sem = sem_index(n, loc(np));
+      }
+      if (in.signals.size() >= kMaxSignals) fail(a, fmt::format("at most {} signals", kMaxSignals));
+      in.signals.push_back(sig);
+      continue;
+    }
+    auto* se = dynamic_cast<P::SyncExprContext*>(a);
+    auto* b = se ? dynamic_cast<P::BinaryExprContext*>(se->expr()) : nullptr;
+    const std::string op = b ? b->op->getText() : "";
+    if (!b || (op != ">=" && op != "=="))
+      fail(a, "@wait takes conditions 'sem >= value' or 'sem == value'");
+    auto* pe = dynamic_cast<P::PrimaryExprContext*>(b->expr(0));
+    auto* np = pe ? dynamic_cast<P::NamePrimContext*>(pe->primary()) : nullptr;
+    if (!np) fail(b->expr(0), "expected a semaphore name");
+    std::string n = np->name->getText();
+    if (const Var* v = lookup(n); v && v->v.kind == Value::Name) n = v->v.s;
+    Wait w;
+    w.sem = sem_index(n, loc(np));
+    w.cmp = op == ">=" ? WaitCmp::ge : WaitCmp::eq;
+    int64_t val = eval_int(b->expr(1), "wait value");
+    if (val < 0 || val > UINT32_MAX) fail(b->expr(1), fmt::format("wait value {} must be in [0, 2^32)", val));
+    w.value = static_cast<uint32_t>(val);
+    if (in.waits.size() >= kMaxWaits) fail(a, fmt::format("at most {} waits", kMaxWaits));
+    in.waits.push_back(w);
+  }
+}
+
+// Checks the table implies beyond kinds and spaces. Operands written as raw ap(...) are
+// exempt: they are exactly what the disassembler printed.
+void Assembler::check_shapes(const InstDesc& d, const Inst& in, const std::vector<bool>& raw,
+                             const std::vector<P::ExprContext*>& where, Loc inst_loc) {
+  auto idx = [&](std::string_view name) -> int {
+    for (size_t k = 0; k < d.operands.size(); ++k)
+      if (d.operands[k].name == name) return static_cast<int>(k);
+    return -1;
+  };
+  auto ap_of = [&](int k) -> const AccessPattern* {
+    if (k < 0 || raw[k] || !in.ops[k].present) return nullptr;
+    const auto kind = d.operands[k].kind;
+    if (kind == OperandKind::Dst || kind == OperandKind::Src) return &in.ops[k].ap;
+    if (kind == OperandKind::Scalar && in.ops[k].is_ap) return &in.ops[k].ap;
+    return nullptr;
+  };
+  auto at = [&](int k) { return where[k] ? loc(where[k]) : inst_loc; };
+  const std::string name = fmt::format("{}.{}", name_of(in.engine), d.mnemonic);
+  const int dst = idx("dst");
+  const AccessPattern* D = ap_of(dst);
+  const bool elementwise = d.cost == CostClass::elem1 || d.cost == CostClass::elem2 ||
+                           d.cost == CostClass::act_func || d.cost == CostClass::dve_scan ||
+                           d.cost == CostClass::dve_search;
+  const bool same_size = d.op == Opcode::copy || d.op == Opcode::tensor_scalar ||
+                         d.op == Opcode::tensor_tensor || d.op == Opcode::scalar_tensor_tensor ||
+                         d.op == Opcode::activation || d.op == Opcode::scan ||
+                         d.op == Opcode::reciprocal || d.op == Opcode::copy_predicated;
+  if (D && elementwise) {
+    for (size_t k = 0; k < d.operands.size(); ++k) {
+      const AccessPattern* A = ap_of(static_cast<int>(k));
+      if (!A || static_cast<int>(k) == dst || A->space == MemSpace::hbm) continue;
+      const auto kind = d.operands[k].kind;
+      if (d.op == Opcode::dve_transpose || d.operands[k].name == "reduce_res") continue;
+      if (A->part_count != D->part_count)
+        fail(at(static_cast<int>(k)),
+             fmt::format("partition count mismatch: '{}' has {} partitions, dst has {}",
+                         d.operands[k].name, A->part_count, D->part_count));
+      if (kind == OperandKind::Scalar && A->free_elems() != 1)
+        fail(at(static_cast<int>(k)),
+             fmt::format("scalar operand '{}' must be one element per partition ([P, 1]), not {}",
+                         d.operands[k].name, A->free_elems()));
+      if (same_size && kind != OperandKind::Scalar && A->free_elems() != D->free_elems())
+        fail(at(static_cast<int>(k)),
+             fmt::format("size mismatch: '{}' has {} elements per partition, dst has {}",
+                         d.operands[k].name, A->free_elems(), D->free_elems()));
+    }
+  }
+  auto need_int = [&](int k) {
+    const AccessPattern* A = ap_of(k);
+    if (A && info(A->dtype).is_float)
+      fail(at(k), fmt::format("dtype mismatch: operand '{}' of {} must be an integer dtype, not {}",
+                              d.operands[k].name, name, dtype_name(A->dtype)));
+  };
+  switch (d.op) {
+  case Opcode::max8:
+  case Opcode::find_index8:
+    if (D && D->free_elems() != 8)
+      fail(at(dst), fmt::format("dst of {} must hold 8 elements per partition, not {}", name,
+                                D->free_elems()));
+    if (d.op == Opcode::find_index8) need_int(dst);
+    if (d.op == Opcode::max8) {
+      const AccessPattern* S = ap_of(idx("src"));
+      if (S && (S->free_elems() < 8 || S->free_elems() > 16384))
+        fail(at(idx("src")), fmt::format("src of {} must hold 8..16384 elements per partition, not {}",
+                                         name, S->free_elems()));
+    }
+    break;
+  case Opcode::match_replace8: need_int(idx("idx")); break;
+  case Opcode::n_gather: need_int(idx("idx")); break;
+  case Opcode::matmul: {
+    const AccessPattern* St = ap_of(idx("stationary"));
+    const AccessPattern* Mv = ap_of(idx("moving"));
+    if (St && Mv && St->part_count != Mv->part_count)
+      fail(at(idx("moving")), fmt::format("matmul contraction mismatch: stationary has K={} "
+                                          "partitions, moving has {}",
+                                          St->part_count, Mv->part_count));
+    if (St && St->free_elems() > 128)
+      fail(at(idx("stationary")), fmt::format("matmul stationary has M={} columns; at most 128", St->free_elems()));
+    if (Mv && Mv->free_elems() > 512)
+      fail(at(idx("moving")), fmt::format("matmul moving has N={} columns; at most 512", Mv->free_elems()));
+    if (D && St && D->part_count != St->free_elems())
+      fail(at(dst), fmt::format("matmul dst has {} partitions; stationary gives M={}", D->part_count,
+                                St->free_elems()));
+    if (D && Mv && D->free_elems() != Mv->free_elems())
+      fail(at(dst), fmt::format("matmul dst has {} columns; moving gives N={}", D->free_elems(),
+                                Mv->free_elems()));
+    if (D && D->dtype != DType::fp32)
+      fail(at(dst), fmt::format("dtype mismatch: matmul accumulates in fp32; dst is {}",
+                                dtype_name(D->dtype)));
+    break;
+  }
+  case Opcode::pe_transpose: {
+    const AccessPattern* S = ap_of(idx("src"));
+    if (D && S && D->dtype != S->dtype)
+      fail(at(dst), fmt::format("dtype mismatch: transpose keeps the dtype; dst is {}, src is {}",
+                                dtype_name(D->dtype), dtype_name(S->dtype)));
+    if (D && S && (D->part_count != S->free_elems() || D->free_elems() != S->part_count))
+      fail(at(dst), fmt::format("transpose of [{}, {}] needs dst [{}, {}], not [{}, {}]",
+                                S->part_count, S->free_elems(), S->free_elems(), S->part_count,
+                                D->part_count, D->free_elems()));
+    break;
+  }
+  case Opcode::dma:
+  case Opcode::dma_compute: {
+    for (const char* src : {"src", "src0", "src1"}) {
+      const AccessPattern* S = ap_of(idx(src));
+      if (D && S && S->elems() != D->elems())
+        fail(at(idx(src)), fmt::format("DMA size mismatch: '{}' has {} elements, dst has {}", src,
+                                       S->elems(), D->elems()));
+    }
+    break;
+  }
+  case Opcode::dma_transpose: {
+    const AccessPattern* S = ap_of(idx("src"));
+    if (S && dtype_bytes(S->dtype) != 2 && dtype_bytes(S->dtype) != 4)
+      fail(at(idx("src")), fmt::format("dtype mismatch: dma_transpose needs a 2- or 4-byte dtype, not {}",
+                                       dtype_name(S->dtype)));
+    break;
+  }
+  default: break;
+  }
+}
+
+} // namespace nisa::nasm

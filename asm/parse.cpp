@@ -1,0 +1,84 @@
+#include "asm/parse.h"
+
+#include <fmt/format.h>
+
+#include "NeuronAsmLexer.h"
+#include "antlr4-runtime.h"
+
+namespace nisa::nasm {
+namespace {
+
+class Collector : public antlr4::BaseErrorListener {
+public:
+  explicit Collector(std::vector<SyntaxError>& out) : out_(out) {}
+  void syntaxError(antlr4::Recognizer*, antlr4::Token* tok, size_t line, size_t col,
+                   const std::string& msg, std::exception_ptr) override {
+    if (out_.size() >= 100) return;
+    std::string m = msg;
+    if (tok && tok->getType() == nisa_grammar::NeuronAsmLexer::ERRCHAR)
+      m = fmt::format("unexpected character '{}'", tok->getText());
+    else if (tok && tok->getType() == nisa_grammar::NeuronAsmLexer::NL)
+      m = "unexpected end of line" + (msg.find("expecting") != std::string::npos
+                                          ? "; " + msg.substr(msg.find("expecting"))
+                                          : std::string());
+    out_.push_back({static_cast<uint32_t>(line), static_cast<uint32_t>(col + 1), m});
+  }
+
+private:
+  std::vector<SyntaxError>& out_;
+};
+
+void split_lines(ParsedFile& f) {
+  std::string_view t = f.text;
+  size_t b = 0;
+  while (b <= t.size()) {
+    size_t e = t.find('\n', b);
+    if (e == std::string_view::npos) e = t.size();
+    std::string_view l = t.substr(b, e - b);
+    if (!l.empty() && l.back() == '\r') l.remove_suffix(1);
+    f.lines.push_back(l);
+    b = e + 1;
+  }
+}
+
+} // namespace
+
+std::unique_ptr<ParsedFile> parse_source(std::string name, std::string text) {
+  auto f = std::make_unique<ParsedFile>();
+  f->name = std::move(name);
+  f->text = std::move(text);
+  split_lines(*f);
+  // Every statement ends with NL: make sure the last one does.
+  std::string src = f->text;
+  if (src.empty() || src.back() != '\n') src.push_back('\n');
+  f->input = std::make_unique<antlr4::ANTLRInputStream>(src);
+  f->lexer = std::make_unique<nisa_grammar::NeuronAsmLexer>(f->input.get());
+  f->lexer->removeErrorListeners();
+  f->tokens = std::make_unique<antlr4::CommonTokenStream>(f->lexer.get());
+  f->tokens->fill();
+  f->parser = std::make_unique<nisa_grammar::NeuronAsmParser>(f->tokens.get());
+  auto& p = *f->parser;
+  p.removeErrorListeners();
+  p.getInterpreter<antlr4::atn::ParserATNSimulator>()->setPredictionMode(
+      antlr4::atn::PredictionMode::SLL);
+  p.setErrorHandler(std::make_shared<antlr4::BailErrorStrategy>());
+  try {
+    f->tree = p.program();
+    return f;
+  } catch (const antlr4::ParseCancellationException&) {
+  } catch (const antlr4::RecognitionException&) {
+  }
+  // SLL failed: reparse with full LL and error recovery, collecting every error.
+  f->tokens->seek(0);
+  p.reset();
+  p.getInterpreter<antlr4::atn::ParserATNSimulator>()->setPredictionMode(
+      antlr4::atn::PredictionMode::LL);
+  p.setErrorHandler(std::make_shared<antlr4::DefaultErrorStrategy>());
+  Collector collector(f->errors);
+  p.addErrorListener(&collector);
+  f->tree = p.program();
+  p.removeErrorListeners();
+  return f;
+}
+
+} // namespace nisa::nasm

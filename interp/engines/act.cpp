@@ -1,0 +1,156 @@
+// Scalar engine (ACT) semantics: activation = func(src * scale + bias) with the engine's
+// reduce registers (isa-facts 4.2, 4.5, 11 ex. 9). The hardware evaluates the functions
+// with piecewise polynomials; we evaluate the defining formulas (in double, rounded to fp32),
+// which is what the reference tests of the seeds compare against.
+#include <cmath>
+#include <numbers>
+
+#include "interp/engines/elementwise.h"
+#include "interp/engines/engines.h"
+
+namespace nisa::interp {
+using namespace ew;
+
+namespace {
+
+double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+double softplus(double x) { return std::max(x, 0.0) + std::log1p(std::exp(-std::fabs(x))); }
+constexpr double kInvSqrt2 = 0.70710678118654752440;
+constexpr double kInvSqrt2Pi = 0.39894228040143267794;
+
+template <ActFunc F> double act_d(double x) {
+  using std::numbers::pi;
+  if constexpr (F == ActFunc::copy)
+    return x;
+  else if constexpr (F == ActFunc::exp)
+    return std::exp(x);
+  else if constexpr (F == ActFunc::log)
+    return std::log(x);
+  else if constexpr (F == ActFunc::rsqrt)
+    return 1.0 / std::sqrt(x);
+  else if constexpr (F == ActFunc::sqrt)
+    return std::sqrt(x);
+  else if constexpr (F == ActFunc::reciprocal)
+    return 1.0 / x;
+  else if constexpr (F == ActFunc::tanh)
+    return std::tanh(x);
+  else if constexpr (F == ActFunc::sigmoid)
+    return sigmoid(x);
+  else if constexpr (F == ActFunc::relu)
+    return x > 0 ? x : (x != x ? x : 0.0);
+  else if constexpr (F == ActFunc::gelu)
+    return 0.5 * x * (1.0 + std::erf(x * kInvSqrt2));
+  else if constexpr (F == ActFunc::gelu_dx)
+    return 0.5 * (1.0 + std::erf(x * kInvSqrt2)) + x * kInvSqrt2Pi * std::exp(-0.5 * x * x);
+  else if constexpr (F == ActFunc::gelu_apprx_tanh)
+    return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / pi) * (x + 0.044715 * x * x * x)));
+  else if constexpr (F == ActFunc::gelu_apprx_sigmoid)
+    return x * sigmoid(1.702 * x);
+  else if constexpr (F == ActFunc::gelu_apprx_sigmoid_dx) {
+    const double s = sigmoid(1.702 * x);
+    return s * (1.0 + 1.702 * x * (1.0 - s));
+  } else if constexpr (F == ActFunc::silu)
+    return x * sigmoid(x);
+  else if constexpr (F == ActFunc::silu_dx) {
+    const double s = sigmoid(x);
+    return s * (1.0 + x * (1.0 - s));
+  } else if constexpr (F == ActFunc::softplus)
+    return softplus(x);
+  else if constexpr (F == ActFunc::mish)
+    return x * std::tanh(softplus(x));
+  else if constexpr (F == ActFunc::erf)
+    return std::erf(x);
+  else if constexpr (F == ActFunc::erf_dx)
+    return 2.0 / std::sqrt(pi) * std::exp(-x * x);
+  else if constexpr (F == ActFunc::square)
+    return x * x;
+  else if constexpr (F == ActFunc::abs)
+    return std::fabs(x);
+  else if constexpr (F == ActFunc::sign)
+    return x > 0 ? 1.0 : x < 0 ? -1.0 : x; // keeps +-0, NaN
+  else if constexpr (F == ActFunc::sin)
+    return std::sin(x);
+  else
+    return std::atan(x); // arctan
+}
+
+template <ActFunc F> using FnC = std::integral_constant<ActFunc, F>;
+template <class G> void with_act(ActFunc f, G&& g) {
+  switch (f) {
+#define NISA_ACT_CASE(id, name, value)                                                             \
+  case ActFunc::id: g(FnC<ActFunc::id>{}); return;
+    NISA_ENUM_ActFunc(NISA_ACT_CASE)
+#undef NISA_ACT_CASE
+  }
+  throw Fault(fmt::format("unknown activation function {}", static_cast<int>(f)));
+}
+
+} // namespace
+
+namespace ew {
+float act_fn(ActFunc f, float x) {
+  float r = 0.0f;
+  with_act(f, [&](auto fc) { r = static_cast<float>(act_d<decltype(fc)::value>(x)); });
+  return r;
+}
+
+void act_row(ActFunc f, const float* x, uint64_t n, float scale, float bias, float* out) {
+  with_act(f, [&](auto fc) {
+    constexpr ActFunc F = decltype(fc)::value;
+    for (uint64_t i = 0; i < n; ++i) {
+      const float a = x[i] * scale + bias; // the affine stage is fp32
+      if constexpr (F == ActFunc::copy)
+        out[i] = a;
+      else
+        out[i] = static_cast<float>(act_d<F>(a));
+    }
+  });
+}
+} // namespace ew
+
+void sem_activation(ExecCtx& cx, const Inst& in) {
+  const ActFunc func = enum_operand<ActFunc>(in, "func");
+  const ReduceCmd cmd = enum_operand<ReduceCmd>(in, "reduce_cmd");
+  if (cmd == ReduceCmd::load_reduce)
+    fault(in, "reduce_cmd", "load_reduce is a vector-engine accumulator command");
+  const View d = operand_view(cx, in, "dst", Access::write);
+  const View s = operand_view(cx, in, "src", Access::read);
+  check_same_shape(in, d, s, "src");
+  const ScalarOp scale = scalar_operand(cx, in, "scale", d.parts);
+  const ScalarOp bias = scalar_operand(cx, in, "bias", d.parts);
+  // gen2 takes a per-partition bias tile only; a non-zero immediate bias is a gen3 feature.
+  if (!bias.is_ap && bias.imm != 0.0f && cx.target == Target::trn1) {
+    fault(in, "bias", "an immediate bias needs trn2 or later (trn1 takes a [P,1] tile)");
+  }
+  // Registers belong to the engine's lanes: lane = absolute dst partition.
+  const uint32_t lane0 = operand(in, "dst").ap.part_start;
+  if (cmd == ReduceCmd::reset || cmd == ReduceCmd::reset_reduce)
+    for (uint32_t p = 0; p < d.parts; ++p) cx.state->act_acc[lane0 + p] = 0.0f;
+  const bool accumulate = cmd == ReduceCmd::reduce || cmd == ReduceCmd::reset_reduce;
+
+  F32Rows rs(s, needs_snapshot(cx, d, s));
+  F32Out o(d);
+  for (uint32_t p = 0; p < d.parts; ++p) {
+    float* out = o.get(p);
+    act_row(func, rs.get(p), d.free_elems, scale.at(p), bias.at(p), out);
+    if (accumulate) { // fp32 row sum of the function outputs, before rounding to dst
+      float sum = 0.0f;
+      for (uint64_t j = 0; j < d.free_elems; ++j) sum += out[j];
+      cx.state->act_acc[lane0 + p] += sum;
+    }
+    o.commit(p);
+  }
+  note_psum_write(cx, operand(in, "dst").ap);
+
+  if (present(in, "reduce_res")) { // written after dst: if they alias, reduce_res wins
+    const View r = operand_view(cx, in, "reduce_res", Access::write);
+    if (r.parts != d.parts || r.free_elems != 1)
+      fault(in, "reduce_res",
+            fmt::format("must be [{}, 1], got {} x {}", d.parts, r.parts, r.free_elems));
+    for (uint32_t p = 0; p < d.parts; ++p)
+      store_from_f32(r.dtype, r.row(p), cx.state->act_acc[lane0 + p]);
+    note_psum_write(cx, operand(in, "reduce_res").ap);
+  }
+}
+
+} // namespace nisa::interp

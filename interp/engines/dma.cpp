@@ -1,0 +1,133 @@
+// DMA semantics: copy, transpose, compute (sum of two sources), and the LNC send/receive.
+// They run when the transfer completes on its queue (the scheduler calls them).
+#include <fmt/format.h>
+
+#include "interp/engines/engines.h"
+#include "interp/engines/xfer.h"
+#include "interp/scheduler.h"
+
+namespace nisa::interp {
+
+void copy_elems(const View& dst, const View& src) {
+  const int dw = dtype_bytes(dst.dtype);
+  const bool same = dst.dtype == src.dtype;
+  // Fast path: same dtype, same row shape, contiguous rows, no skipped rows.
+  if (same && dst.parts == src.parts && dst.free_elems == src.free_elems && dst.contiguous() &&
+      src.contiguous() && dst.row_skip.empty() && src.row_skip.empty()) {
+    for (uint32_t p = 0; p < dst.parts; ++p) std::memmove(dst.row(p), src.row(p), dst.free_elems * dw);
+    return;
+  }
+  Cursor d(dst), s(src);
+  for (; !d.done() && !s.done(); d.next(), s.next()) {
+    if (d.row_skipped() || s.row_skipped()) continue;
+    if (same) std::memmove(d.ptr(), s.ptr(), dw);
+    else store_from_f32(dst.dtype, d.ptr(), load_as_f32(src.dtype, s.ptr()));
+  }
+}
+
+std::vector<uint8_t> gather_bytes(const View& v) {
+  const int w = dtype_bytes(v.dtype);
+  std::vector<uint8_t> out(total_elems(v) * w);
+  uint8_t* o = out.data();
+  for (Cursor c(v); !c.done(); c.next(), o += w) std::memcpy(o, c.ptr(), w);
+  return out;
+}
+
+void scatter_bytes(const View& dst, const uint8_t* bytes, DType src_dtype) {
+  const int sw = dtype_bytes(src_dtype), dw = dtype_bytes(dst.dtype);
+  for (Cursor c(dst); !c.done(); c.next(), bytes += sw) {
+    if (c.row_skipped()) continue;
+    if (src_dtype == dst.dtype) std::memcpy(c.ptr(), bytes, dw);
+    else store_from_f32(dst.dtype, c.ptr(), load_as_f32(src_dtype, bytes));
+  }
+}
+
+namespace {
+
+void no_psum(const Inst& in) {
+  const InstDesc& d = desc(in.op);
+  for (size_t k = 0; k < in.ops.size() && k < d.operands.size(); ++k) {
+    OperandKind kd = d.operands[k].kind;
+    if ((kd == OperandKind::Dst || kd == OperandKind::Src) && in.ops[k].present &&
+        in.ops[k].ap.space == MemSpace::psum)
+      throw Fault(fmt::format("operand '{}' of '{}' is in PSUM; PSUM is never a DMA operand",
+                              d.operands[k].name, d.mnemonic));
+  }
+}
+
+void same_count(const View& a, std::string_view an, const View& b, std::string_view bn) {
+  if (total_elems(a) != total_elems(b))
+    throw Fault(fmt::format("element counts differ: {} has {} ({} x {}), {} has {} ({} x {})", an,
+                            total_elems(a), a.parts, a.free_elems, bn, total_elems(b), b.parts,
+                            b.free_elems));
+}
+
+bool oob_skip(const Operand& o) { return o.i == static_cast<int>(OobMode::skip); }
+
+} // namespace
+
+void sem_dma(ExecCtx& cx, const Inst& in) {
+  no_psum(in);
+  bool skip = oob_skip(in.ops[3]);
+  View src = cx.view(in.ops[2].ap, Access::read, skip);
+  View dst = cx.view(in.ops[1].ap, Access::write, skip);
+  same_count(dst, "dst", src, "src");
+  copy_elems(dst, src);
+}
+
+// 2-D: src is [rows, cols] (partitions or HBM rows x free elements); dst is [cols, rows].
+void sem_dma_transpose(ExecCtx& cx, const Inst& in) {
+  no_psum(in);
+  View src = cx.view(in.ops[2].ap, Access::read);
+  View dst = cx.view(in.ops[1].ap, Access::write);
+  if (src.dtype != dst.dtype)
+    throw Fault(fmt::format("dma_transpose needs equal dtypes (dst {}, src {})",
+                            dtype_name(dst.dtype), dtype_name(src.dtype)));
+  if (dst.parts != src.free_elems || dst.free_elems != src.parts)
+    throw Fault(fmt::format("dma_transpose: dst is [{}, {}] but the transposed src is [{}, {}]",
+                            dst.parts, dst.free_elems, src.free_elems, src.parts));
+  std::vector<uint8_t> s = gather_bytes(src); // src and dst may overlap
+  const int w = dtype_bytes(src.dtype);
+  for (uint32_t f = 0; f < dst.parts; ++f)
+    for (uint64_t p = 0; p < dst.free_elems; ++p)
+      std::memcpy(dst.at(f, p), &s[(p * src.free_elems + f) * w], w);
+}
+
+void sem_dma_compute(ExecCtx& cx, const Inst& in) {
+  no_psum(in);
+  bool skip = oob_skip(in.ops[4]);
+  View a = cx.view(in.ops[2].ap, Access::read, skip);
+  View b = cx.view(in.ops[3].ap, Access::read, skip);
+  View dst = cx.view(in.ops[1].ap, Access::write, skip);
+  same_count(dst, "dst", a, "src0");
+  same_count(dst, "dst", b, "src1");
+  Cursor d(dst), s0(a), s1(b);
+  for (; !d.done(); d.next(), s0.next(), s1.next()) {
+    if (d.row_skipped() || s0.row_skipped() || s1.row_skipped()) continue;
+    float v = load_as_f32(a.dtype, s0.ptr()) + load_as_f32(b.dtype, s1.ptr());
+    store_from_f32(dst.dtype, d.ptr(), v);
+  }
+}
+
+// send_recv meets its peer in the scheduler, which calls exchange_send_recv for both sides.
+void sem_send_recv(ExecCtx&, const Inst&) {
+  throw Fault("send_recv runs only through the scheduler (both cores must issue it)");
+}
+
+void exchange_send_recv(ExecCtx& a, const Inst& ia, ExecCtx& b, const Inst& ib) {
+  View as = a.view(ia.ops[1].ap, Access::read), bs = b.view(ib.ops[1].ap, Access::read);
+  View ad = a.view(ia.ops[0].ap, Access::write), bd = b.view(ib.ops[0].ap, Access::write);
+  auto check = [](const View& d, const View& s, int dc, int sc) {
+    if (d.dtype != s.dtype || d.parts != s.parts || d.free_elems != s.free_elems)
+      throw Fault(fmt::format("send_recv: core {} sends {}[{} x {}] but core {} receives into {}[{} x {}]",
+                              sc, dtype_name(s.dtype), s.parts, s.free_elems, dc,
+                              dtype_name(d.dtype), d.parts, d.free_elems));
+  };
+  check(bd, as, b.core_id, a.core_id);
+  check(ad, bs, a.core_id, b.core_id);
+  std::vector<uint8_t> from_a = gather_bytes(as), from_b = gather_bytes(bs);
+  scatter_bytes(bd, from_a.data(), as.dtype);
+  scatter_bytes(ad, from_b.data(), bs.dtype);
+}
+
+} // namespace nisa::interp

@@ -1,0 +1,633 @@
+// Vector engine (DVE) semantics, plus the instructions DVE shares with ACT and POOL
+// (copy, tensor_scalar, tensor_tensor, memset). Arithmetic runs in fp32 and rounds to the
+// destination dtype; bitvec operators work on raw integers (isa-facts 2, 4.1, 4.4).
+#include <algorithm>
+
+#include "interp/engines/elementwise.h"
+#include "interp/engines/engines.h"
+
+namespace nisa::interp {
+using namespace ew;
+
+namespace {
+
+bool all_int(std::initializer_list<const View*> vs) {
+  for (const View* v : vs)
+    if (info(v->dtype).is_float) return false;
+  return true;
+}
+bool all_int32(std::initializer_list<const View*> vs) {
+  for (const View* v : vs)
+    if (v->dtype != DType::int32 && v->dtype != DType::uint32) return false;
+  return true;
+}
+
+// All rows of a view as raw integers, packed row after row.
+std::vector<int64_t> int_rows(const View& v) {
+  std::vector<int64_t> out(v.parts * v.free_elems);
+  for (uint32_t p = 0; p < v.parts; ++p) load_row_int(v, p, out.data() + p * v.free_elems);
+  return out;
+}
+
+// Integer path of tensor_tensor: bitvec operators, or GpSimd's exact int32 arithmetic.
+void int_binary(const Inst& in, AluOp op, const View& d, const View& a, const View& b) {
+  if (!all_int({&d, &a, &b}))
+    fault(in, fmt::format("{} needs integer operands (dst {}, in0 {}, in1 {})", name_of(op),
+                          dtype_name(d.dtype), dtype_name(a.dtype), dtype_name(b.dtype)));
+  const std::vector<int64_t> x = int_rows(a), y = int_rows(b); // read all, then write
+  const uint64_t n = d.free_elems;
+  const int bits = dtype_bytes(a.dtype) * 8;
+  std::vector<int64_t> out(n);
+  for (uint32_t p = 0; p < d.parts; ++p) {
+    for (uint64_t j = 0; j < n; ++j) out[j] = alu_int(op, x[p * n + j], y[p * n + j], bits);
+    store_row_int(d, p, out.data());
+  }
+}
+
+void float_binary(ExecCtx& cx, AluOp op, const View& d, const View& a, const View& b) {
+  F32Rows ra(a, needs_snapshot(cx, d, a)), rb(b, needs_snapshot(cx, d, b));
+  F32Out o(d);
+  const uint64_t n = d.free_elems;
+  with_alu(op, [&](auto oc) {
+    constexpr AluOp O = decltype(oc)::value;
+    for (uint32_t p = 0; p < d.parts; ++p) {
+      const float* x = ra.get(p);
+      const float* y = rb.get(p);
+      float* out = o.get(p);
+      for (uint64_t j = 0; j < n; ++j) out[j] = alu<O>(x[j], y[j]);
+      o.commit(p);
+    }
+  });
+}
+
+// out[j] = x[j] op s (rev: s op x[j]); unary operators ignore s. out may equal x.
+template <AluOp O> void scalar_pass(float* out, const float* x, uint64_t n, float s, bool rev) {
+  if (rev && !is_unary(O))
+    for (uint64_t j = 0; j < n; ++j) out[j] = alu<O>(s, x[j]);
+  else
+    for (uint64_t j = 0; j < n; ++j) out[j] = alu<O>(x[j], s);
+}
+void apply_scalar(AluOp op, float* out, const float* x, uint64_t n, float s, bool rev) {
+  if (op == AluOp::bypass) {
+    if (out != x) std::memmove(out, x, n * sizeof(float));
+    return;
+  }
+  with_alu(op, [&](auto o) { scalar_pass<decltype(o)::value>(out, x, n, s, rev); });
+}
+
+void check_alu_op(const Inst& in, std::string_view name, AluOp op, bool allow_bitvec) {
+  if (op == AluOp::average) fault(in, name, "average is a partition-reduce operator only");
+  if (!allow_bitvec && is_bitvec(op))
+    fault(in, name,
+          fmt::format("{} is a bitvec operator; this instruction is arithmetic only", name_of(op)));
+}
+
+// ScalarE on trn1/trn2 runs tensor_scalar only as (multiply, add), (multiply), (add).
+void check_act_tensor_scalar(const ExecCtx& cx, const Inst& in, AluOp op0, AluOp op1) {
+  if (in.engine != Engine::act || cx.target == Target::trn3) return;
+  const bool ok = (op0 == AluOp::multiply && (op1 == AluOp::add || op1 == AluOp::bypass)) ||
+                  (op0 == AluOp::add && op1 == AluOp::bypass);
+  if (!ok)
+    fault(in, fmt::format("act runs tensor_scalar only as (multiply, add), (multiply) or (add) "
+                          "on {}, not ({}, {})",
+                          name_of(cx.target), name_of(op0), name_of(op1)));
+}
+
+void tensor_scalar_int(const Inst& in, const View& d, const View& s, AluOp op0, const ScalarOp& s0,
+                       bool rev0, AluOp op1, const ScalarOp& s1, bool rev1) {
+  if (!all_int({&d, &s}))
+    fault(in, fmt::format("bitvec operators need integer dst and src (dst {}, src {})",
+                          dtype_name(d.dtype), dtype_name(s.dtype)));
+  const std::vector<int64_t> x = int_rows(s);
+  const uint64_t n = d.free_elems;
+  const int bits = dtype_bytes(s.dtype) * 8;
+  std::vector<int64_t> out(n);
+  for (uint32_t p = 0; p < d.parts; ++p) {
+    const int64_t a = s0.at_int(p), b = s1.at_int(p);
+    for (uint64_t j = 0; j < n; ++j) {
+      int64_t v = x[p * n + j];
+      v = rev0 ? alu_int(op0, a, v, bits) : alu_int(op0, v, a, bits);
+      if (op1 != AluOp::bypass) v = rev1 ? alu_int(op1, b, v, bits) : alu_int(op1, v, b, bits);
+      out[j] = v;
+    }
+    store_row_int(d, p, out.data());
+  }
+}
+
+// Scan with both operators known at compile time: the loop holds no switch.
+template <AluOp O0, AluOp O1>
+void scan_t(const float* d0, const float* d1, uint64_t n, float r, bool rev0, bool rev1,
+            float* out) {
+  for (uint64_t i = 0; i < n; ++i) {
+    const float t = rev0 ? alu<O0>(r, d0[i]) : alu<O0>(d0[i], r);
+    r = rev1 ? alu<O1>(d1[i], t) : alu<O1>(t, d1[i]);
+    out[i] = r;
+  }
+}
+template <class F> bool with_scan_op(AluOp op, F&& f) {
+  switch (op) {
+  case AluOp::add: f(OpC<AluOp::add>{}); return true;
+  case AluOp::subtract: f(OpC<AluOp::subtract>{}); return true;
+  case AluOp::multiply: f(OpC<AluOp::multiply>{}); return true;
+  case AluOp::max: f(OpC<AluOp::max>{}); return true;
+  case AluOp::min: f(OpC<AluOp::min>{}); return true;
+  default: return false;
+  }
+}
+
+// Total order for max8: NaN above +inf, otherwise numeric.
+inline bool ranks_above(float a, float b) {
+  if (a != a) return b == b;
+  if (b != b) return false;
+  return a > b;
+}
+
+} // namespace
+
+// ---- pure row algorithms
+// -------------------------------------------------------------------------
+namespace ew {
+
+void max8_row(const float* x, uint64_t n, float out[8]) {
+  // Insertion into a sorted top-8; an element enters only if it ranks strictly above the
+  // current 8th, so among equal values the earlier ones stay (index order).
+  float top[8];
+  uint64_t filled = std::min<uint64_t>(n, 8);
+  for (uint64_t i = 0; i < filled; ++i) {
+    uint64_t k = i;
+    while (k > 0 && ranks_above(x[i], top[k - 1])) {
+      top[k] = top[k - 1];
+      --k;
+    }
+    top[k] = x[i];
+  }
+  for (uint64_t i = filled; i < n; ++i) {
+    const float v = x[i];
+    if (v <= top[7]) continue; // the common case; NaN falls through to the exact test
+    if (!ranks_above(v, top[7])) continue;
+    int k = 7;
+    while (k > 0 && ranks_above(v, top[k - 1])) {
+      top[k] = top[k - 1];
+      --k;
+    }
+    top[k] = v;
+  }
+  for (uint64_t i = 0; i < 8; ++i) out[i] = i < filled ? top[i] : -INFINITY;
+}
+
+void find_index8_row(const float* data, uint64_t n, const float vals[8], int64_t out[8]) {
+  for (int j = 0; j < 8; ++j) {
+    int rank = 0; // how many earlier slots ask for the same value
+    for (int i = 0; i < j; ++i) rank += vals[i] == vals[j];
+    out[j] = -1;
+    for (uint64_t k = 0; k < n; ++k)
+      if (data[k] == vals[j] && rank-- == 0) {
+        out[j] = static_cast<int64_t>(k);
+        break;
+      }
+  }
+}
+
+void match_replace8_row(const float* data, uint64_t n, const float vals[8], int64_t out[8]) {
+  for (int j = 7; j >= 0; --j) {
+    out[j] = -1;
+    for (uint64_t k = 0; k < n; ++k) {
+      if (data[k] != vals[j]) continue;
+      bool taken = false;
+      for (int i = j + 1; i < 8; ++i) taken |= out[i] == static_cast<int64_t>(k);
+      if (taken) continue;
+      out[j] = static_cast<int64_t>(k);
+      break;
+    }
+  }
+}
+
+void scan_row(const float* d0, const float* d1, uint64_t n, float init, AluOp op0, AluOp op1,
+              bool rev0, bool rev1, float* out) {
+  bool done = false;
+  with_scan_op(op0, [&](auto o0) {
+    done = with_scan_op(op1, [&](auto o1) {
+      scan_t<decltype(o0)::value, decltype(o1)::value>(d0, d1, n, init, rev0, rev1, out);
+    });
+  });
+  if (done) return;
+  float r = init; // other operators: generic per-element ALU
+  for (uint64_t i = 0; i < n; ++i) {
+    const float t = rev0 ? alu_f32(op0, r, d0[i]) : alu_f32(op0, d0[i], r);
+    r = rev1 ? alu_f32(op1, d1[i], t) : alu_f32(op1, t, d1[i]);
+    out[i] = r;
+  }
+}
+
+} // namespace ew
+
+// ---- shared with ACT / POOL ---------------------------------------------------------------------
+void sem_copy(ExecCtx& cx, const Inst& in) {
+  const View d = operand_view(cx, in, "dst", Access::write);
+  const View s = operand_view(cx, in, "src", Access::read);
+  check_same_shape(in, d, s, "src");
+  // ScalarE on trn1 always converts through fp32 (isa-facts 2).
+  const bool bits = d.dtype == s.dtype && !(in.engine == Engine::act && cx.target == Target::trn1);
+  if (bits) {
+    if (needs_snapshot(cx, d, s)) {
+      const std::vector<uint8_t> all = gather_bits(s);
+      const size_t row = s.free_elems * dtype_bytes(s.dtype);
+      for (uint32_t p = 0; p < d.parts; ++p) scatter_bits_row(d, p, all.data() + p * row);
+    } else {
+      for (uint32_t p = 0; p < d.parts; ++p) copy_row_bits(d, p, s, p);
+    }
+  } else {
+    F32Rows rs(s, needs_snapshot(cx, d, s));
+    for (uint32_t p = 0; p < d.parts; ++p) store_row(d, p, rs.get(p));
+  }
+  note_psum_write(cx, operand(in, "dst").ap);
+}
+
+void sem_tensor_scalar(ExecCtx& cx, const Inst& in) {
+  const AluOp op0 = enum_operand<AluOp>(in, "op0"), op1 = enum_operand<AluOp>(in, "op1");
+  const bool rev0 = flag(in, "rev0"), rev1 = flag(in, "rev1");
+  check_alu_op(in, "op0", op0, true);
+  check_alu_op(in, "op1", op1, true);
+  if (op0 == AluOp::bypass) fault(in, "op0", "must be an operator, not bypass");
+  const bool bitvec = is_bitvec(op0);
+  if (op1 != AluOp::bypass && is_bitvec(op1) != bitvec)
+    fault(in, fmt::format("op0 ({}) and op1 ({}) must both be bitvec or both arithmetic",
+                          name_of(op0), name_of(op1)));
+  if (bitvec && in.engine != Engine::dve) fault(in, "bitvec operators run on dve only");
+  check_act_tensor_scalar(cx, in, op0, op1);
+  const View d = operand_view(cx, in, "dst", Access::write);
+  const View s = operand_view(cx, in, "src", Access::read);
+  check_same_shape(in, d, s, "src");
+  const ScalarOp s0 = scalar_operand(cx, in, "operand0", d.parts);
+  const ScalarOp s1 = scalar_operand(cx, in, "operand1", d.parts);
+  if (bitvec) {
+    tensor_scalar_int(in, d, s, op0, s0, rev0, op1, s1, rev1);
+  } else {
+    F32Rows rs(s, needs_snapshot(cx, d, s));
+    F32Out o(d);
+    for (uint32_t p = 0; p < d.parts; ++p) {
+      float* out = o.get(p);
+      apply_scalar(op0, out, rs.get(p), d.free_elems, s0.at(p), rev0);
+      apply_scalar(op1, out, out, d.free_elems, s1.at(p), rev1);
+      o.commit(p);
+    }
+  }
+  note_psum_write(cx, operand(in, "dst").ap);
+}
+
+void sem_tensor_tensor(ExecCtx& cx, const Inst& in) {
+  const AluOp op = enum_operand<AluOp>(in, "op");
+  check_alu_op(in, "op", op, true);
+  if (is_unary(op) || op == AluOp::bypass)
+    fault(in, "op", fmt::format("{} is not a binary operator", name_of(op)));
+  if (op == AluOp::power && in.engine != Engine::pool) fault(in, "op", "power runs on pool only");
+  const View d = operand_view(cx, in, "dst", Access::write);
+  const View a = operand_view(cx, in, "in0", Access::read);
+  const View b = operand_view(cx, in, "in1", Access::read);
+  check_same_shape(in, d, a, "in0");
+  check_same_shape(in, d, b, "in1");
+  check_not_both_psum(in, "in0", "in1");
+  // GpSimd computes all-int32 operands exactly (results wrap modulo 2^32).
+  if (is_bitvec(op) || (in.engine == Engine::pool && all_int32({&d, &a, &b})))
+    int_binary(in, op, d, a, b);
+  else
+    float_binary(cx, op, d, a, b);
+  note_psum_write(cx, operand(in, "dst").ap);
+}
+
+void sem_memset(ExecCtx& cx, const Inst& in) {
+  const View d = operand_view(cx, in, "dst", Access::write);
+  uint8_t bytes[4];
+  store_from_f32(d.dtype, bytes, operand(in, "value").f); // converted once, then replicated
+  const int eb = dtype_bytes(d.dtype);
+  for (uint32_t p = 0; p < d.parts; ++p) {
+    if (eb == 4 && d.contiguous()) {
+      uint32_t w;
+      std::memcpy(&w, bytes, 4);
+      uint8_t* r = d.row(p);
+      for (uint64_t j = 0; j < d.free_elems; ++j) std::memcpy(r + 4 * j, &w, 4);
+      continue;
+    }
+    for_each_elem(d, p, [&](uint8_t* q) { std::memcpy(q, bytes, eb); });
+  }
+  note_psum_write(cx, operand(in, "dst").ap);
+}
+
+// ---- DVE only
+// ------------------------------------------------------------------------------------
+void sem_scalar_tensor_tensor(ExecCtx& cx, const Inst& in) {
+  const AluOp op0 = enum_operand<AluOp>(in, "op0"), op1 = enum_operand<AluOp>(in, "op1");
+  check_alu_op(in, "op0", op0, false);
+  check_alu_op(in, "op1", op1, false);
+  if (is_unary(op1) || op1 == AluOp::bypass)
+    fault(in, "op1", fmt::format("{} is not a binary operator", name_of(op1)));
+  const bool rev0 = flag(in, "rev0"), rev1 = flag(in, "rev1");
+  const View d = operand_view(cx, in, "dst", Access::write);
+  const View a = operand_view(cx, in, "in0", Access::read);
+  const View b = operand_view(cx, in, "in1", Access::read);
+  check_same_shape(in, d, a, "in0");
+  check_same_shape(in, d, b, "in1");
+  check_not_both_psum(in, "in0", "in1");
+  const ScalarOp s0 = scalar_operand(cx, in, "operand0", d.parts);
+  // The first pass writes the dst row before in1 is read: in1 must not share dst's memory.
+  F32Rows ra(a, needs_snapshot(cx, d, a)), rb(b, views_overlap(cx, d, b));
+  F32Out o(d);
+  const uint64_t n = d.free_elems;
+  with_alu(op1, [&](auto oc) {
+    constexpr AluOp O = decltype(oc)::value;
+    for (uint32_t p = 0; p < d.parts; ++p) {
+      float* out = o.get(p);
+      apply_scalar(op0, out, ra.get(p), n, s0.at(p), rev0);
+      const float* y = rb.get(p);
+      if (rev1)
+        for (uint64_t j = 0; j < n; ++j) out[j] = alu<O>(y[j], out[j]);
+      else
+        for (uint64_t j = 0; j < n; ++j) out[j] = alu<O>(out[j], y[j]);
+      o.commit(p);
+    }
+  });
+  note_psum_write(cx, operand(in, "dst").ap);
+}
+
+void sem_tensor_reduce(ExecCtx& cx, const Inst& in) {
+  const AluOp op = enum_operand<AluOp>(in, "op");
+  const bool negate = flag(in, "negate");
+  const int64_t axes = operand(in, "axes").i;
+  const AccessPattern& sap = operand(in, "src").ap;
+  if (axes < 1 || axes > sap.ndims)
+    fault(in, "axes", fmt::format("{} is outside 1..{} (the free dims of src)", axes, sap.ndims));
+  switch (op) {
+  case AluOp::add:
+  case AluOp::multiply:
+  case AluOp::max:
+  case AluOp::min:
+  case AluOp::logical_and:
+  case AluOp::logical_or:
+  case AluOp::logical_xor:
+  case AluOp::bitwise_and:
+  case AluOp::bitwise_or:
+  case AluOp::bitwise_xor: break;
+  default: fault(in, "op", fmt::format("{} is not a reduction operator", name_of(op)));
+  }
+  const View d = operand_view(cx, in, "dst", Access::write);
+  const View s = operand_view(cx, in, "src", Access::read);
+  uint64_t inner = 1;
+  for (int k = 4 - static_cast<int>(axes); k < 4; ++k) inner *= s.count[k];
+  const uint64_t outer = s.free_elems / inner;
+  if (d.parts != s.parts || d.free_elems != outer)
+    fault(in, fmt::format("dst must be {} partitions x {} elements (src with its last {} dims "
+                          "reduced), got {} x {}",
+                          s.parts, outer, axes, d.parts, d.free_elems));
+  if (is_bitvec(op)) {
+    if (!all_int({&d, &s})) fault(in, "bitvec reductions need integer src and dst");
+    const std::vector<int64_t> x = int_rows(s);
+    const int bits = dtype_bytes(s.dtype) * 8;
+    std::vector<int64_t> out(outer);
+    for (uint32_t p = 0; p < d.parts; ++p) {
+      for (uint64_t o = 0; o < outer; ++o) {
+        const int64_t* r = x.data() + (p * outer + o) * inner;
+        int64_t acc = r[0];
+        for (uint64_t k = 1; k < inner; ++k) acc = alu_int(op, acc, r[k], bits);
+        out[o] = negate ? -acc : acc;
+      }
+      store_row_int(d, p, out.data());
+    }
+  } else {
+    F32Rows rs(s, views_overlap(cx, d, s));
+    F32Out o(d);
+    with_alu(op, [&](auto oc) {
+      constexpr AluOp O = decltype(oc)::value;
+      for (uint32_t p = 0; p < d.parts; ++p) {
+        const float* x = rs.get(p);
+        float* out = o.get(p);
+        for (uint64_t g = 0; g < outer; ++g) {
+          const float* r = x + g * inner;
+          float acc = r[0]; // sequential fp32 accumulation
+          for (uint64_t k = 1; k < inner; ++k) acc = alu<O>(acc, r[k]);
+          out[g] = negate ? -acc : acc;
+        }
+        o.commit(p);
+      }
+    });
+  }
+  note_psum_write(cx, operand(in, "dst").ap);
+}
+
+void sem_copy_predicated(ExecCtx& cx, const Inst& in) {
+  const bool reverse = flag(in, "reverse");
+  const View d = operand_view(cx, in, "dst", Access::write);
+  const View s = operand_view(cx, in, "src", Access::read);
+  const View pr = operand_view(cx, in, "pred", Access::read);
+  check_same_shape(in, d, s, "src");
+  check_same_shape(in, d, pr, "pred");
+  check_not_both_psum(in, "src", "pred");
+  if (d.dtype != s.dtype)
+    fault(in, fmt::format("src ({}) and dst ({}) must have the same dtype", dtype_name(s.dtype),
+                          dtype_name(d.dtype)));
+  // Sources are read whole before dst is written.
+  const std::vector<uint8_t> src = gather_bits(s);
+  const std::vector<int64_t> pred = int_rows(pr);
+  const size_t eb = dtype_bytes(d.dtype);
+  const uint64_t n = d.free_elems;
+  for (uint32_t p = 0; p < d.parts; ++p) {
+    uint64_t j = 0;
+    for_each_elem(d, p, [&](uint8_t* q) {
+      if ((pred[p * n + j] != 0) != reverse) std::memcpy(q, src.data() + (p * n + j) * eb, eb);
+      ++j;
+    });
+  }
+  note_psum_write(cx, operand(in, "dst").ap);
+}
+
+void sem_scan(ExecCtx& cx, const Inst& in) {
+  const AluOp op0 = enum_operand<AluOp>(in, "op0"), op1 = enum_operand<AluOp>(in, "op1");
+  check_alu_op(in, "op0", op0, false);
+  check_alu_op(in, "op1", op1, false);
+  const View d = operand_view(cx, in, "dst", Access::write);
+  const View a = operand_view(cx, in, "in0", Access::read);
+  const View b = operand_view(cx, in, "in1", Access::read);
+  check_same_shape(in, d, a, "in0");
+  check_same_shape(in, d, b, "in1");
+  check_not_both_psum(in, "in0", "in1");
+  const ScalarOp init = scalar_operand(cx, in, "init", d.parts);
+  F32Rows ra(a, needs_snapshot(cx, d, a)), rb(b, needs_snapshot(cx, d, b));
+  F32Out o(d);
+  for (uint32_t p = 0; p < d.parts; ++p) {
+    scan_row(ra.get(p), rb.get(p), d.free_elems, init.at(p), op0, op1, flag(in, "rev0"),
+             flag(in, "rev1"), o.get(p));
+    o.commit(p);
+  }
+  note_psum_write(cx, operand(in, "dst").ap);
+}
+
+void sem_reciprocal(ExecCtx& cx, const Inst& in) {
+  const View d = operand_view(cx, in, "dst", Access::write);
+  const View s = operand_view(cx, in, "src", Access::read);
+  check_same_shape(in, d, s, "src");
+  F32Rows rs(s, needs_snapshot(cx, d, s));
+  F32Out o(d);
+  for (uint32_t p = 0; p < d.parts; ++p) {
+    scalar_pass<AluOp::reciprocal>(o.get(p), rs.get(p), d.free_elems, 0.0f, false);
+    o.commit(p);
+  }
+  note_psum_write(cx, operand(in, "dst").ap);
+}
+
+namespace {
+constexpr uint64_t kSearchMin = 8, kSearchMax = 16384;
+void check_search_size(const Inst& in, std::string_view name, const View& v) {
+  if (v.free_elems < kSearchMin || v.free_elems > kSearchMax)
+    fault(in, name,
+          fmt::format("has {} elements per partition; the search instructions take {}..{}",
+                      v.free_elems, kSearchMin, kSearchMax));
+}
+void check_eight(const Inst& in, std::string_view name, const View& v, uint32_t parts) {
+  if (v.parts != parts || v.free_elems != 8)
+    fault(in, name,
+          fmt::format("must be {} partitions x 8 elements, got {} x {}", parts, v.parts,
+                      v.free_elems));
+}
+} // namespace
+
+void sem_max8(ExecCtx& cx, const Inst& in) {
+  const View d = operand_view(cx, in, "dst", Access::write);
+  const View s = operand_view(cx, in, "src", Access::read);
+  check_search_size(in, "src", s);
+  check_eight(in, "dst", d, s.parts);
+  F32Rows rs(s, views_overlap(cx, d, s));
+  for (uint32_t p = 0; p < s.parts; ++p) {
+    float top[8];
+    max8_row(rs.get(p), s.free_elems, top);
+    store_row(d, p, top);
+  }
+  note_psum_write(cx, operand(in, "dst").ap);
+}
+
+void sem_find_index8(ExecCtx& cx, const Inst& in) {
+  const View d = operand_view(cx, in, "dst", Access::write);
+  const View data = operand_view(cx, in, "data", Access::read);
+  const View vals = operand_view(cx, in, "vals", Access::read);
+  check_search_size(in, "data", data);
+  check_eight(in, "vals", vals, data.parts);
+  check_eight(in, "dst", d, data.parts);
+  if (info(d.dtype).is_float)
+    fault(in, "dst",
+          fmt::format("must be an integer dtype (uint32 or uint16), not {}", dtype_name(d.dtype)));
+  F32Rows rd(data, views_overlap(cx, d, data)), rv(vals, views_overlap(cx, d, vals));
+  for (uint32_t p = 0; p < data.parts; ++p) {
+    float v8[8];
+    std::memcpy(v8, rv.get(p), sizeof v8);
+    int64_t idx[8];
+    find_index8_row(rd.get(p), data.free_elems, v8, idx);
+    store_row_int(d, p, idx); // -1 truncates to all ones: the documented "not found"
+  }
+  note_psum_write(cx, operand(in, "dst").ap);
+}
+
+void sem_match_replace8(ExecCtx& cx, const Inst& in) {
+  const View d = operand_view(cx, in, "dst", Access::write);
+  const View data = operand_view(cx, in, "data", Access::read);
+  const View vals = operand_view(cx, in, "vals", Access::read);
+  check_search_size(in, "data", data);
+  check_same_shape(in, d, data, "data");
+  check_eight(in, "vals", vals, data.parts);
+  const bool want_idx = present(in, "idx");
+  if (want_idx && cx.target == Target::trn1) fault(in, "idx", "needs trn2 or later");
+  std::optional<View> idx;
+  if (want_idx) {
+    idx.emplace(operand_view(cx, in, "idx", Access::write));
+    check_eight(in, "idx", *idx, data.parts);
+    if (info(idx->dtype).is_float)
+      fault(in, "idx", fmt::format("must be an integer dtype, not {}", dtype_name(idx->dtype)));
+  }
+  const float imm = operand(in, "imm").f;
+  const bool bits = d.dtype == data.dtype;
+  // Row p of data and vals is read whole before row p of dst is written; other overlaps
+  // snapshot everything first.
+  const bool snap = needs_snapshot(cx, d, data) || views_overlap(cx, d, vals);
+  F32Rows rd(data, snap), rv(vals, snap);
+  std::vector<uint8_t> data_bits;
+  if (bits && snap) data_bits = gather_bits(data);
+  const size_t row_bytes = data.free_elems * dtype_bytes(data.dtype);
+  uint8_t imm_bytes[4];
+  store_from_f32(d.dtype, imm_bytes, imm);
+  for (uint32_t p = 0; p < data.parts; ++p) {
+    const float* x = rd.get(p);
+    float v8[8];
+    std::memcpy(v8, rv.get(p), sizeof v8);
+    int64_t pos[8];
+    match_replace8_row(x, data.free_elems, v8, pos);
+    if (!bits)
+      store_row(d, p, x);
+    else if (snap)
+      scatter_bits_row(d, p, data_bits.data() + p * row_bytes);
+    else if (!same_layout(d, data))
+      copy_row_bits(d, p, data, p);
+    for (int64_t k : pos)
+      if (k >= 0) std::memcpy(d.at(p, k), imm_bytes, dtype_bytes(d.dtype));
+    if (idx) store_row_int(*idx, p, pos);
+  }
+  note_psum_write(cx, operand(in, "dst").ap);
+  if (idx) note_psum_write(cx, operand(in, "idx").ap);
+}
+
+void sem_dve_transpose(ExecCtx& cx, const Inst& in) {
+  const View d = operand_view(cx, in, "dst", Access::write);
+  const View s = operand_view(cx, in, "src", Access::read);
+  if (d.dtype != s.dtype)
+    fault(in, fmt::format("dst ({}) and src ({}) must have the same dtype", dtype_name(d.dtype),
+                          dtype_name(s.dtype)));
+  // Either one block of at most 32x32, or 32x32 blocks in each of several quadrants.
+  const bool one_block = s.parts <= 32 && s.free_elems <= 32;
+  const bool quadrants = s.parts % 32 == 0 && s.free_elems == 32;
+  if (!one_block && !quadrants)
+    fault(in, "src",
+          fmt::format("is {} x {}; dve transpose takes at most 32 x 32, or 32 "
+                      "elements per partition over whole quadrants",
+                      s.parts, s.free_elems));
+  const uint32_t bp = one_block ? s.parts : 32, bf = one_block ? uint32_t(s.free_elems) : 32;
+  const uint32_t blocks = s.parts / bp;
+  if (d.parts != bf * blocks || d.free_elems != bp)
+    fault(in, "dst",
+          fmt::format("must be {} x {} (src {} x {} transposed per block), got {} x {}",
+                      bf * blocks, bp, s.parts, s.free_elems, d.parts, d.free_elems));
+  const std::vector<uint8_t> all = gather_bits(s);
+  const size_t eb = dtype_bytes(s.dtype);
+  std::vector<uint8_t> row(bp * eb);
+  for (uint32_t q = 0; q < blocks; ++q)
+    for (uint32_t f = 0; f < bf; ++f) {
+      for (uint32_t p = 0; p < bp; ++p)
+        std::memcpy(row.data() + p * eb, all.data() + ((q * bp + p) * bf + f) * eb, eb);
+      scatter_bits_row(d, q * bf + f, row.data());
+    }
+  note_psum_write(cx, operand(in, "dst").ap);
+}
+
+void sem_stream_shuffle(ExecCtx& cx, const Inst& in) {
+  const View d = operand_view(cx, in, "dst", Access::write);
+  const View s = operand_view(cx, in, "src", Access::read);
+  const ShuffleMask& mask = operand(in, "mask").mask;
+  if (d.dtype != s.dtype || d.free_elems != s.free_elems)
+    fault(in, fmt::format("src ({} x {} {}) and dst ({} x {} {}) need the same dtype and "
+                          "elements per partition",
+                          s.parts, s.free_elems, dtype_name(s.dtype), d.parts, d.free_elems,
+                          dtype_name(d.dtype)));
+  const std::vector<uint8_t> all = gather_bits(s); // in place is allowed: read first
+  const size_t row = s.free_elems * dtype_bytes(s.dtype);
+  for (uint32_t p = 0; p < d.parts; ++p) {
+    const uint8_t m = mask.v[p % 32];
+    if (m == 255) continue;
+    if (m >= 32)
+      fault(in, "mask", fmt::format("entry {} = {} is not a partition 0..31 or 255", p % 32, m));
+    const uint32_t sp = (p / 32) * 32 + m;
+    if (sp >= s.parts)
+      fault(in, "mask",
+            fmt::format("entry {} = {} selects src partition {} but src has {} "
+                        "partitions",
+                        p % 32, m, sp, s.parts));
+    scatter_bits_row(d, p, all.data() + sp * row);
+  }
+  note_psum_write(cx, operand(in, "dst").ap);
+}
+
+} // namespace nisa::interp

@@ -1,0 +1,259 @@
+// Tensor engine (PE) semantics: matmul and transpose (isa-facts 1.4, 4.3, 11 ex. 14).
+//
+// matmul numerics: every output element is a chain of fused multiply-adds in k order,
+// c = fma(s[k][m], v[k][n], c) for k = 0..K-1 starting from +0, then one fp32 add into PSUM
+// when accumulating. The SIMD kernels below compute exactly that chain per lane, so results
+// are bit-identical on every host whichever path runs.
+//
+// PSUM accumulation flags (CoreState::psum_written, one per 4-byte word): a matmul sets
+// them; acc=auto overwrites words whose flag is clear and adds to words whose flag is set;
+// any non-matmul write into PSUM clears them (ew::note_psum_write), so the next auto matmul
+// there starts a new accumulation group.
+#include <immintrin.h>
+
+#include <cmath>
+
+#include "interp/engines/elementwise.h"
+#include "interp/engines/engines.h"
+
+namespace nisa::interp {
+using namespace ew;
+
+namespace {
+
+constexpr int kRowBlock = 4; // output rows per micro-kernel step
+constexpr int kColPad = 16;  // moving/out rows padded to this many floats
+
+// c[Mp][Np] = s[K][Mp]^T x v[K][Np]; Mp % 4 == 0, Np % 16 == 0.
+__attribute__((target("avx512f"))) void mm_avx512(const float* s, int mp, const float* v, int np,
+                                                  int k_n, float* c) {
+  for (int m = 0; m < mp; m += kRowBlock) {
+    int n = 0;
+    for (; n + 64 <= np; n += 64) {
+      __m512 acc[4][4];
+#pragma GCC unroll 4
+      for (int i = 0; i < 4; ++i)
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; ++j) acc[i][j] = _mm512_setzero_ps();
+      for (int k = 0; k < k_n; ++k) {
+        const float* vr = v + size_t(k) * np + n;
+        const float* sr = s + size_t(k) * mp + m;
+        __m512 b[4];
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; ++j) b[j] = _mm512_loadu_ps(vr + 16 * j);
+#pragma GCC unroll 4
+        for (int i = 0; i < 4; ++i) {
+          const __m512 a = _mm512_set1_ps(sr[i]);
+#pragma GCC unroll 4
+          for (int j = 0; j < 4; ++j) acc[i][j] = _mm512_fmadd_ps(a, b[j], acc[i][j]);
+        }
+      }
+#pragma GCC unroll 4
+      for (int i = 0; i < 4; ++i)
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; ++j)
+          _mm512_storeu_ps(c + size_t(m + i) * np + n + 16 * j, acc[i][j]);
+    }
+    for (; n < np; n += 16) {
+      __m512 acc[4];
+#pragma GCC unroll 4
+      for (int i = 0; i < 4; ++i) acc[i] = _mm512_setzero_ps();
+      for (int k = 0; k < k_n; ++k) {
+        const __m512 b = _mm512_loadu_ps(v + size_t(k) * np + n);
+        const float* sr = s + size_t(k) * mp + m;
+#pragma GCC unroll 4
+        for (int i = 0; i < 4; ++i) acc[i] = _mm512_fmadd_ps(_mm512_set1_ps(sr[i]), b, acc[i]);
+      }
+#pragma GCC unroll 4
+      for (int i = 0; i < 4; ++i) _mm512_storeu_ps(c + size_t(m + i) * np + n, acc[i]);
+    }
+  }
+}
+
+__attribute__((target("avx2,fma"))) void mm_avx2(const float* s, int mp, const float* v, int np,
+                                                 int k_n, float* c) {
+  for (int m = 0; m < mp; m += kRowBlock)
+    for (int n = 0; n < np; n += 16) {
+      __m256 acc[4][2];
+#pragma GCC unroll 4
+      for (int i = 0; i < 4; ++i) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
+      for (int k = 0; k < k_n; ++k) {
+        const float* vr = v + size_t(k) * np + n;
+        const __m256 b0 = _mm256_loadu_ps(vr), b1 = _mm256_loadu_ps(vr + 8);
+        const float* sr = s + size_t(k) * mp + m;
+#pragma GCC unroll 4
+        for (int i = 0; i < 4; ++i) {
+          const __m256 a = _mm256_set1_ps(sr[i]);
+          acc[i][0] = _mm256_fmadd_ps(a, b0, acc[i][0]);
+          acc[i][1] = _mm256_fmadd_ps(a, b1, acc[i][1]);
+        }
+      }
+#pragma GCC unroll 4
+      for (int i = 0; i < 4; ++i) {
+        _mm256_storeu_ps(c + size_t(m + i) * np + n, acc[i][0]);
+        _mm256_storeu_ps(c + size_t(m + i) * np + n + 8, acc[i][1]);
+      }
+    }
+}
+
+void mm_scalar(const float* s, int mp, const float* v, int np, int k_n, float* c) {
+  for (int m = 0; m < mp; ++m)
+    for (int n = 0; n < np; ++n) {
+      float acc = 0.0f;
+      for (int k = 0; k < k_n; ++k)
+        acc = std::fma(s[size_t(k) * mp + m], v[size_t(k) * np + n], acc);
+      c[size_t(m) * np + n] = acc;
+    }
+}
+
+int round_up(int x, int a) { return (x + a - 1) / a * a; }
+
+// Loads rows of a view as fp32 into a [parts][width] buffer (zero padded).
+std::vector<float> padded_rows(const View& v, int width) {
+  std::vector<float> out(size_t(v.parts) * width, 0.0f);
+  for (uint32_t p = 0; p < v.parts; ++p) load_row(v, p, out.data() + size_t(p) * width);
+  return out;
+}
+
+// Word index in psum_written of the byte at q.
+size_t psum_word(const ExecCtx& cx, const uint8_t* q) { return size_t(q - cx.state->psum) / 4; }
+
+void check_float_input(const Inst& in, std::string_view name, DType t) {
+  if (!info(t).is_float)
+    fault(in, name, fmt::format("must be a float dtype, not {}", dtype_name(t)));
+}
+
+// Transpose mode (gen3+): dst[m][n] = stationary[k(n)][m] bit for bit, where k(n) is the row
+// holding the single 1 of moving column n (moving is the identity or a permutation).
+void transpose_mode(ExecCtx& cx, const Inst& in, const View& d, const View& st, const View& mv) {
+  if (d.dtype != st.dtype)
+    fault(in, fmt::format("transpose mode writes the stationary dtype ({}) but dst is {}",
+                          dtype_name(st.dtype), dtype_name(d.dtype)));
+  if (dtype_bytes(st.dtype) == 1)
+    fault(in, "stationary", "transpose mode needs a 2- or 4-byte dtype");
+  const int n_cols = static_cast<int>(mv.free_elems);
+  const std::vector<float> v = padded_rows(mv, n_cols);
+  std::vector<int> src_k(n_cols, -1);
+  for (int n = 0; n < n_cols; ++n)
+    for (uint32_t k = 0; k < mv.parts; ++k) {
+      const float x = v[size_t(k) * n_cols + n];
+      if (x == 0.0f) continue;
+      if (x != 1.0f || src_k[n] >= 0)
+        fault(in, "moving",
+              fmt::format("transpose mode needs a 0/1 matrix with one 1 per column; "
+                          "column {} differs",
+                          n));
+      src_k[n] = static_cast<int>(k);
+    }
+  const std::vector<uint8_t> s = gather_bits(st);
+  const size_t eb = dtype_bytes(st.dtype);
+  std::vector<uint8_t> row(n_cols * eb);
+  for (uint32_t m = 0; m < d.parts; ++m) {
+    for (int n = 0; n < n_cols; ++n) {
+      if (src_k[n] < 0)
+        std::memset(row.data() + n * eb, 0, eb);
+      else
+        std::memcpy(row.data() + n * eb, s.data() + (size_t(src_k[n]) * st.free_elems + m) * eb,
+                    eb);
+    }
+    scatter_bits_row(d, m, row.data());
+    if (!cx.state->psum_written.empty())
+      for_each_elem(d, m, [&](uint8_t* q) { cx.state->psum_written[psum_word(cx, q)] = 1; });
+  }
+}
+
+} // namespace
+
+void sem_matmul(ExecCtx& cx, const Inst& in) {
+  const AccMode acc = enum_operand<AccMode>(in, "acc");
+  const View d = operand_view(cx, in, "dst", Access::write);
+  const View st = operand_view(cx, in, "stationary", Access::read);
+  const View mv = operand_view(cx, in, "moving", Access::read);
+  const uint32_t K = st.parts;
+  const uint64_t M = st.free_elems, N = mv.free_elems;
+  if (mv.parts != K)
+    fault(in, fmt::format("stationary has K = {} partitions but moving has {}", K, mv.parts));
+  if (M > 128) fault(in, "stationary", fmt::format("has M = {} columns (at most 128)", M));
+  const bool gen4 = cx.target == Target::trn3;
+  const uint64_t n_max = gen4 ? (d.dtype == DType::bf16 ? 8192 : 4096) : 512;
+  if (N > n_max)
+    fault(in, "moving",
+          fmt::format("has N = {} columns (at most {} on {})", N, n_max, name_of(cx.target)));
+  if (d.parts != M || d.free_elems != N)
+    fault(in, "dst",
+          fmt::format("must be M x N = {} x {}, got {} x {}", M, N, d.parts, d.free_elems));
+  check_float_input(in, "stationary", st.dtype);
+  check_float_input(in, "moving", mv.dtype);
+  if ((st.dtype == DType::fp32) != (mv.dtype == DType::fp32))
+    fault(in, fmt::format("fp32 inputs pair only with fp32 (stationary {}, moving {})",
+                          dtype_name(st.dtype), dtype_name(mv.dtype)));
+  if (!gen4) { // one 2 KiB bank per matmul on gen2/3
+    const AccessPattern& ap = operand(in, "dst").ap;
+    const uint64_t first = ap.offset, last = ap.offset + N * dtype_bytes(d.dtype) - 1;
+    if (!d.contiguous() || first / 2048 != last / 2048)
+      fault(in, "dst",
+            fmt::format("bytes {}..{} must be contiguous within one 2 KiB psum bank", first, last));
+  }
+  if (flag(in, "transpose") && cx.target != Target::trn1) return transpose_mode(cx, in, d, st, mv);
+  if (d.dtype != DType::fp32 && !(gen4 && d.dtype == DType::bf16))
+    fault(in, "dst",
+          fmt::format("must be fp32{} , not {}", gen4 ? " or bf16" : "", dtype_name(d.dtype)));
+
+  const int mp = round_up(static_cast<int>(M), kRowBlock),
+            np = round_up(static_cast<int>(N), kColPad);
+  const std::vector<float> s = padded_rows(st, mp), v = padded_rows(mv, np);
+  std::vector<float> c(size_t(mp) * np);
+  matmul_f32(s.data(), mp, v.data(), np, static_cast<int>(K), c.data());
+
+  std::vector<uint8_t>& flags = cx.state->psum_written;
+  for (uint32_t m = 0; m < M; ++m) {
+    const float* r = c.data() + size_t(m) * np;
+    uint64_t n = 0;
+    for_each_elem(d, m, [&](uint8_t* q) {
+      const size_t w = psum_word(cx, q);
+      const bool add =
+          acc == AccMode::accumulate || (acc == AccMode::auto_ && !flags.empty() && flags[w]);
+      const float x = add ? load_as_f32(d.dtype, q) + r[n] : r[n];
+      store_from_f32(d.dtype, q, x);
+      if (!flags.empty()) flags[w] = 1;
+      ++n;
+    });
+  }
+}
+
+void ew::matmul_f32(const float* s, int m_n, const float* v, int n_n, int k_n, float* c) {
+  static const bool avx512 = __builtin_cpu_supports("avx512f");
+  static const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  if (avx512)
+    mm_avx512(s, m_n, v, n_n, k_n, c);
+  else if (avx2)
+    mm_avx2(s, m_n, v, n_n, k_n, c);
+  else
+    mm_scalar(s, m_n, v, n_n, k_n, c);
+}
+
+void sem_pe_transpose(ExecCtx& cx, const Inst& in) {
+  const View d = operand_view(cx, in, "dst", Access::write);
+  const View s = operand_view(cx, in, "src", Access::read);
+  if (d.dtype != s.dtype)
+    fault(in, fmt::format("dst ({}) and src ({}) must have the same dtype", dtype_name(d.dtype),
+                          dtype_name(s.dtype)));
+  if (s.free_elems > 128)
+    fault(in, "src", fmt::format("has {} elements per partition (at most 128)", s.free_elems));
+  if (d.parts != s.free_elems || d.free_elems != s.parts)
+    fault(in, "dst",
+          fmt::format("must be {} x {} (src transposed), got {} x {}", s.free_elems, s.parts,
+                      d.parts, d.free_elems));
+  const std::vector<uint8_t> all = gather_bits(s);
+  const size_t eb = dtype_bytes(s.dtype);
+  std::vector<uint8_t> row(s.parts * eb);
+  for (uint32_t f = 0; f < d.parts; ++f) {
+    for (uint32_t p = 0; p < s.parts; ++p)
+      std::memcpy(row.data() + p * eb, all.data() + (size_t(p) * s.free_elems + f) * eb, eb);
+    scatter_bits_row(d, f, row.data());
+    if (!cx.state->psum_written.empty()) // an overwriting PE write, like a matmul
+      for_each_elem(d, f, [&](uint8_t* q) { cx.state->psum_written[psum_word(cx, q)] = 1; });
+  }
+}
+
+} // namespace nisa::interp

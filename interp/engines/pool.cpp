@@ -1,0 +1,148 @@
+// GpSimd (POOL) semantics: iota, affine_select, n_gather (isa-facts 4.4, 4.6, 11 ex. 2-3).
+// copy, tensor_scalar, tensor_tensor and memset on POOL share dve.cpp's functions; the
+// "never PSUM" rule is enforced for every POOL operand by ew::operand_view.
+#include <algorithm>
+
+#include "interp/engines/elementwise.h"
+#include "interp/engines/engines.h"
+
+namespace nisa::interp {
+using namespace ew;
+
+namespace {
+
+// Affine values offset + p * pmul + sum(step_k * i_k) of row p, row-major over the pattern,
+// in int32 arithmetic (wrapping).
+void affine_row(const AffinePattern& pat, int32_t offset, int32_t pmul, uint32_t p,
+                std::vector<int32_t>& out) {
+  int32_t step[4] = {0, 0, 0, 0}, num[4] = {1, 1, 1, 1};
+  for (int k = 0; k < pat.n; ++k) { // pad at the outer end so slot 3 is the innermost
+    step[4 - pat.n + k] = pat.d[k][0];
+    num[4 - pat.n + k] = pat.d[k][1];
+  }
+  const uint32_t base = uint32_t(offset) + uint32_t(p) * uint32_t(pmul);
+  size_t j = 0;
+  for (int32_t a = 0; a < num[0]; ++a)
+    for (int32_t b = 0; b < num[1]; ++b)
+      for (int32_t c = 0; c < num[2]; ++c) {
+        uint32_t v = base + uint32_t(a) * uint32_t(step[0]) + uint32_t(b) * uint32_t(step[1]) +
+                     uint32_t(c) * uint32_t(step[2]);
+        for (int32_t e = 0; e < num[3]; ++e, v += uint32_t(step[3])) out[j++] = int32_t(v);
+      }
+}
+
+uint64_t pattern_elems(const Inst& in, const AffinePattern& pat) {
+  if (pat.n > 4) fault(in, "pattern", fmt::format("has {} pairs (at most 4)", pat.n));
+  uint64_t n = 1;
+  for (int k = 0; k < pat.n; ++k) {
+    if (pat.d[k][1] < 1)
+      fault(in, "pattern", fmt::format("pair {} has num {} (must be >= 1)", k, pat.d[k][1]));
+    n *= uint64_t(pat.d[k][1]);
+  }
+  return n;
+}
+
+// An int32 value into dtype t: exact into int dtypes (saturating narrower ones), through
+// fp32 into float dtypes.
+void store_int_value(DType t, uint8_t* p, int32_t v) {
+  if (info(t).is_float) return store_from_f32(t, p, static_cast<float>(v));
+  const int bits = dtype_bytes(t) * 8;
+  int64_t lo = 0, hi = (int64_t{1} << bits) - 1;
+  if (info(t).is_signed) {
+    lo = -(int64_t{1} << (bits - 1));
+    hi = (int64_t{1} << (bits - 1)) - 1;
+  }
+  store_from_int(t, p, std::clamp<int64_t>(v, lo, hi));
+}
+
+} // namespace
+
+void sem_iota(ExecCtx& cx, const Inst& in) {
+  const AffinePattern& pat = operand(in, "pattern").pat;
+  const View d = operand_view(cx, in, "dst", Access::write);
+  const uint64_t n = pattern_elems(in, pat);
+  if (n != d.free_elems)
+    fault(in,
+          fmt::format("pattern covers {} elements but dst has {} per partition", n, d.free_elems));
+  const auto offset = static_cast<int32_t>(operand(in, "offset").i);
+  const auto pmul = static_cast<int32_t>(operand(in, "pmul").i);
+  std::vector<int32_t> vals(n);
+  for (uint32_t p = 0; p < d.parts; ++p) {
+    affine_row(pat, offset, pmul, p, vals);
+    const int32_t* v = vals.data();
+    for_each_elem(d, p, [&](uint8_t* q) { store_int_value(d.dtype, q, *v++); });
+  }
+}
+
+void sem_affine_select(ExecCtx& cx, const Inst& in) {
+  const AffinePattern& pat = operand(in, "pattern").pat;
+  const AluOp cmp = enum_operand<AluOp>(in, "cmp");
+  if (!is_compare(cmp))
+    fault(in, "cmp", fmt::format("{} is not a comparison operator", name_of(cmp)));
+  const View d = operand_view(cx, in, "dst", Access::write);
+  const View t = operand_view(cx, in, "on_true", Access::read);
+  check_same_shape(in, d, t, "on_true");
+  const uint64_t n = pattern_elems(in, pat);
+  if (n != d.free_elems)
+    fault(in,
+          fmt::format("pattern covers {} elements but dst has {} per partition", n, d.free_elems));
+  const auto offset = static_cast<int32_t>(operand(in, "offset").i);
+  const auto pmul = static_cast<int32_t>(operand(in, "pmul").i);
+  uint8_t off_bytes[4];
+  store_from_f32(d.dtype, off_bytes, operand(in, "on_false").f);
+  const size_t eb = dtype_bytes(d.dtype);
+  // on_true is read whole first (it may be dst); equal dtypes copy bits, else via fp32.
+  const bool bits = d.dtype == t.dtype;
+  const std::vector<uint8_t> tb = bits ? gather_bits(t) : std::vector<uint8_t>{};
+  std::vector<float> tf;
+  if (!bits) {
+    tf.resize(t.parts * n);
+    for (uint32_t p = 0; p < t.parts; ++p) load_row(t, p, tf.data() + p * n);
+  }
+  std::vector<int32_t> vals(n);
+  for (uint32_t p = 0; p < d.parts; ++p) {
+    affine_row(pat, offset, pmul, p, vals);
+    uint64_t j = 0;
+    for_each_elem(d, p, [&](uint8_t* q) {
+      const bool keep = alu_int(cmp, vals[j], 0, 32) != 0;
+      if (!keep)
+        std::memcpy(q, off_bytes, eb);
+      else if (bits)
+        std::memcpy(q, tb.data() + (p * n + j) * eb, eb);
+      else
+        store_from_f32(d.dtype, q, tf[p * n + j]);
+      ++j;
+    });
+  }
+}
+
+void sem_n_gather(ExecCtx& cx, const Inst& in) {
+  const View d = operand_view(cx, in, "dst", Access::write);
+  const View data = operand_view(cx, in, "data", Access::read);
+  const View idx = operand_view(cx, in, "idx", Access::read);
+  check_same_shape(in, d, idx, "idx");
+  if (data.parts != d.parts)
+    fault(in, fmt::format("data has {} partitions but dst has {}", data.parts, d.parts));
+  if (d.dtype != data.dtype)
+    fault(in, fmt::format("dst ({}) and data ({}) must have the same dtype", dtype_name(d.dtype),
+                          dtype_name(data.dtype)));
+  if (info(idx.dtype).is_float)
+    fault(in, "idx",
+          fmt::format("must be an integer dtype (uint32), not {}", dtype_name(idx.dtype)));
+  const std::vector<uint8_t> src = gather_bits(data); // read first: dst may alias
+  std::vector<int64_t> ix(idx.free_elems);
+  const size_t eb = dtype_bytes(d.dtype);
+  const uint64_t f = data.free_elems;
+  std::vector<uint8_t> row(d.free_elems * eb);
+  for (uint32_t p = 0; p < d.parts; ++p) {
+    load_row_int(idx, p, ix.data());
+    for (uint64_t j = 0; j < ix.size(); ++j) {
+      if (ix[j] < 0 || uint64_t(ix[j]) >= f)
+        fault(in, "idx", fmt::format("[{}, {}] = {} is outside [0, {})", p, j, ix[j], f));
+      std::memcpy(row.data() + j * eb, src.data() + (p * f + ix[j]) * eb, eb);
+    }
+    scatter_bits_row(d, p, row.data());
+  }
+}
+
+} // namespace nisa::interp

@@ -1,0 +1,142 @@
+#include "interp/machine.h"
+
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+namespace nisa::interp {
+
+HostBuffer::HostBuffer(size_t bytes) : n_(bytes) {
+  if (bytes == 0) return;
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) throw std::runtime_error(fmt::format("cannot allocate {} bytes", bytes));
+  if (bytes >= (2u << 20)) madvise(p, bytes, MADV_HUGEPAGE);
+  p_ = static_cast<uint8_t*>(p);
+}
+HostBuffer::HostBuffer(HostBuffer&& o) noexcept : p_(o.p_), n_(o.n_) {
+  o.p_ = nullptr;
+  o.n_ = 0;
+}
+HostBuffer& HostBuffer::operator=(HostBuffer&& o) noexcept {
+  std::swap(p_, o.p_);
+  std::swap(n_, o.n_);
+  return *this;
+}
+HostBuffer::~HostBuffer() {
+  if (p_) munmap(p_, n_);
+}
+
+uint64_t Machine::tensor_bytes(const TensorDecl& t) {
+  uint64_t n = dtype_bytes(t.dtype);
+  for (int64_t d : t.shape) n *= static_cast<uint64_t>(d);
+  return n;
+}
+
+Machine::Machine(const Module& m, const MachineOptions& o) : mod(&m), opt(o) {
+  tp = &target_params(o.target);
+  if (o.lnc != 1 && o.lnc != 2) throw std::runtime_error(fmt::format("--lnc must be 1 or 2, not {}", o.lnc));
+  if (o.lnc == 2 && !tp->lnc2)
+    throw std::runtime_error(fmt::format("--lnc 2 is not available on {} (gen{})", tp->name, tp->gen));
+  if (o.ranks < 1 || o.ranks > 64)
+    throw std::runtime_error(fmt::format("--ranks must be in 1..64, not {}", o.ranks));
+
+  uint64_t hbm = 4096;
+  for (const TensorDecl& t : m.tensors) {
+    uint64_t bytes = tensor_bytes(t);
+    if (t.space == MemSpace::hbm) {
+      hbm = std::max(hbm, t.address + bytes);
+    } else if (t.space == MemSpace::sbuf || t.space == MemSpace::psum) {
+      uint64_t cap = t.space == MemSpace::sbuf ? tp->sbuf_part_bytes : tp->psum_part_bytes;
+      uint64_t parts = t.shape.empty() ? 1 : static_cast<uint64_t>(t.shape[0]);
+      uint64_t per_part = parts ? bytes / parts : 0;
+      if (t.part_start + parts > tp->partitions || t.address + per_part > cap)
+        throw std::runtime_error(fmt::format("tensor '{}' does not fit the {} of {}", t.name,
+                                             name_of(t.space), tp->name));
+    }
+    if (t.role != Role::scratch && t.space != MemSpace::hbm)
+      throw std::runtime_error(fmt::format("kernel {} '{}' must be an hbm tensor, not {}",
+                                           name_of(t.role), t.name, name_of(t.space)));
+  }
+  hbm = (hbm + 4095) & ~uint64_t(4095);
+
+  ranks.resize(o.ranks);
+  for (RankSlot& r : ranks) {
+    r.hbm = HostBuffer(hbm);
+    r.hbm_bytes = hbm;
+    if (o.check_uninit) r.hbm_written.assign(hbm, 0);
+  }
+  cores.resize(size_t(o.ranks) * o.lnc);
+  for (size_t i = 0; i < cores.size(); ++i) {
+    CoreSlot& c = cores[i];
+    c.rank = static_cast<int>(i) / o.lnc;
+    c.core = static_cast<int>(i) % o.lnc;
+    c.sbuf = HostBuffer(tp->partitions * tp->sbuf_part_bytes);
+    c.psum = HostBuffer(tp->partitions * tp->psum_part_bytes);
+    c.st.sbuf = c.sbuf.data();
+    c.st.sbuf_part_bytes = tp->sbuf_part_bytes;
+    c.st.psum = c.psum.data();
+    c.st.psum_part_bytes = tp->psum_part_bytes;
+    c.st.psum_written.assign(tp->partitions * tp->psum_part_bytes / 4, 0);
+    c.st.sems.assign(m.sems.size(), 0);
+    if (o.check_uninit) {
+      c.sbuf_written.assign(c.sbuf.size(), 0);
+      c.psum_written_bytes.assign(c.psum.size(), 0);
+    }
+  }
+  reset();
+}
+
+void Machine::reset() {
+  for (RankSlot& r : ranks) {
+    // Inputs are about to be overwritten; poison everything else.
+    std::memset(r.hbm.data(), kPoisonByte, r.hbm.size());
+    std::fill(r.hbm_written.begin(), r.hbm_written.end(), 0);
+  }
+  for (CoreSlot& c : cores) {
+    std::memset(c.sbuf.data(), kPoisonByte, c.sbuf.size());
+    std::memset(c.psum.data(), kPoisonByte, c.psum.size());
+    std::fill(c.st.psum_written.begin(), c.st.psum_written.end(), 0);
+    std::fill(c.sbuf_written.begin(), c.sbuf_written.end(), 0);
+    std::fill(c.psum_written_bytes.begin(), c.psum_written_bytes.end(), 0);
+    std::fill(std::begin(c.st.act_acc), std::end(c.st.act_acc), 0.0f);
+    std::fill(std::begin(c.st.dve_acc), std::end(c.st.dve_acc), 0.0f);
+    std::memset(c.st.regs, 0, sizeof c.st.regs);
+    for (size_t s = 0; s < mod->sems.size(); ++s) c.st.sems[s] = mod->sems[s].init;
+  }
+}
+
+const TensorDecl* Machine::find_tensor(std::string_view name) const {
+  for (const TensorDecl& t : mod->tensors)
+    if (t.name == name) return &t;
+  return nullptr;
+}
+
+uint8_t* Machine::hbm_tensor(int rank, const TensorDecl& t) const {
+  return ranks[rank].hbm.data() + t.address;
+}
+
+void Machine::write_tensor(const TensorDecl& t, const uint8_t* bytes, int rank) {
+  uint64_t n = tensor_bytes(t);
+  for (int r = 0; r < opt.ranks; ++r) {
+    if (rank >= 0 && r != rank) continue;
+    std::memcpy(hbm_tensor(r, t), bytes, n);
+    if (opt.check_uninit) std::fill_n(ranks[r].hbm_written.begin() + t.address, n, 1);
+  }
+}
+
+uint8_t* Machine::shadow_of(const uint8_t* p) {
+  auto in = [p](const HostBuffer& b) { return p >= b.data() && p < b.data() + b.size(); };
+  for (RankSlot& r : ranks)
+    if (in(r.hbm)) return r.hbm_written.data() + (p - r.hbm.data());
+  for (CoreSlot& c : cores) {
+    if (in(c.sbuf)) return c.sbuf_written.data() + (p - c.sbuf.data());
+    if (in(c.psum)) return c.psum_written_bytes.data() + (p - c.psum.data());
+  }
+  return nullptr;
+}
+
+} // namespace nisa::interp

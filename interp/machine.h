@@ -1,0 +1,92 @@
+// The modelled machine: ranks x cores, each core with its SBUF, PSUM, accumulators, registers
+// and semaphores (CoreState), each rank with its HBM (shared by the cores of a logical core).
+// Memory is allocated once per Machine and reused across runs (reset() re-poisons it).
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "interp/exec.h"
+#include "interp/target.h"
+#include "isa/module.h"
+
+namespace nisa::interp {
+
+// An anonymous mapping; sizes >= 2 MiB ask for transparent huge pages (first touch of a 4 KiB
+// page costs ~11 us on the reference machines, a 2 MiB page far less per byte).
+class HostBuffer {
+public:
+  HostBuffer() = default;
+  explicit HostBuffer(size_t bytes);
+  HostBuffer(HostBuffer&& o) noexcept;
+  HostBuffer& operator=(HostBuffer&& o) noexcept;
+  HostBuffer(const HostBuffer&) = delete;
+  HostBuffer& operator=(const HostBuffer&) = delete;
+  ~HostBuffer();
+  uint8_t* data() const { return p_; }
+  size_t size() const { return n_; }
+
+private:
+  uint8_t* p_ = nullptr;
+  size_t n_ = 0;
+};
+
+struct MachineOptions {
+  Target target = Target::trn2;
+  int lnc = 1;   // cores per logical core (rank): 1 or 2
+  int ranks = 1; // SPMD ranks, each with its own HBM
+  bool check_uninit = false; // track written bytes; reads of never-written bytes fault
+};
+
+// Poison pattern of fresh memory: all-ones bytes are NaN in every float dtype (fp32, bf16,
+// fp16, fp8 e4m3 and e5m2) and -1 / max in the integer ones.
+inline constexpr uint8_t kPoisonByte = 0xFF;
+
+struct CoreSlot {
+  int rank = 0;
+  int core = 0; // program_id within the logical core
+  CoreState st;
+  HostBuffer sbuf, psum;
+  std::vector<uint8_t> sbuf_written, psum_written_bytes; // --check-uninit shadows (1 = written)
+};
+
+struct RankSlot {
+  HostBuffer hbm;
+  uint64_t hbm_bytes = 0;
+  std::vector<uint8_t> hbm_written; // --check-uninit shadow
+};
+
+struct Machine {
+  const Module* mod = nullptr;
+  const TargetParams* tp = nullptr;
+  MachineOptions opt;
+  std::vector<RankSlot> ranks;
+  std::vector<CoreSlot> cores; // index rank * lnc + core
+
+  // Validates the options against the module and target (std::runtime_error with a clear
+  // message), allocates every memory once and resets the state.
+  Machine(const Module& m, const MachineOptions& o);
+
+  int num_cores() const { return static_cast<int>(cores.size()); }
+  CoreSlot& core(int rank, int c) { return cores[size_t(rank) * opt.lnc + c]; }
+
+  // Poisons SBUF, PSUM and the non-input HBM, resets semaphores to their declared initial
+  // values, registers and accumulators to zero, and the written-byte shadows.
+  void reset();
+
+  const TensorDecl* find_tensor(std::string_view name) const;
+  static uint64_t tensor_bytes(const TensorDecl& t);
+  // Start of an HBM tensor in a rank's HBM.
+  uint8_t* hbm_tensor(int rank, const TensorDecl& t) const;
+  // Copies raw little-endian element bytes into an HBM tensor of every rank (or of one rank)
+  // and marks them written.
+  void write_tensor(const TensorDecl& t, const uint8_t* bytes, int rank = -1);
+
+  // --check-uninit: the shadow byte of a machine address (nullptr if the address is not in a
+  // memory of this machine).
+  uint8_t* shadow_of(const uint8_t* p);
+};
+
+} // namespace nisa::interp

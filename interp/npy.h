@@ -1,0 +1,48 @@
+// .npy files (NumPy format versions 1.0, 2.0, 3.0) for every nisa dtype, C and Fortran order.
+// docs/machine.md "Inputs and outputs" lists the accepted descriptors: numpy's own for fp32,
+// fp16 and the integers; raw bit patterns as unsigned ints of the same width for bf16 ('<u2')
+// and fp8 ('|u1'); and ml_dtypes' descriptors ('<V2' / 'bfloat16', '|V1' / '<f1' /
+// 'float8_e4m3' / 'float8_e5m2').
+#pragma once
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "isa/dtype.h"
+
+namespace nisa::interp {
+
+struct NpyError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// A parsed file: its descriptor as written, shape, and the element bytes in C order,
+// little-endian (Fortran-order and big-endian files are converted on reading).
+struct NpyArray {
+  std::string descr;
+  std::vector<int64_t> shape;
+  uint32_t item_bytes = 0;
+  std::vector<uint8_t> data;
+  uint64_t elems() const;
+};
+
+// `name` (usually the path) prefixes every error message.
+NpyArray parse_npy(std::string_view bytes, const std::string& name);
+NpyArray read_npy(const std::string& path);
+
+// The descriptor nisa writes for a dtype, and whether a file descriptor may hold it.
+std::string npy_descr(DType t);
+bool npy_descr_matches(std::string_view descr, DType t);
+
+// Checks dtype and shape against a declaration; throws NpyError naming the file, the tensor,
+// and what differs.
+void check_npy(const NpyArray& a, DType t, const std::vector<int64_t>& shape,
+               const std::string& name, const std::string& tensor);
+
+std::string format_npy(DType t, const std::vector<int64_t>& shape, const uint8_t* data);
+void write_npy(const std::string& path, DType t, const std::vector<int64_t>& shape,
+               const uint8_t* data);
+
+} // namespace nisa::interp

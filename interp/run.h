@@ -1,0 +1,40 @@
+// Running a Module end to end: bind .npy inputs, run the scheduler, report, write outputs.
+// This is what `nisa run` does; the debugger and tests use the same pieces.
+#pragma once
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "interp/machine.h"
+#include "interp/npy.h"
+#include "interp/scheduler.h"
+
+namespace nisa::interp {
+
+struct IoSpec {
+  std::string name; // kernel tensor name
+  std::string path; // .npy file
+};
+
+struct RunConfig {
+  MachineOptions machine;   // machine.target is used only when target_given
+  bool target_given = false; // else the module's .target
+  SchedOptions sched;
+  std::vector<IoSpec> inputs, outputs;
+  bool stats = false;        // print the --stats table to `out`
+  std::string timeline_path; // write a Chrome trace when not empty
+};
+
+// Copies every input into each rank's HBM. Every input tensor must be bound exactly once;
+// unknown names, non-input tensors, dtype or shape mismatches throw std::runtime_error
+// (NpyError for file problems). With R > 1 ranks a file may also hold [R, ...shape]: slice r
+// goes to rank r.
+void bind_inputs(Machine& m, const std::vector<IoSpec>& inputs);
+// Writes each requested HBM tensor (rank 0's, or [R, ...shape] with R > 1 ranks).
+void write_outputs(const Machine& m, const std::vector<IoSpec>& outputs);
+
+// The whole run; returns the exit code (0 ok, 1 usage/input error, 2 deadlock, 3 fault) and
+// prints errors and reports to `err`, stats to `out`.
+int run_module(const Module& mod, const RunConfig& cfg, std::ostream& out, std::ostream& err);
+
+} // namespace nisa::interp

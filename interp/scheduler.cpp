@@ -1,0 +1,708 @@
+#include "interp/scheduler.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <map>
+#include <queue>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "interp/cost.h"
+
+namespace nisa::interp {
+namespace {
+
+// What the scheduler does with an instruction besides running its semantics.
+enum class Kind : uint8_t { plain, dma, barrier, sendrecv, cc, bad };
+
+// An instruction decoded once per run: semantics, latency, scheduling kind.
+struct PInst {
+  const Inst* in = nullptr;
+  SemFn fn = nullptr;
+  int64_t lat = 0;    // ticks on the issuing engine
+  int64_t cycles = 0; // the same in engine cycles
+  Kind kind = Kind::plain;
+  bool sets_sems = false; // sem_set: wake waiters after it
+  uint8_t queue = 0;
+  uint64_t bytes = 0;
+  uint32_t rows = 0;
+  std::string bad; // Kind::bad: the fault message
+};
+
+enum class St : uint8_t { idle, running, blocked, rendezvous, done };
+
+constexpr int kAgentsPerCore = kNumEngines + kNumDmaQueues;
+
+struct EngRt {
+  const PInst* prog = nullptr;
+  int64_t len = 0;
+  int64_t pc = 0;
+  St st = St::idle;
+  int64_t since = 0; // blocked since (ticks)
+  ExecCtx cx;
+};
+
+struct Xfer {
+  const PInst* pi = nullptr;
+  uint8_t eng = 0;
+  uint32_t pc = 0;
+  int64_t begin = 0, end = 0;
+  int32_t regs[kNumRegs];
+};
+
+struct QueueRt {
+  std::deque<Xfer> q;
+  int64_t data_free = 0;
+  int64_t last_end = 0;
+};
+
+struct CoreRt {
+  EngRt eng[kNumEngines];
+  QueueRt queue[kNumDmaQueues];
+  int64_t link_free = 0;
+  uint32_t blocked = 0; // mask of engines blocked on semaphores
+};
+
+struct Event {
+  int64_t t;
+  uint64_t key;
+  uint32_t agent;
+  bool operator>(const Event& o) const { return t != o.t ? t > o.t : key > o.key; }
+};
+
+uint64_t mix(uint64_t x) { // splitmix64
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+// A rendezvous of several cores (barrier, send_recv pipe, collective).
+struct Party {
+  std::vector<std::pair<int, int>> arrived; // (core index, engine)
+};
+
+class Sched {
+public:
+  Sched(Machine& m, const SchedOptions& o) : m_(m), o_(o), mod_(*m.mod) {}
+
+  RunResult run() {
+    auto t0 = std::chrono::steady_clock::now();
+    predecode();
+    setup();
+    res_.stats.cores.assign(m_.cores.size(), CoreStats{});
+    try {
+      if (o_.timeline || m_.opt.check_uninit) loop<true>();
+      else loop<false>();
+      if (!stopped_) check_deadlock();
+    } catch (const Fault& f) {
+      fault(f.what());
+    }
+    res_.stats.makespan_ticks = makespan_;
+    res_.stats.wall_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return std::move(res_);
+  }
+
+private:
+  Machine& m_;
+  SchedOptions o_;
+  const Module& mod_;
+  std::array<std::vector<PInst>, kNumEngines> prog_;
+  std::vector<CoreRt> cores_;
+  std::priority_queue<Event, std::vector<Event>, std::greater<Event>> heap_;
+  uint64_t seq_ = 0;
+  int64_t now_ = 0, makespan_ = 0;
+  bool stopped_ = false;
+  RunResult res_;
+  // Fault context: which instruction is executing.
+  int cur_core_ = -1, cur_eng_ = 0;
+  int64_t cur_pc_ = 0;
+  std::map<std::tuple<int, int, int64_t>, Party> parties_; // (rank, kind/engine, key)
+
+  // ---- set-up ---------------------------------------------------------------------------------
+  void predecode() {
+    const TargetParams& tp = *m_.tp;
+    for (int e = 0; e < kNumEngines; ++e) {
+      const auto& s = mod_.streams[e];
+      prog_[e].resize(s.size());
+      for (size_t i = 0; i < s.size(); ++i) prog_[e][i] = decode_one(s[i], tp);
+    }
+  }
+
+  PInst decode_one(const Inst& in, const TargetParams& tp) {
+    PInst p;
+    p.in = &in;
+    p.fn = semantics(in.op);
+    const InstDesc& d = desc(in.op);
+    p.cycles = cost_cycles(in, tp);
+    p.lat = std::max<int64_t>(1, p.cycles * tp.ticks_per_cycle[static_cast<int>(in.engine)]);
+    p.sets_sems = in.op == Opcode::sem_set;
+    if (in.op == Opcode::dma || in.op == Opcode::dma_transpose || in.op == Opcode::dma_compute) {
+      p.kind = Kind::dma;
+      p.queue = static_cast<uint8_t>(in.ops[0].i);
+      p.bytes = dma_bytes(in);
+      p.rows = dma_rows(in);
+    } else if (in.op == Opcode::core_barrier) {
+      p.kind = Kind::barrier;
+    } else if (in.op == Opcode::send_recv) {
+      p.kind = Kind::sendrecv;
+      p.bytes = dma_bytes(in);
+      p.rows = dma_rows(in);
+    } else if (d.cost == CostClass::cc) {
+      p.kind = Kind::cc;
+      p.bytes = dma_bytes(in);
+    }
+    auto bad = [&](std::string msg) {
+      p.kind = Kind::bad;
+      p.bad = std::move(msg);
+    };
+    if (!(d.gens & gen_bit(tp.target)))
+      bad(fmt::format("'{}' is not available on {} (gen{})", d.mnemonic, tp.name, tp.gen));
+    for (size_t k = 0; k < d.operands.size() && k < in.ops.size(); ++k)
+      if (!(d.operands[k].gens & gen_bit(tp.target)) && !is_default(d.operands[k], in.ops[k]))
+        bad(fmt::format("operand '{}' of '{}' is not available on {} (gen{})",
+                        d.operands[k].name, d.mnemonic, tp.name, tp.gen));
+    if ((p.kind == Kind::barrier || p.kind == Kind::sendrecv) && m_.opt.lnc != 2)
+      bad(fmt::format("'{}' needs two cores (--lnc 2)", d.mnemonic));
+    if (p.kind == Kind::dma && p.queue >= tp.dma_queues)
+      bad(fmt::format("DMA queue q{} does not exist (q0..q{})", p.queue, tp.dma_queues - 1));
+    for (const Wait& w : in.waits)
+      if (w.sem >= mod_.sems.size()) bad(fmt::format("semaphore #{} is not declared", w.sem));
+    for (const Signal& s : in.signals)
+      if (s.sem >= mod_.sems.size()) bad(fmt::format("semaphore #{} is not declared", s.sem));
+    return p;
+  }
+
+  void setup() {
+    cores_.resize(m_.cores.size());
+    for (size_t c = 0; c < cores_.size(); ++c) {
+      CoreSlot& cs = m_.cores[c];
+      RankSlot& rs = m_.ranks[cs.rank];
+      for (int e = 0; e < kNumEngines; ++e) {
+        EngRt& E = cores_[c].eng[e];
+        E.prog = prog_[e].data();
+        E.len = static_cast<int64_t>(prog_[e].size());
+        ExecCtx& cx = E.cx;
+        cx.machine = &m_;
+        cx.tp = m_.tp;
+        cx.target = m_.tp->target;
+        cx.hbm = rs.hbm.data();
+        cx.hbm_bytes = rs.hbm_bytes;
+        cx.rank = cs.rank;
+        cx.core_id = cs.core;
+        cx.engine = static_cast<Engine>(e);
+        cx.state = &cs.st;
+        cx.regs = cs.st.regs[e];
+        cx.stream_len = E.len;
+      }
+    }
+  }
+
+  // ---- event queue ----------------------------------------------------------------------------
+  void push(int64_t t, uint32_t agent) {
+    uint64_t s = seq_++;
+    uint64_t key = o_.mode == ScheduleMode::fixed ? (uint64_t(agent) << 40) | s
+                                                  : mix(o_.seed ^ mix(s * 0x100000001b3ull + agent));
+    heap_.push(Event{t, key, agent});
+  }
+  int64_t jitter(int64_t lat) {
+    if (o_.mode == ScheduleMode::fixed) return lat;
+    return lat + static_cast<int64_t>(mix(o_.seed * 31 + seq_++) % uint64_t(lat + 1));
+  }
+
+  template <bool kSlow> void loop() {
+    for (size_t c = 0; c < cores_.size(); ++c)
+      for (int e = 0; e < kNumEngines; ++e) try_issue<kSlow>(int(c), e);
+    while (!heap_.empty() && !stopped_) {
+      Event ev = heap_.top();
+      heap_.pop();
+      now_ = ev.t;
+      int c = int(ev.agent / kAgentsPerCore), a = int(ev.agent % kAgentsPerCore);
+      if (a < kNumEngines) complete<kSlow>(c, a);
+      else dma_done<kSlow>(c, a - kNumEngines);
+    }
+  }
+
+  // ---- engines --------------------------------------------------------------------------------
+  bool waits_hold(const std::vector<uint32_t>& sems, const Inst& in) const {
+    for (const Wait& w : in.waits) {
+      uint32_t v = sems[w.sem];
+      if (w.cmp == WaitCmp::ge ? v < w.value : v != w.value) return false;
+    }
+    return true;
+  }
+
+  template <bool kSlow> void try_issue(int c, int e) {
+    CoreRt& C = cores_[c];
+    EngRt& E = C.eng[e];
+    if (E.pc >= E.len) {
+      E.st = St::done;
+      return;
+    }
+    const PInst& P = E.prog[E.pc];
+    cur_core_ = c, cur_eng_ = e, cur_pc_ = E.pc;
+    if (!waits_hold(E.cx.state->sems, *P.in)) {
+      if (E.st != St::blocked) {
+        E.st = St::blocked;
+        E.since = now_;
+        C.blocked |= 1u << e;
+      }
+      return;
+    }
+    if (E.st == St::blocked) {
+      res_.stats.cores[c].eng[e].wait_ticks += now_ - E.since;
+      if constexpr (kSlow) record(TimelineEvent::wait, c, e, e, E.since, now_ - E.since, 0);
+    }
+    switch (P.kind) {
+    case Kind::bad: throw Fault(P.bad);
+    case Kind::barrier: return arrive(c, e, 0, e);
+    case Kind::sendrecv: return arrive(c, e, 1, P.in->ops[2].i);
+    case Kind::cc: return arrive(c, e, 2, P.in->ops[2].i);
+    default: break;
+    }
+    E.st = St::running;
+    int64_t lat = jitter(P.lat);
+    EngineStats& es = res_.stats.cores[c].eng[e];
+    ++es.insts;
+    es.busy_ticks += lat;
+    es.cycles += P.cycles;
+    if constexpr (kSlow) record(TimelineEvent::inst, c, e, e, now_, lat, 0);
+    push(now_ + lat, uint32_t(c * kAgentsPerCore + e));
+  }
+
+  template <bool kSlow> void complete(int c, int e) {
+    CoreRt& C = cores_[c];
+    EngRt& E = C.eng[e];
+    const PInst& P = E.prog[E.pc];
+    cur_core_ = c, cur_eng_ = e, cur_pc_ = E.pc;
+    makespan_ = std::max(makespan_, now_);
+    E.cx.next_pc = E.pc + 1;
+    if (P.kind == Kind::plain) {
+      exec<kSlow>(E.cx, P);
+    } else if (P.kind == Kind::dma) {
+      enqueue(c, e, P);
+    }
+    E.pc = E.cx.next_pc;
+    E.st = St::idle;
+    if (P.kind != Kind::dma) signal(c, *P.in, P.sets_sems);
+    if (!stopped_) try_issue<kSlow>(c, e);
+  }
+
+  template <bool kSlow> void exec(ExecCtx& cx, const PInst& P) {
+    if constexpr (kSlow) {
+      if (m_.opt.check_uninit) check_reads(cx, *P.in);
+    }
+    P.fn(cx, *P.in);
+    if constexpr (kSlow) {
+      if (m_.opt.check_uninit) mark_writes(cx, *P.in);
+    }
+  }
+
+  void signal(int c, const Inst& in, bool force_wake) {
+    if (in.signals.empty() && !force_wake) return;
+    auto& sems = m_.cores[c].st.sems;
+    for (const Signal& s : in.signals) sems[s.sem] += s.delta;
+    wake(c);
+  }
+
+  void wake(int c) {
+    CoreRt& C = cores_[c];
+    uint32_t mask = C.blocked;
+    while (mask && !stopped_) {
+      int e = __builtin_ctz(mask);
+      mask &= mask - 1;
+      EngRt& E = C.eng[e];
+      if (waits_hold(E.cx.state->sems, *E.prog[E.pc].in)) {
+        C.blocked &= ~(1u << e);
+        if (o_.timeline || m_.opt.check_uninit) try_issue<true>(c, e);
+        else try_issue<false>(c, e);
+      }
+    }
+  }
+
+  // ---- DMA queues -----------------------------------------------------------------------------
+  void enqueue(int c, int e, const PInst& P) {
+    CoreRt& C = cores_[c];
+    QueueRt& Q = C.queue[P.queue];
+    Xfer x;
+    x.pi = &P;
+    x.eng = uint8_t(e);
+    x.pc = uint32_t(C.eng[e].pc);
+    std::memcpy(x.regs, C.eng[e].cx.regs, sizeof x.regs);
+    DmaTime t = dma_transfer(*m_.tp, P.bytes, P.rows);
+    int64_t t0 = std::max(now_, Q.data_free);
+    int64_t begin = std::max(t0, C.link_free);
+    C.link_free = begin + t.link_ticks;
+    int64_t data_end = begin + jitter(t.data_ticks);
+    Q.data_free = data_end;
+    x.begin = begin;
+    x.end = std::max(Q.last_end, data_end + t.latency_ticks);
+    Q.last_end = x.end;
+    QueueStats& qs = res_.stats.cores[c].queue[P.queue];
+    ++qs.transfers;
+    qs.bytes += P.bytes;
+    qs.busy_ticks += x.end - begin;
+    push(x.end, uint32_t(c * kAgentsPerCore + kNumEngines + P.queue));
+    Q.q.push_back(x);
+  }
+
+  template <bool kSlow> void dma_done(int c, int q) {
+    QueueRt& Q = cores_[c].queue[q];
+    Xfer x = Q.q.front();
+    Q.q.pop_front();
+    cur_core_ = c, cur_eng_ = x.eng, cur_pc_ = x.pc;
+    makespan_ = std::max(makespan_, now_);
+    ExecCtx cx = cores_[c].eng[x.eng].cx;
+    cx.regs = x.regs;
+    exec<kSlow>(cx, *x.pi);
+    if constexpr (kSlow) record(TimelineEvent::dma, c, kTrackQueue0 + q, x.eng, x.begin,
+                                x.end - x.begin, x.pi->bytes, x.pc);
+    signal(c, *x.pi->in, false);
+  }
+
+  // ---- rendezvous: core_barrier (per engine), send_recv (per pipe), collectives ----------------
+  void arrive(int c, int e, int kind, int64_t key) {
+    CoreRt& C = cores_[c];
+    EngRt& E = C.eng[e];
+    E.st = St::rendezvous;
+    E.since = now_;
+    const CoreSlot& cs = m_.cores[c];
+    const PInst& P = E.prog[E.pc];
+    // Collectives meet across ranks (same core index); the others across the cores of a rank.
+    int group_rank = kind == 2 ? cs.core : cs.rank;
+    Party& party = parties_[{group_rank, kind * 64 + (kind == 0 ? e : 0), key}];
+    party.arrived.emplace_back(c, e);
+    std::vector<int> members;
+    if (kind == 2) {
+      members = cc_members(cs.rank, *P.in);
+      for (int& r : members) r = r * m_.opt.lnc + cs.core;
+    } else {
+      for (int k = 0; k < m_.opt.lnc; ++k) members.push_back(cs.rank * m_.opt.lnc + k);
+    }
+    for (int mc : members) {
+      bool found = false;
+      for (auto& [pc_, pe_] : party.arrived) found |= pc_ == mc;
+      if (!found) return; // still waiting for someone
+    }
+    std::vector<std::pair<int, int>> go;
+    for (int mc : members)
+      for (auto it = party.arrived.begin(); it != party.arrived.end(); ++it)
+        if (it->first == mc) {
+          go.push_back(*it);
+          party.arrived.erase(it);
+          break;
+        }
+    release(kind, go);
+  }
+
+  std::vector<int> cc_members(int rank, const Inst& in) {
+    size_t g = static_cast<size_t>(in.ops[2].i);
+    if (g >= mod_.groups.size()) throw Fault(fmt::format("replica group #{} is not declared", g));
+    if (in.op == Opcode::collective_permute) { // [source, target] pairs: every rank named meets
+      std::vector<int> out;
+      for (const auto& pair : mod_.groups[g].groups)
+        for (uint32_t r : pair)
+          if (std::find(out.begin(), out.end(), int(r)) == out.end()) out.push_back(int(r));
+      std::sort(out.begin(), out.end());
+      for (int r : out)
+        if (r >= m_.opt.ranks)
+          throw Fault(fmt::format("replica group '{}' names rank {} but the run has {} ranks",
+                                  mod_.groups[g].name, r, m_.opt.ranks));
+      if (std::find(out.begin(), out.end(), rank) == out.end())
+        throw Fault(fmt::format("rank {} is in no pair of replica group '{}'", rank, mod_.groups[g].name));
+      return out;
+    }
+    for (const auto& list : mod_.groups[g].groups)
+      if (std::find(list.begin(), list.end(), uint32_t(rank)) != list.end()) {
+        std::vector<int> out;
+        for (uint32_t r : list) {
+          if (int(r) >= m_.opt.ranks)
+            throw Fault(fmt::format("replica group '{}' names rank {} but the run has {} ranks",
+                                    mod_.groups[g].name, r, m_.opt.ranks));
+          out.push_back(int(r));
+        }
+        return out;
+      }
+    throw Fault(fmt::format("rank {} is in no list of replica group '{}'", rank,
+                            mod_.groups[g].name));
+  }
+
+  void release(int kind, const std::vector<std::pair<int, int>>& go) {
+    int64_t extra = 0;
+    if (kind == 1) {
+      auto [c0, e0] = go[0];
+      auto [c1, e1] = go[1];
+      EngRt& A = cores_[c0].eng[e0];
+      EngRt& B = cores_[c1].eng[e1];
+      const PInst& P = A.prog[A.pc];
+      exchange_send_recv(A.cx, *P.in, B.cx, *B.prog[B.pc].in);
+      DmaTime t = dma_transfer(*m_.tp, P.bytes, P.rows);
+      extra = t.data_ticks + t.latency_ticks;
+    } else if (kind == 2) {
+      std::vector<ExecCtx*> cx;
+      std::vector<const Inst*> in;
+      for (auto [c, e] : go) {
+        cx.push_back(&cores_[c].eng[e].cx);
+        in.push_back(cores_[c].eng[e].prog[cores_[c].eng[e].pc].in);
+      }
+      run_collective(cx, in);
+      extra = cc_transfer_ticks(*m_.tp, dma_bytes(*in[0]));
+    }
+    for (auto [c, e] : go) {
+      EngRt& E = cores_[c].eng[e];
+      const PInst& P = E.prog[E.pc];
+      EngineStats& es = res_.stats.cores[c].eng[e];
+      es.wait_ticks += now_ - E.since;
+      ++es.insts;
+      es.busy_ticks += P.lat + extra;
+      es.cycles += P.cycles;
+      if (o_.timeline) {
+        if (now_ > E.since) record(TimelineEvent::wait, c, e, e, E.since, now_ - E.since, 0);
+        record(TimelineEvent::inst, c, e, e, now_, P.lat + extra, 0);
+      }
+      E.st = St::running;
+      push(now_ + P.lat + extra, uint32_t(c * kAgentsPerCore + e));
+    }
+  }
+
+  // ---- --check-uninit -------------------------------------------------------------------------
+  template <class F> void for_each_ap(ExecCtx& cx, const Inst& in, bool reads, F&& f) {
+    const InstDesc& d = desc(in.op);
+    for (size_t k = 0; k < d.operands.size() && k < in.ops.size(); ++k) {
+      const Operand& o = in.ops[k];
+      OperandKind kind = d.operands[k].kind;
+      bool is_read = kind == OperandKind::Src || (kind == OperandKind::Scalar && o.is_ap);
+      if (!o.present || (reads ? !is_read : kind != OperandKind::Dst)) continue;
+      bool skip = false;
+      for (size_t j = 0; j < d.operands.size(); ++j)
+        if (d.operands[j].kind == OperandKind::Enum && d.operands[j].enum_type == EnumType::OobMode)
+          skip = in.ops[j].i == static_cast<int>(OobMode::skip);
+      View v = cx.view(o.ap, reads ? Access::read : Access::write, skip);
+      uint32_t w = dtype_bytes(v.dtype);
+      for (uint32_t p = 0; p < v.parts; ++p) {
+        if (!v.row_skip.empty() && v.row_skip[p]) continue;
+        for (uint64_t j = 0; j < v.free_elems; ++j) f(d.operands[k].name, v.at(p, j), w);
+      }
+    }
+  }
+  void check_reads(ExecCtx& cx, const Inst& in) {
+    for_each_ap(cx, in, true, [&](std::string_view name, const uint8_t* p, uint32_t w) {
+      uint8_t* s = m_.shadow_of(p);
+      if (!s) return;
+      for (uint32_t b = 0; b < w; ++b)
+        if (!s[b])
+          throw Fault(fmt::format("operand '{}' reads memory never written (uninitialised)", name));
+    });
+  }
+  void mark_writes(ExecCtx& cx, const Inst& in) {
+    for_each_ap(cx, in, false, [&](std::string_view, const uint8_t* p, uint32_t w) {
+      if (uint8_t* s = m_.shadow_of(p)) std::memset(s, 1, w);
+    });
+  }
+
+  // ---- observers ------------------------------------------------------------------------------
+  void record(TimelineEvent::Kind k, int c, int track, int e, int64_t start, int64_t dur,
+              uint64_t bytes, int64_t pc = -1) {
+    if (!o_.timeline) return;
+    TimelineEvent ev;
+    ev.kind = k;
+    ev.core = uint16_t(c);
+    ev.track = uint8_t(track);
+    ev.engine = static_cast<Engine>(e);
+    ev.pc = uint32_t(pc >= 0 ? pc : cores_[c].eng[e].pc);
+    ev.start = start;
+    ev.dur = dur;
+    ev.bytes = bytes;
+    res_.timeline.push_back(ev);
+  }
+
+  std::string where(int c, int e, int64_t pc) const {
+    const CoreSlot& cs = m_.cores[c];
+    std::string who = m_.opt.ranks > 1 ? fmt::format("rank {} ", cs.rank) : "";
+    if (m_.opt.lnc > 1) who += fmt::format("core {} ", cs.core);
+    return fmt::format("{}{}[{}]", who, name_of(static_cast<Engine>(e)), pc);
+  }
+
+  void fault(const std::string& why) {
+    stopped_ = true;
+    res_.status = RunStatus::fault;
+    res_.exit_code = kExitFault;
+    std::string text;
+    if (cur_core_ >= 0) {
+      const Inst& in = mod_.streams[cur_eng_][cur_pc_];
+      text = fmt::format("{}: fault: {}\n  at {}: {}\n", source_of(mod_, Engine(cur_eng_), cur_pc_),
+                         why, where(cur_core_, cur_eng_, cur_pc_), describe_inst(mod_, in));
+    } else {
+      text = fmt::format("fault: {}\n", why);
+    }
+    res_.report = text;
+  }
+
+  std::string sem_name(uint16_t s) const {
+    return s < mod_.sems.size() ? mod_.sems[s].name : fmt::format("#{}", s);
+  }
+
+  // Does any unfinished engine of core c still signal semaphore s (from its pc on), or a
+  // queued DMA? Returns the engines.
+  std::vector<int> signallers(int c, uint16_t s) const {
+    std::vector<int> out;
+    for (int e = 0; e < kNumEngines; ++e) {
+      const EngRt& E = cores_[c].eng[e];
+      for (int64_t pc = E.pc; pc < E.len; ++pc) {
+        bool hit = false;
+        for (const Signal& g : E.prog[pc].in->signals) hit |= g.sem == s;
+        if (hit) {
+          out.push_back(e);
+          break;
+        }
+      }
+    }
+    return out;
+  }
+
+  void check_deadlock() {
+    std::ostringstream os;
+    int blocked = 0;
+    // Wait-for graph over (core, engine) nodes.
+    std::map<std::pair<int, int>, std::vector<std::pair<int, int>>> edges;
+    for (size_t c = 0; c < cores_.size(); ++c)
+      for (int e = 0; e < kNumEngines; ++e) {
+        const EngRt& E = cores_[c].eng[e];
+        if (E.st == St::done || E.pc >= E.len) continue;
+        ++blocked;
+        const Inst& in = *E.prog[E.pc].in;
+        os << fmt::format("  {} blocked at {}: {}\n", where(int(c), e, E.pc),
+                          source_of(mod_, Engine(e), E.pc), describe_inst(mod_, in));
+        if (E.st == St::rendezvous) {
+          os << fmt::format("    waits for the other participants of '{}' (never reached)\n",
+                            desc(in.op).mnemonic);
+          continue;
+        }
+        for (const Wait& w : in.waits) {
+          uint32_t v = m_.cores[c].st.sems[w.sem];
+          bool ok = w.cmp == WaitCmp::ge ? v >= w.value : v == w.value;
+          if (ok) continue;
+          std::vector<int> by = signallers(int(c), w.sem);
+          std::string who;
+          for (int f : by) {
+            who += fmt::format("{}{}", who.empty() ? "" : ", ", name_of(Engine(f)));
+            if (f != e) edges[{int(c), e}].push_back({int(c), f});
+          }
+          os << fmt::format("    waits {} {} {} (current value {}); {}\n", sem_name(w.sem),
+                            name_of(w.cmp), w.value, v,
+                            by.empty() ? std::string("no remaining instruction signals it")
+                                       : "still signalled by " + who);
+        }
+      }
+    if (!blocked) return;
+    stopped_ = true;
+    res_.status = RunStatus::deadlock;
+    res_.exit_code = kExitDeadlock;
+    std::string cycle = find_cycle(edges);
+    res_.report = fmt::format("deadlock: no engine can progress at t = {:.1f} ns; {} blocked:\n{}{}",
+                              ticks_to_ns(now_), blocked, os.str(),
+                              cycle.empty() ? "" : "  wait-for cycle: " + cycle + "\n");
+  }
+
+  std::string find_cycle(const std::map<std::pair<int, int>, std::vector<std::pair<int, int>>>& g) {
+    std::map<std::pair<int, int>, int> color;
+    std::vector<std::pair<int, int>> stack;
+    std::string out;
+    std::function<bool(std::pair<int, int>)> dfs = [&](std::pair<int, int> n) {
+      color[n] = 1;
+      stack.push_back(n);
+      auto it = g.find(n);
+      if (it != g.end())
+        for (auto nx : it->second) {
+          if (color[nx] == 1) {
+            auto from = std::find(stack.begin(), stack.end(), nx);
+            for (auto k = from; k != stack.end(); ++k)
+              out += where(k->first, k->second, cores_[k->first].eng[k->second].pc) + " -> ";
+            out += where(nx.first, nx.second, cores_[nx.first].eng[nx.second].pc);
+            return true;
+          }
+          if (color[nx] == 0 && dfs(nx)) return true;
+        }
+      color[n] = 2;
+      stack.pop_back();
+      return false;
+    };
+    for (auto& [n, _] : g)
+      if (color[n] == 0 && dfs(n)) break;
+    return out;
+  }
+};
+
+std::string ap_text(const AccessPattern& ap) {
+  if (ap.space == MemSpace::none) return "-";
+  std::string s = fmt::format("{}:{}[p{}+{}", name_of(ap.space), dtype_name(ap.dtype), ap.part_start,
+                              ap.part_count);
+  if (ap.space == MemSpace::hbm) s += fmt::format("*{}", ap.part_stride);
+  s += fmt::format(" @{}", ap.offset);
+  for (int k = 0; k < ap.ndims; ++k) s += fmt::format(" [{},{}]", ap.dims[k].stride, ap.dims[k].count);
+  if (ap.dyn == DynKind::reg) s += fmt::format(" +r{}*{}", ap.dyn_reg, ap.dyn_mult);
+  if (ap.dyn == DynKind::vec) s += fmt::format(" +vec(p{}@{})*{}", ap.vidx.part_start, ap.vidx.offset, ap.dyn_mult);
+  return s + "]";
+}
+
+} // namespace
+
+std::string describe_inst(const Module& m, const Inst& in) {
+  const InstDesc& d = desc(in.op);
+  std::string s = fmt::format("{}.{}", name_of(in.engine), d.mnemonic);
+  for (size_t k = 0; k < d.operands.size() && k < in.ops.size(); ++k) {
+    const OperandDesc& od = d.operands[k];
+    const Operand& o = in.ops[k];
+    if (od.optional && is_default(od, o)) continue;
+    std::string v;
+    switch (od.kind) {
+    case OperandKind::Dst:
+    case OperandKind::Src: v = ap_text(o.ap); break;
+    case OperandKind::Scalar: v = o.is_ap ? ap_text(o.ap) : fmt::format("{}", o.f); break;
+    case OperandKind::ImmF: v = fmt::format("{}", o.f); break;
+    case OperandKind::Enum:
+      v = std::string(enum_name(od.enum_type, static_cast<uint8_t>(o.i)));
+      break;
+    case OperandKind::Reg: v = fmt::format("r{}", o.i); break;
+    case OperandKind::RegOrImm: v = o.is_reg ? fmt::format("r{}", o.i) : fmt::format("{}", o.i); break;
+    case OperandKind::Queue: v = fmt::format("q{}", o.i); break;
+    case OperandKind::Sem:
+      v = o.i >= 0 && size_t(o.i) < m.sems.size() ? m.sems[o.i].name : fmt::format("#{}", o.i);
+      break;
+    case OperandKind::Group:
+      v = o.i >= 0 && size_t(o.i) < m.groups.size() ? m.groups[o.i].name : fmt::format("#{}", o.i);
+      break;
+    default: v = fmt::format("{}", o.i); break;
+    }
+    s += fmt::format(" {}={}", od.name, v);
+  }
+  auto sem = [&](uint16_t i) { return i < m.sems.size() ? m.sems[i].name : fmt::format("#{}", i); };
+  for (const Wait& w : in.waits) s += fmt::format(" wait({}{}{})", sem(w.sem), name_of(w.cmp), w.value);
+  for (const Signal& g : in.signals) s += fmt::format(" signal({}+={})", sem(g.sem), g.delta);
+  return s;
+}
+
+std::string source_of(const Module& m, Engine e, int64_t pc) {
+  const auto& dbg = m.debug[static_cast<int>(e)];
+  if (pc < 0 || size_t(pc) >= dbg.size()) return fmt::format("{}:{}[{}]", m.kernel, name_of(e), pc);
+  const DebugLoc& d = dbg[pc];
+  auto file = [&](uint32_t f) { return f < m.files.size() ? m.files[f] : std::string("?"); };
+  std::string s = fmt::format("{}:{}:{}", file(d.file), d.line, d.col);
+  for (int32_t f = d.frame; f >= 0 && size_t(f) < m.frames.size(); f = m.frames[f].parent) {
+    const ExpansionFrame& fr = m.frames[f];
+    const char* what = fr.kind == ExpansionFrame::Macro     ? "in expansion of macro"
+                       : fr.kind == ExpansionFrame::ForIter ? "in iteration"
+                                                            : "included from";
+    s += fmt::format(" ({} {} at {}:{}:{})", what, fr.what, file(fr.file), fr.line, fr.col);
+  }
+  return s;
+}
+
+RunResult run(Machine& m, const SchedOptions& o) { return Sched(m, o).run(); }
+
+} // namespace nisa::interp

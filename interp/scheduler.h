@@ -1,0 +1,52 @@
+// The deterministic discrete-event scheduler (docs/machine.md "Scheduling"). Each engine runs
+// its stream in order; an instruction issues when its engine is free and its waits hold, runs
+// its semantics atomically at completion and then applies its signals. DMA transfers complete
+// asynchronously on their queue. Ties at equal time follow a fixed agent order, or a seeded
+// pseudo-random order (with seeded latency jitter) under ScheduleMode::random.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "interp/machine.h"
+#include "interp/stats.h"
+
+namespace nisa::interp {
+
+enum class ScheduleMode : uint8_t { fixed, random };
+
+struct SchedOptions {
+  ScheduleMode mode = ScheduleMode::fixed;
+  uint64_t seed = 0;
+  bool timeline = false; // record TimelineEvents (slow path)
+};
+
+enum class RunStatus : uint8_t { ok, deadlock, fault };
+
+// Exit codes of `nisa run` (and RunResult::exit_code).
+inline constexpr int kExitOk = 0, kExitUsage = 1, kExitDeadlock = 2, kExitFault = 3;
+
+struct RunResult {
+  RunStatus status = RunStatus::ok;
+  int exit_code = kExitOk;
+  std::string report; // deadlock or fault report (multi-line), empty when ok
+  Stats stats;
+  std::vector<TimelineEvent> timeline;
+};
+
+// Runs the machine's module to completion (or deadlock / fault) from its current state.
+// The machine is usually fresh (constructed or reset()) with inputs written.
+RunResult run(Machine& m, const SchedOptions& o = {});
+
+// One-line text of an instruction (mnemonic, operands, waits, signals) and its source
+// location ("file:line:col", plus the expansion chain), for reports.
+std::string describe_inst(const Module& m, const Inst& in);
+std::string source_of(const Module& m, Engine e, int64_t pc);
+
+// Cross-core operations the scheduler calls when every participant has arrived
+// (engines/dma.cpp, engines/cc.cpp). Both throw Fault.
+void exchange_send_recv(ExecCtx& a, const Inst& ia, ExecCtx& b, const Inst& ib);
+// cx[i] / in[i]: the participants in replica-group order.
+void run_collective(const std::vector<ExecCtx*>& cx, const std::vector<const Inst*>& in);
+
+} // namespace nisa::interp

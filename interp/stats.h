@@ -1,0 +1,55 @@
+// Run statistics (`nisa run --stats`) and timeline events (`--timeline`, Chrome trace JSON).
+#pragma once
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "isa/enums.h"
+
+namespace nisa::interp {
+
+struct Machine;
+
+struct EngineStats {
+  uint64_t insts = 0;
+  int64_t busy_ticks = 0; // issue to completion of its instructions
+  int64_t wait_ticks = 0; // blocked on semaphore waits, barriers and rendezvous
+  int64_t cycles = 0;     // busy time in the engine's own clock
+};
+struct QueueStats {
+  uint64_t transfers = 0;
+  uint64_t bytes = 0;
+  int64_t busy_ticks = 0;
+};
+struct CoreStats {
+  EngineStats eng[kNumEngines];
+  QueueStats queue[kNumDmaQueues];
+};
+struct Stats {
+  std::vector<CoreStats> cores; // index rank * lnc + core
+  int64_t makespan_ticks = 0;
+  double wall_seconds = 0;
+  uint64_t total_insts() const;
+};
+
+// A timeline slice. track: 0..5 = engine, 6 + q = DMA queue q.
+struct TimelineEvent {
+  enum Kind : uint8_t { inst, wait, dma };
+  Kind kind = inst;
+  uint16_t core = 0; // rank * lnc + core
+  uint8_t track = 0;
+  Engine engine = Engine::sp; // the engine whose stream holds the instruction
+  uint32_t pc = 0;
+  int64_t start = 0, dur = 0; // ticks
+  uint64_t bytes = 0;         // dma
+};
+inline constexpr int kTrackQueue0 = kNumEngines;
+
+// The --stats table.
+void print_stats(std::ostream& os, const Machine& m, const Stats& s);
+// Chrome trace events JSON (Perfetto-loadable): one process per core (and rank), one thread
+// per engine and per DMA queue that was used; slices carry the instruction and source line.
+void write_timeline(std::ostream& os, const Machine& m, const std::vector<TimelineEvent>& ev);
+
+} // namespace nisa::interp

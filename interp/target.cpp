@@ -1,0 +1,76 @@
+#include "interp/target.h"
+
+namespace nisa::interp {
+namespace {
+
+constexpr int64_t tpc(uint32_t mhz) { return kTickMHz / mhz; }
+
+// Clock order follows Engine: pe act dve pool sp cc. SP and CC have no public clock; they run
+// at the ACT/POOL clock (sequencer-class engines of the same core).
+constexpr TargetParams make(Target t, int gen, std::string_view name, uint64_t sbuf_kib,
+                            uint64_t usable, uint32_t pe, uint32_t dve, uint32_t act,
+                            uint32_t pool, uint32_t dma_mbps, uint32_t max_n) {
+  TargetParams p{};
+  p.target = t;
+  p.gen = gen;
+  p.name = name;
+  p.partitions = 128;
+  p.sbuf_part_bytes = sbuf_kib * 1024;
+  p.sbuf_usable_bytes = usable;
+  p.psum_part_bytes = 16 * 1024;
+  p.psum_banks = 8;
+  p.psum_bank_bytes = 2048;
+  const uint32_t clk[kNumEngines] = {pe, act, dve, pool, act, act};
+  for (int e = 0; e < kNumEngines; ++e) {
+    p.clock_mhz[e] = clk[e];
+    p.ticks_per_cycle[e] = tpc(clk[e]);
+  }
+  p.dma_queues = 16;
+  p.dma_engines = 16;
+  p.dma_engine_mbps = dma_mbps;
+  p.dma_parts_per_engine = 8;
+  p.dma_latency_ns = 2000;
+  p.dma_trigger_cycles = 64;
+  p.cc_latency_ns = 10000;
+  p.cc_link_mbps = 100000;
+  p.regs = 64;
+  p.lnc2 = gen >= 3;
+  p.hwdge = gen >= 3;
+  p.act_scalar_bias = gen >= 3;
+  p.dve_perf_mode = gen >= 3;
+  p.dma_priority = gen >= 4;
+  p.matmul_max_n = max_n;
+  return p;
+}
+
+constexpr TargetParams kTargets[] = {
+    make(Target::trn1, 2, "trn1", 192, 180224, 2800, 1120, 1400, 1400, 27200, 512),
+    make(Target::trn2, 3, "trn2", 224, 212984, 2400, 960, 1200, 1200, 27200, 512),
+    make(Target::trn3, 4, "trn3", 256, 245752, 2400, 1200, 1200, 1200, 38400, 4096),
+};
+
+// Every clock must divide the tick frequency exactly.
+constexpr bool clocks_exact() {
+  for (const auto& t : kTargets)
+    for (uint32_t c : t.clock_mhz)
+      if (kTickMHz % c != 0) return false;
+  return true;
+}
+static_assert(clocks_exact());
+
+} // namespace
+
+const TargetParams& target_params(Target t) {
+  return kTargets[static_cast<int>(t) - static_cast<int>(Target::trn1)];
+}
+
+const TargetParams* find_target(std::string_view name) {
+  for (const auto& t : kTargets)
+    if (name == t.name) return &t;
+  if (name == "gen2") return &kTargets[0];
+  if (name == "gen3") return &kTargets[1];
+  if (name == "gen4") return &kTargets[2];
+  return nullptr;
+}
+
+} // namespace nisa::interp

@@ -1,0 +1,185 @@
+// Resolving access patterns into views (interp/exec.h): dynamic offsets, bounds and
+// partition checks, once per operand per instruction.
+#include <fmt/format.h>
+
+#include "interp/exec.h"
+
+namespace nisa::interp {
+
+bool View::contiguous() const {
+  int64_t expect = dtype_bytes(dtype);
+  for (int k = 3; k >= 0; --k) {
+    if (count[k] == 1) continue;
+    if (stride[k] != expect) return false;
+    expect *= count[k];
+  }
+  return true;
+}
+
+uint8_t* View::at(uint32_t p, uint64_t j) const {
+  int64_t off = 0;
+  for (int k = 3; k >= 0; --k) {
+    off += static_cast<int64_t>(j % count[k]) * stride[k];
+    j /= count[k];
+  }
+  return row(p) + off;
+}
+
+namespace {
+
+const char* verb(Access how) { return how == Access::read ? "read" : "write"; }
+
+// The memory an access pattern addresses: its bytes and, on chip, the partition size.
+struct Region {
+  uint8_t* mem;
+  uint64_t part_bytes; // on chip: bytes per partition; hbm: total bytes
+  bool on_chip;
+};
+
+Region region_of(const ExecCtx& cx, const AccessPattern& ap, Access how) {
+  const CoreState* st = cx.state;
+  switch (ap.space) {
+  case MemSpace::sbuf:
+    if (!st || !st->sbuf) throw Fault("sbuf is not available to this instruction");
+    return {st->sbuf, st->sbuf_part_bytes, true};
+  case MemSpace::psum:
+    if (!st || !st->psum) throw Fault("psum is not available to this instruction");
+    return {st->psum, st->psum_part_bytes, true};
+  case MemSpace::hbm:
+    if (!cx.hbm) throw Fault("hbm is not available to this instruction");
+    return {cx.hbm, cx.hbm_bytes, false};
+  case MemSpace::none: break;
+  }
+  throw Fault(fmt::format("{} operand has no memory space", verb(how)));
+}
+
+// Element-offset range [lo, hi] that the free pattern spans (strides may be negative).
+struct Span {
+  int64_t lo = 0, hi = 0;
+};
+
+int64_t register_offset(const ExecCtx& cx, const AccessPattern& ap) {
+  if (ap.dyn_reg >= kNumRegs) throw Fault(fmt::format("dynamic offset register r{}", ap.dyn_reg));
+  if (!cx.regs) throw Fault("dynamic offset needs registers but none are available");
+  const int64_t value = cx.regs[ap.dyn_reg];
+  if (ap.dyn_limit > 0 && (value < 0 || value >= ap.dyn_limit))
+    throw Fault(fmt::format("register r{} = {} is outside [0, {}) for dynamic offset", ap.dyn_reg,
+                            value, ap.dyn_limit));
+  return value * ap.dyn_mult;
+}
+
+// Per-row index values of a vector offset, read from the SBUF index tile.
+int64_t vector_index(const ExecCtx& cx, const AccessPattern& ap, uint32_t p) {
+  const VecIndex& vi = ap.vidx;
+  const CoreState* st = cx.state;
+  if (!st || !st->sbuf) throw Fault("vector offset needs sbuf but none is available");
+  if (info(vi.dtype).is_float)
+    throw Fault(fmt::format("vector offset index tile must be an integer dtype, not {}",
+                            dtype_name(vi.dtype)));
+  if (vi.part_count < ap.part_count || vi.part_start + vi.part_count > kNumPartitions)
+    throw Fault(fmt::format("vector offset index tile partitions {}..{} do not cover the {} rows "
+                            "of the access",
+                            vi.part_start, vi.part_start + vi.part_count - 1, ap.part_count));
+  if (vi.offset + dtype_bytes(vi.dtype) > st->sbuf_part_bytes)
+    throw Fault(fmt::format("vector offset index tile at byte {} is outside the {} bytes of a "
+                            "partition",
+                            vi.offset, st->sbuf_part_bytes));
+  const uint8_t* at = st->sbuf + (vi.part_start + p) * st->sbuf_part_bytes + vi.offset;
+  return load_as_int(vi.dtype, at);
+}
+
+} // namespace
+
+View ExecCtx::view(const AccessPattern& ap, Access how, bool oob_skip) const {
+  const char* space = ap.space == MemSpace::sbuf   ? "sbuf"
+                      : ap.space == MemSpace::psum ? "psum"
+                                                   : "hbm";
+  if (ap.ndims < 1 || ap.ndims > kMaxFreeDims)
+    throw Fault(fmt::format("{} {} has {} free dims (1..{} allowed)", space, verb(how), ap.ndims,
+                            kMaxFreeDims));
+  if (ap.part_count == 0) throw Fault(fmt::format("{} {} of 0 partitions", space, verb(how)));
+  const Region rg = region_of(*this, ap, how);
+  const int64_t eb = dtype_bytes(ap.dtype);
+
+  View v;
+  v.dtype = ap.dtype;
+  v.parts = ap.part_count;
+  v.free_elems = 1;
+  Span span;
+  // AP dims are outer -> inner; the view keeps the innermost in slot 3.
+  for (int k = 0; k < ap.ndims; ++k) {
+    const FreeDim& d = ap.dims[k];
+    if (d.count == 0)
+      throw Fault(fmt::format("{} {} free dim {} has count 0", space, verb(how), k));
+    const int64_t reach = static_cast<int64_t>(d.stride) * (d.count - 1);
+    (reach < 0 ? span.lo : span.hi) += reach;
+    const int slot = kMaxFreeDims - ap.ndims + k;
+    v.stride[slot] = d.stride * eb;
+    v.count[slot] = d.count;
+    v.free_elems *= d.count;
+  }
+
+  const int64_t dyn = ap.dyn == DynKind::reg ? register_offset(*this, ap) : 0;
+  const int64_t off = static_cast<int64_t>(ap.offset) + dyn * eb; // bytes
+  const int64_t first = off + span.lo * eb, end = off + (span.hi + 1) * eb;
+
+  if (rg.on_chip) {
+    if (ap.part_start + ap.part_count > kNumPartitions)
+      throw Fault(fmt::format("{} {} of partitions {}..{} exceeds the {} partitions", space,
+                              verb(how), ap.part_start, ap.part_start + ap.part_count - 1,
+                              kNumPartitions));
+    v.pstride = static_cast<int64_t>(rg.part_bytes);
+  } else {
+    v.pstride = ap.part_stride * eb;
+  }
+  // Whole-access byte range for the static part (rows by pstride).
+  auto check_range = [&](int64_t row_first, int64_t row_end, const std::string& what) {
+    if (row_first < 0 || row_end > static_cast<int64_t>(rg.part_bytes))
+      throw Fault(fmt::format("{} {} of bytes {}..{}{} is outside [0, {}){}", space, verb(how),
+                              row_first, row_end - 1, what, rg.part_bytes,
+                              rg.on_chip ? " of a partition" : ""));
+  };
+
+  if (ap.dyn != DynKind::vec) {
+    if (rg.on_chip) {
+      check_range(first, end, "");
+      v.base = rg.mem + ap.part_start * rg.part_bytes + off;
+    } else {
+      const int64_t preach = v.pstride * (ap.part_count - 1);
+      check_range(first + std::min<int64_t>(preach, 0), end + std::max<int64_t>(preach, 0),
+                  fmt::format(" ({} rows of stride {})", ap.part_count, ap.part_stride));
+      v.base = rg.mem + off;
+    }
+    return v;
+  }
+
+  // Vector offset: each row moves by its own index; rows are checked one by one.
+  v.base = rg.mem + (rg.on_chip ? ap.part_start * rg.part_bytes : 0);
+  v.row_storage.resize(ap.part_count);
+  for (uint32_t p = 0; p < ap.part_count; ++p) {
+    const int64_t idx = vector_index(*this, ap, p);
+    const int64_t row_base = rg.on_chip ? 0 : int64_t(p) * v.pstride;
+    const int64_t row_off = off + idx * ap.dyn_mult * eb + row_base; // bytes from v.base
+    const bool idx_bad = ap.dyn_limit > 0 && (idx < 0 || idx >= ap.dyn_limit);
+    const bool oob = row_off + span.lo * eb < 0 ||
+                     row_off + (span.hi + 1) * eb > static_cast<int64_t>(rg.part_bytes);
+    if (idx_bad || oob) {
+      if (!oob_skip) {
+        if (idx_bad)
+          throw Fault(
+              fmt::format("vector offset of row {} = {} is outside [0, {})", p, idx, ap.dyn_limit));
+        check_range(row_off + span.lo * eb, row_off + (span.hi + 1) * eb,
+                    fmt::format(" (row {} with vector offset {})", p, idx));
+      }
+      if (v.row_skip.empty()) v.row_skip.assign(ap.part_count, 0);
+      v.row_skip[p] = 1;
+      v.row_storage[p] = 0; // never dereferenced: the row is skipped
+      continue;
+    }
+    v.row_storage[p] = row_off + (rg.on_chip ? int64_t(p) * v.pstride : 0);
+  }
+  v.rows = v.row_storage.data();
+  return v;
+}
+
+} // namespace nisa::interp

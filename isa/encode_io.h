@@ -1,0 +1,124 @@
+// Little-endian byte writer and bounds-checked reader shared by the instruction codec and the
+// object format. Internal to isa/ (encode.cpp, object.cpp).
+#pragma once
+#include <cstdint>
+#include <cstring>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "isa/encode.h"
+
+namespace nisa::io {
+
+// Thrown inside the decoders and caught at their public entry points.
+struct Failure {
+  DecodeError error;
+};
+[[noreturn]] inline void fail(uint64_t offset, std::string message) {
+  throw Failure{DecodeError{offset, std::move(message)}};
+}
+
+class Writer {
+public:
+  explicit Writer(std::vector<uint8_t>& out) : out_(out) {}
+  void u8(uint8_t v) { out_.push_back(v); }
+  void u16(uint16_t v) { put(v, 2); }
+  void u32(uint32_t v) { put(v, 4); }
+  void u64(uint64_t v) { put(v, 8); }
+  void i32(int32_t v) { put(static_cast<uint32_t>(v), 4); }
+  void i64(int64_t v) { put(static_cast<uint64_t>(v), 8); }
+  void f32(float v) {
+    uint32_t u;
+    std::memcpy(&u, &v, 4);
+    put(u, 4);
+  }
+  void bytes(const void* p, size_t n) {
+    const auto* b = static_cast<const uint8_t*>(p);
+    out_.insert(out_.end(), b, b + n);
+  }
+  size_t size() const { return out_.size(); }
+  // Overwrites a u16/u32 written earlier (length fields known only at the end).
+  void patch_u16(size_t at, uint16_t v) { patch(at, v, 2); }
+  void patch_u32(size_t at, uint32_t v) { patch(at, v, 4); }
+  void patch_u64(size_t at, uint64_t v) { patch(at, v, 8); }
+
+private:
+  void put(uint64_t v, int n) {
+    for (int k = 0; k < n; ++k) out_.push_back(static_cast<uint8_t>(v >> (8 * k)));
+  }
+  void patch(size_t at, uint64_t v, int n) {
+    for (int k = 0; k < n; ++k) out_[at + k] = static_cast<uint8_t>(v >> (8 * k));
+  }
+  std::vector<uint8_t>& out_;
+};
+
+// Reads [pos, end) of a buffer; offsets are absolute within the buffer. A read past `end`
+// fails with `truncated` (a description of the window) at the offending field.
+class Reader {
+public:
+  Reader(std::span<const uint8_t> buf, uint64_t pos, uint64_t end, const char* window)
+      : buf_(buf), pos_(pos), end_(end), window_(window) {}
+  uint64_t pos() const { return pos_; }
+  uint64_t end() const { return end_; }
+  uint64_t remaining() const { return end_ - pos_; }
+  uint8_t u8() { return static_cast<uint8_t>(get(1)); }
+  uint16_t u16() { return static_cast<uint16_t>(get(2)); }
+  uint32_t u32() { return static_cast<uint32_t>(get(4)); }
+  uint64_t u64() { return get(8); }
+  int32_t i32() { return static_cast<int32_t>(static_cast<uint32_t>(get(4))); }
+  int64_t i64() { return static_cast<int64_t>(get(8)); }
+  float f32() {
+    uint32_t u = static_cast<uint32_t>(get(4));
+    float f;
+    std::memcpy(&f, &u, 4);
+    return f;
+  }
+  std::span<const uint8_t> bytes(uint64_t n) {
+    need(n);
+    auto s = buf_.subspan(pos_, n);
+    pos_ += n;
+    return s;
+  }
+  void skip_zero(uint64_t n, const char* what) {
+    for (uint64_t k = 0; k < n; ++k) {
+      uint64_t at = pos_;
+      if (u8() != 0) fail(at, std::string("reserved bits set in ") + what);
+    }
+  }
+  // Fails unless `count` records of at least `min_bytes` each fit in what is left: the check
+  // that keeps a corrupt count from driving a huge allocation.
+  void need_records(uint64_t count, uint64_t min_bytes, uint64_t count_at, const char* what) {
+    if (min_bytes != 0 && count > remaining() / min_bytes)
+      fail(count_at, std::string(what) + " count " + std::to_string(count) + " needs at least " +
+                         std::to_string(count) + " x " + std::to_string(min_bytes) +
+                         " bytes but only " + std::to_string(remaining()) + " remain");
+  }
+  [[noreturn]] void truncated(uint64_t n) const {
+    fail(clamp(pos_), std::string(window_) + " truncated: a " + std::to_string(n) +
+                          "-byte field at offset " + std::to_string(pos_) + " crosses its end at " +
+                          std::to_string(end_));
+  }
+
+private:
+  void need(uint64_t n) const {
+    if (n > end_ - pos_) truncated(n);
+  }
+  uint64_t get(int n) {
+    need(static_cast<uint64_t>(n));
+    uint64_t v = 0;
+    for (int k = 0; k < n; ++k) v |= static_cast<uint64_t>(buf_[pos_ + k]) << (8 * k);
+    pos_ += static_cast<uint64_t>(n);
+    return v;
+  }
+  // Offsets reported must lie inside the buffer.
+  uint64_t clamp(uint64_t at) const {
+    return buf_.empty() ? 0 : at < buf_.size() ? at : buf_.size() - 1;
+  }
+  std::span<const uint8_t> buf_;
+  uint64_t pos_, end_;
+  const char* window_;
+};
+
+} // namespace nisa::io

@@ -1,0 +1,43 @@
+// The .nbin object format: a serialized nisa::Module (layout: docs/encoding.md).
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "isa/encode.h"
+#include "isa/module.h"
+
+namespace nisa {
+
+inline constexpr char kObjectMagic[4] = {'N', 'I', 'S', 'A'};
+inline constexpr uint16_t kObjectVersion = 1;
+
+// Serializes a module. Precondition: every instruction passes check_inst (the writer does
+// not re-validate; read_object would reject what it wrote otherwise).
+std::vector<uint8_t> write_object(const Module& m);
+
+struct ReadOptions {
+  // Off only for fuzzing, so that mutated inputs reach the section parsers.
+  bool verify_checksum = true;
+};
+// Parses and validates an object: magic, version, lengths, every instruction (check_inst and
+// the target's generation rules), indices (semaphores, groups, labels, files, frames) and the
+// FNV-1a 64 checksum. Errors name the byte offset within `bytes`.
+Result<Module> read_object(std::span<const uint8_t> bytes, ReadOptions opts = {});
+
+// FNV-1a 64 (the object checksum).
+uint64_t fnv1a64(std::span<const uint8_t> bytes);
+
+// An error of save_object / load_object: the file, and the offset when the bytes are at fault.
+struct ObjectFileError {
+  std::string path;
+  std::optional<uint64_t> offset;
+  std::string message;
+  std::string str() const; // "k.nbin: byte 12 (0xc): bad magic" or "k.nbin: cannot open: ..."
+};
+std::optional<ObjectFileError> save_object(const std::string& path, const Module& m);
+Result<Module, ObjectFileError> load_object(const std::string& path);
+
+} // namespace nisa

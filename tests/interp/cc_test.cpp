@@ -1,0 +1,143 @@
+// Collectives across ranks, ring_rank, and per-rank inputs/outputs.
+#include <gtest/gtest.h>
+
+#include "builders.h"
+
+namespace nisa::test {
+namespace {
+
+using interp::Machine;
+using interp::MachineOptions;
+using interp::RunStatus;
+
+constexpr int C = 6;
+
+// x (per rank) -> op -> y, with a cc instruction between HBM tensors.
+KB cc_kernel(Opcode op, std::vector<int64_t> yshape, std::vector<std::vector<uint32_t>> groups,
+             int64_t arg = 0) {
+  KB k;
+  int x = k.hbm("x", DType::fp32, {2, C}, Role::input);
+  int y = k.hbm("y", DType::fp32, yshape, Role::output);
+  k.m.groups.push_back({"g", groups});
+  Inst in = make_inst(op, Engine::cc);
+  in.ops[0].ap = hbm_ap(k.m.tensors[y]);
+  in.ops[1].ap = hbm_ap(k.m.tensors[x]);
+  in.ops[2].i = 0;
+  if (op == Opcode::all_gather) in.ops[3].i = arg;
+  if (op == Opcode::all_reduce || op == Opcode::reduce_scatter) in.ops[3].i = arg;
+  k.add(Engine::cc, in);
+  return k;
+}
+
+std::vector<std::vector<float>> run_ranks(const KB& k, int ranks, std::vector<std::vector<float>>& ins) {
+  MachineOptions mo;
+  mo.ranks = ranks;
+  Machine m(k.m, mo);
+  ins.clear();
+  for (int r = 0; r < ranks; ++r) {
+    ins.push_back(random_floats(2 * C, 100 + r));
+    m.write_tensor(k.m.tensors[0], as_bytes(ins[r]).data(), r);
+  }
+  auto res = interp::run(m);
+  EXPECT_EQ(res.status, RunStatus::ok) << res.report;
+  std::vector<std::vector<float>> outs;
+  for (int r = 0; r < ranks; ++r) outs.push_back(read_f32(m, k.m.tensors[1], r));
+  return outs;
+}
+
+TEST(Collectives, AllReduceAddAndMax) {
+  std::vector<std::vector<float>> in;
+  auto out = run_ranks(cc_kernel(Opcode::all_reduce, {2, C}, {{0, 1, 2}}, int(AluOp::add)), 3, in);
+  for (int r = 0; r < 3; ++r)
+    for (int j = 0; j < 2 * C; ++j) EXPECT_EQ(out[r][j], (in[0][j] + in[1][j]) + in[2][j]);
+  out = run_ranks(cc_kernel(Opcode::all_reduce, {2, C}, {{0, 1}, {2, 3}}, int(AluOp::max)), 4, in);
+  for (int r = 0; r < 4; ++r)
+    for (int j = 0; j < 2 * C; ++j) EXPECT_EQ(out[r][j], std::max(in[r & ~1][j], in[r | 1][j]));
+}
+
+TEST(Collectives, AllGatherDim0AndDim1) {
+  std::vector<std::vector<float>> in;
+  auto out = run_ranks(cc_kernel(Opcode::all_gather, {4, C}, {{0, 1}}, 0), 2, in);
+  for (int r = 0; r < 2; ++r)
+    for (int j = 0; j < 4 * C; ++j) EXPECT_EQ(out[r][j], in[j / (2 * C)][j % (2 * C)]);
+  out = run_ranks(cc_kernel(Opcode::all_gather, {2, 2 * C}, {{0, 1}}, 1), 2, in);
+  for (int row = 0; row < 2; ++row)
+    for (int j = 0; j < 2 * C; ++j) EXPECT_EQ(out[1][row * 2 * C + j], in[j / C][row * C + j % C]);
+}
+
+TEST(Collectives, ReduceScatterAndAllToAll) {
+  std::vector<std::vector<float>> in;
+  auto out = run_ranks(cc_kernel(Opcode::reduce_scatter, {1, C}, {{0, 1}}, int(AluOp::add)), 2, in);
+  for (int r = 0; r < 2; ++r)
+    for (int j = 0; j < C; ++j) EXPECT_EQ(out[r][j], in[0][r * C + j] + in[1][r * C + j]);
+  out = run_ranks(cc_kernel(Opcode::all_to_all, {2, C}, {{0, 1}}), 2, in);
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 2; ++j)
+      for (int e = 0; e < C; ++e) EXPECT_EQ(out[i][j * C + e], in[j][i * C + e]);
+}
+
+TEST(Collectives, PermuteImplicitRingAndCollectivePermute) {
+  std::vector<std::vector<float>> in;
+  auto out = run_ranks(cc_kernel(Opcode::permute_implicit, {2, C}, {{2, 0, 1}}), 3, in);
+  // Ring 2 -> 0 -> 1 -> 2: each rank receives its predecessor's data.
+  EXPECT_EQ(out[0], in[2]);
+  EXPECT_EQ(out[1], in[0]);
+  EXPECT_EQ(out[2], in[1]);
+  out = run_ranks(cc_kernel(Opcode::collective_permute, {2, C}, {{0, 1}, {1, 2}, {2, 0}}), 3, in);
+  EXPECT_EQ(out[1], in[0]);
+  EXPECT_EQ(out[2], in[1]);
+  EXPECT_EQ(out[0], in[2]);
+}
+
+TEST(Collectives, RingRankAndRankRegisters) {
+  KB k;
+  int y = k.hbm("y", DType::int32, {1, 4}, Role::output);
+  k.m.groups.push_back({"ring", {{0, 1, 2}}});
+  auto st = [&](int reg, int idx) {
+    Inst s = make_inst(Opcode::st, Engine::sp);
+    s.ops[0].ap = hbm_row(k.m.tensors[y], 0);
+    s.ops[0].ap.offset += idx * 4;
+    s.ops[1].i = reg;
+    k.add(Engine::sp, s);
+  };
+  for (int step = 0; step < 3; ++step) {
+    Inst rr = make_inst(Opcode::ring_rank, Engine::sp);
+    rr.ops[0].i = step;
+    rr.ops[1].i = step;
+    rr.ops[2].i = 0;
+    k.add(Engine::sp, rr);
+    st(step, step);
+  }
+  Inst sys = make_inst(Opcode::sysreg, Engine::sp);
+  sys.ops[0].i = 9;
+  sys.ops[1].i = int(SysReg::num_ranks);
+  k.add(Engine::sp, sys);
+  st(9, 3);
+  MachineOptions mo;
+  mo.ranks = 3;
+  Machine m(k.m, mo);
+  auto r = interp::run(m);
+  ASSERT_EQ(r.status, RunStatus::ok) << r.report;
+  for (int rank = 0; rank < 3; ++rank) {
+    int32_t v[4];
+    std::memcpy(v, m.hbm_tensor(rank, k.m.tensors[y]), 16);
+    EXPECT_EQ(v[0], rank);
+    EXPECT_EQ(v[1], (rank + 2) % 3);
+    EXPECT_EQ(v[2], (rank + 1) % 3);
+    EXPECT_EQ(v[3], 3);
+  }
+}
+
+TEST(Collectives, RankOutsideTheGroupFaults) {
+  std::vector<std::vector<float>> in;
+  KB k = cc_kernel(Opcode::all_reduce, {2, C}, {{0, 1}});
+  MachineOptions mo;
+  mo.ranks = 3;
+  Machine m(k.m, mo);
+  auto r = interp::run(m);
+  EXPECT_EQ(r.status, RunStatus::fault);
+  EXPECT_NE(r.report.find("rank 2 is in no list of replica group 'g'"), std::string::npos) << r.report;
+}
+
+} // namespace
+} // namespace nisa::test

@@ -1,0 +1,77 @@
+// docs/isa.md is the generated reference; the reference covers the whole table.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+#include "isa/isa.h"
+#include "isa/reference.h"
+
+namespace nisa {
+namespace {
+
+std::string read_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+TEST(Reference, DocsIsaMdIsUpToDate) {
+  const std::string path = std::string(NISA_SOURCE_DIR) + "/docs/isa.md";
+  const std::string on_disk = read_file(path);
+  const std::string generated = isa_reference(true);
+  if (on_disk == generated) return;
+  // Point at the first differing line to make the failure readable.
+  size_t at = 0;
+  while (at < on_disk.size() && at < generated.size() && on_disk[at] == generated[at]) ++at;
+  const auto line = std::count(generated.begin(), generated.begin() + static_cast<long>(at), '\n');
+  FAIL() << path << " differs from the generator output (first difference on line " << line + 1
+         << "). Regenerate it with:\n  <build>/cli/nisa isa --format md > docs/isa.md";
+}
+
+// docs/encoding.md embeds the generated layout table between two markers.
+TEST(Reference, DocsEncodingMdLayoutTableIsUpToDate) {
+  const std::string path = std::string(NISA_SOURCE_DIR) + "/docs/encoding.md";
+  const std::string doc = read_file(path);
+  const std::string begin = "<!-- BEGIN GENERATED: nisa isa --format encoding -->\n";
+  const std::string end = "<!-- END GENERATED -->";
+  const size_t b = doc.find(begin), e = doc.find(end);
+  ASSERT_TRUE(b != std::string::npos && e != std::string::npos && b < e)
+      << path << " lacks the generated-table markers";
+  EXPECT_EQ(doc.substr(b + begin.size(), e - b - begin.size()), encoding_reference())
+      << path << ": the layout table is stale. Replace the lines between the markers with the "
+      << "output of `<build>/cli/nisa isa --format encoding`.";
+}
+
+TEST(Reference, CoversEveryInstructionAndEnum) {
+  for (bool md : {true, false}) {
+    const std::string ref = isa_reference(md);
+    for (const auto& d : inst_table()) {
+      EXPECT_NE(ref.find(fmt::format("0x{:04x}", d.opcode)), std::string::npos) << d.ident;
+      EXPECT_NE(ref.find(std::string(d.summary)), std::string::npos) << d.ident;
+      for (const auto& o : d.operands)
+        EXPECT_NE(ref.find(std::string(o.name)), std::string::npos) << d.ident << "." << o.name;
+    }
+    for (const auto& m : enum_members(EnumType::ActFunc))
+      EXPECT_NE(ref.find(std::string(m.name)), std::string::npos) << m.name;
+  }
+}
+
+TEST(Reference, MarkdownShowsOperandRows) {
+  const std::string ref = isa_reference(true);
+  EXPECT_NE(ref.find("### `tensor_tensor` (tensor_tensor)\n\ndst = op(in0, in1) elementwise.\n\n"
+                     "- opcode: `0x0300`\n- engines: dve, pool\n"),
+            std::string::npos);
+  EXPECT_NE(ref.find("| 6 | `reduce_res` | dst-ap | sbuf, psum | absent | all |"),
+            std::string::npos);
+  EXPECT_NE(ref.find("| 4 | `idx` | dst-ap | sbuf, psum | absent | trn2 (gen3), trn3 (gen4) |"),
+            std::string::npos);
+  EXPECT_NE(ref.find("| `>=` | 0 |"), std::string::npos);
+}
+
+} // namespace
+} // namespace nisa

@@ -1,0 +1,161 @@
+// A one-core test bench for instruction semantics: owns SBUF/PSUM/HBM, builds access
+// patterns and instructions, reads and writes tiles as fp32 or integers.
+#pragma once
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <memory>
+#include <random>
+#include <string_view>
+#include <vector>
+
+#include "interp/engines/elementwise.h"
+#include "interp/engines/engines.h"
+#include "interp/exec.h"
+
+namespace nisa::interp::test {
+
+struct FreeMem {
+  void operator()(uint8_t* p) const { std::free(p); }
+};
+
+class Bench {
+public:
+  explicit Bench(Target t = Target::trn2, uint64_t sbuf_part_bytes = 96 * 1024,
+                 uint64_t hbm_bytes = 1 << 20) {
+    sbuf_.reset(static_cast<uint8_t*>(std::calloc(kNumPartitions, sbuf_part_bytes)));
+    psum_.reset(static_cast<uint8_t*>(std::calloc(kNumPartitions, 16384)));
+    hbm_.reset(static_cast<uint8_t*>(std::calloc(1, hbm_bytes)));
+    st.sbuf = sbuf_.get();
+    st.sbuf_part_bytes = sbuf_part_bytes;
+    st.psum = psum_.get();
+    st.psum_part_bytes = 16384;
+    st.psum_written.assign(kNumPartitions * 16384 / 4, 0);
+    cx.target = t;
+    cx.state = &st;
+    cx.hbm = hbm_.get();
+    cx.hbm_bytes = hbm_bytes;
+    cx.regs = st.regs[0];
+  }
+
+  CoreState st;
+  ExecCtx cx;
+
+  // [parts, free] contiguous tile (or a 2-D [a, b] free shape when b > 0).
+  static AccessPattern tile(MemSpace sp, DType dt, uint16_t p0, uint16_t parts, uint64_t byte_off,
+                            uint32_t free, uint32_t inner = 0) {
+    AccessPattern ap;
+    ap.space = sp;
+    ap.dtype = dt;
+    ap.part_start = p0;
+    ap.part_count = parts;
+    ap.offset = byte_off;
+    if (inner) {
+      ap.ndims = 2;
+      ap.dims[0] = {static_cast<int32_t>(inner), free / inner};
+      ap.dims[1] = {1, inner};
+    } else {
+      ap.ndims = 1;
+      ap.dims[0] = {1, free};
+    }
+    return ap;
+  }
+  static AccessPattern sb(DType dt, uint16_t parts, uint32_t free, uint64_t off = 0,
+                          uint16_t p0 = 0) {
+    return tile(MemSpace::sbuf, dt, p0, parts, off, free);
+  }
+  static AccessPattern ps(DType dt, uint16_t parts, uint32_t free, uint64_t off = 0,
+                          uint16_t p0 = 0) {
+    return tile(MemSpace::psum, dt, p0, parts, off, free);
+  }
+
+  // Row-major values over (partition, flat free index).
+  void put(const AccessPattern& ap, const std::vector<float>& vals) {
+    const View v = cx.view(ap, Access::write);
+    ASSERT_EQ(vals.size(), v.parts * v.free_elems);
+    for (uint32_t p = 0; p < v.parts; ++p)
+      for (uint64_t j = 0; j < v.free_elems; ++j)
+        store_from_f32(v.dtype, v.at(p, j), vals[p * v.free_elems + j]);
+  }
+  void put_int(const AccessPattern& ap, const std::vector<int64_t>& vals) {
+    const View v = cx.view(ap, Access::write);
+    ASSERT_EQ(vals.size(), v.parts * v.free_elems);
+    for (uint32_t p = 0; p < v.parts; ++p)
+      for (uint64_t j = 0; j < v.free_elems; ++j)
+        store_from_int(v.dtype, v.at(p, j), vals[p * v.free_elems + j]);
+  }
+  std::vector<float> get(const AccessPattern& ap) {
+    const View v = cx.view(ap, Access::read);
+    std::vector<float> out;
+    for (uint32_t p = 0; p < v.parts; ++p)
+      for (uint64_t j = 0; j < v.free_elems; ++j) out.push_back(load_as_f32(v.dtype, v.at(p, j)));
+    return out;
+  }
+  std::vector<int64_t> get_int(const AccessPattern& ap) {
+    const View v = cx.view(ap, Access::read);
+    std::vector<int64_t> out;
+    for (uint32_t p = 0; p < v.parts; ++p)
+      for (uint64_t j = 0; j < v.free_elems; ++j) out.push_back(load_as_int(v.dtype, v.at(p, j)));
+    return out;
+  }
+
+  void run(const Inst& in) {
+    cx.engine = in.engine;
+    cx.regs = st.regs[static_cast<int>(in.engine)];
+    semantics_of(in.op)(cx, in);
+  }
+
+private:
+  static SemFn semantics_of(Opcode op);
+  std::unique_ptr<uint8_t[], FreeMem> sbuf_, psum_, hbm_;
+};
+
+// Instruction builders.
+inline Inst make(Opcode op, Engine e) { return make_inst(op, e); }
+inline void set_ap(Inst& in, std::string_view name, const AccessPattern& ap) {
+  Operand& o = in.ops[ew::operand_index(in, name)];
+  o.present = true;
+  o.is_ap = true;
+  o.ap = ap;
+}
+inline void set_f(Inst& in, std::string_view name, float f) {
+  Operand& o = in.ops[ew::operand_index(in, name)];
+  o.is_ap = false;
+  o.f = f;
+}
+inline void set_i(Inst& in, std::string_view name, int64_t i) {
+  in.ops[ew::operand_index(in, name)].i = i;
+}
+template <class E> void set_e(Inst& in, std::string_view name, E e) {
+  set_i(in, name, static_cast<int64_t>(e));
+}
+
+// Seeded random values (never constant).
+inline std::vector<float> randoms(size_t n, uint32_t seed, float lo = -4.0f, float hi = 4.0f) {
+  std::mt19937 g(seed);
+  std::uniform_real_distribution<float> d(lo, hi);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(g);
+  return v;
+}
+inline std::vector<int64_t> random_ints(size_t n, uint32_t seed, int64_t lo, int64_t hi) {
+  std::mt19937_64 g(seed);
+  std::uniform_int_distribution<int64_t> d(lo, hi);
+  std::vector<int64_t> v(n);
+  for (auto& x : v) x = d(g);
+  return v;
+}
+
+// Expect a Fault whose message contains `part`.
+#define EXPECT_FAULT(stmt, part)                                                                   \
+  do {                                                                                             \
+    try {                                                                                          \
+      stmt;                                                                                        \
+      ADD_FAILURE() << "expected a fault containing: " << (part);                                  \
+    } catch (const ::nisa::interp::Fault& f) {                                                     \
+      EXPECT_NE(std::string(f.what()).find(part), std::string::npos)                              \
+          << "message: " << f.what();                                                              \
+    }                                                                                              \
+  } while (0)
+
+} // namespace nisa::interp::test
