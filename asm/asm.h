@@ -15,8 +15,8 @@ struct AsmOptions {
   std::vector<std::string> include_dirs;                    // -I DIR
   std::optional<Target> target;                             // --target (overrides .target)
   int max_errors = 20;
-  int max_depth = 64;                  // nested macro expansions and includes
-  int64_t max_iterations = 1'000'000;  // per .for
+  int max_depth = 64;                   // nested macro expansions and includes
+  int64_t max_iterations = 1'000'000;   // per .for
   int64_t max_instructions = 4'000'000; // per kernel
 };
 
@@ -26,7 +26,7 @@ struct Diagnostic {
   std::string file;
   uint32_t line = 0, col = 0; // 1-based; 0 = no location
   std::string message;
-  std::string source_line;    // the text of the line (for the caret)
+  std::string source_line;        // the text of the line (for the caret)
   std::vector<std::string> notes; // expansion chain, innermost first
   // "file:line:col: error: message\n<source>\n<caret>\nnote: ...\n"
   std::string str() const;

@@ -17,6 +17,9 @@ using P = Parser;
 namespace {
 
 bool read_text(const std::string& path, std::string& out) {
+  // Regular files only (never a device or a FIFO), of a sane size.
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec) || fs::file_size(path, ec) > (64u << 20)) return false;
   std::ifstream f(path, std::ios::binary);
   if (!f) return false;
   std::ostringstream ss;
@@ -105,11 +108,14 @@ AsmResult Assembler::run_string(std::string_view text, const std::string& name) 
       val = *num;
     } else if (!v.empty() && v[0] == '-' && parse_number_text(v.substr(1))) {
       val = *parse_number_text(v.substr(1));
-      if (val.kind == Value::Int) val.i = -val.i;
-      else val.f = -val.f;
+      if (val.kind == Value::Int)
+        val.i = -val.i;
+      else
+        val.f = -val.f;
     } else if (!v.empty() && (std::isalpha(static_cast<unsigned char>(v[0])) || v[0] == '_') &&
-               std::all_of(v.begin(), v.end(),
-                           [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; })) {
+               std::all_of(v.begin(), v.end(), [](char c) {
+                 return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+               })) {
       val = Value::of_name(v);
     } else {
       report_global(fmt::format("-D {}={}: the value must be a number or a name", k, v));
@@ -148,7 +154,8 @@ AsmResult Assembler::finish() {
       if (it == labels_.end()) {
         std::vector<std::string> names;
         for (const auto& [n, l] : labels_) names.push_back(n);
-        report(fx.loc, fmt::format("undefined label '{}'{}", fx.label, did_you_mean(fx.label, names)));
+        report(fx.loc,
+               fmt::format("undefined label '{}'{}", fx.label, did_you_mean(fx.label, names)));
         continue;
       }
       const int e = static_cast<int>(fx.engine);
@@ -204,15 +211,19 @@ void Assembler::match_blocks(Unit& u, uint32_t id) {
   auto here = [&](size_t i) {
     Loc l = at(i);
     l.file = id;
-    if (auto* s = u.lines[i]->stmt()) l.col = static_cast<uint32_t>(s->getStart()->getCharPositionInLine() + 1);
+    if (auto* s = u.lines[i]->stmt())
+      l.col = static_cast<uint32_t>(s->getStart()->getCharPositionInLine() + 1);
     return l;
   };
   for (size_t i = 0; i < n; ++i) {
     auto* s = u.lines[i]->stmt();
     if (!s) continue;
-    if (dynamic_cast<P::IfStmtContext*>(s)) stack.push_back({i, ".if", ".endif"});
-    else if (dynamic_cast<P::ForStmtContext*>(s)) stack.push_back({i, ".for", ".endfor"});
-    else if (dynamic_cast<P::MacroStmtContext*>(s)) stack.push_back({i, ".macro", ".endm"});
+    if (dynamic_cast<P::IfStmtContext*>(s))
+      stack.push_back({i, ".if", ".endif"});
+    else if (dynamic_cast<P::ForStmtContext*>(s))
+      stack.push_back({i, ".for", ".endfor"});
+    else if (dynamic_cast<P::MacroStmtContext*>(s))
+      stack.push_back({i, ".macro", ".endm"});
     else {
       const bool is_elif = dynamic_cast<P::ElifStmtContext*>(s) != nullptr;
       const bool is_else = dynamic_cast<P::ElseStmtContext*>(s) != nullptr;
@@ -254,8 +265,8 @@ void Assembler::match_blocks(Unit& u, uint32_t id) {
     }
   }
   for (const auto& o : stack) {
-    report(here(o.line), fmt::format("unterminated '{}': no '{}' before the end of the file",
-                                     o.what, o.closer));
+    report(here(o.line),
+           fmt::format("unterminated '{}': no '{}' before the end of the file", o.what, o.closer));
     u.ok = false;
   }
 }
@@ -302,8 +313,7 @@ void Assembler::exec_stmt(uint32_t unit, size_t& i, P::StmtContext* s) {
     return;
   }
   if (auto* x = dynamic_cast<P::IncludeStmtContext*>(s)) return exec_include(x);
-  if (auto* x = dynamic_cast<P::ErrorStmtContext*>(s))
-    fail(x, unquote(x->STRING()->getText()));
+  if (auto* x = dynamic_cast<P::ErrorStmtContext*>(s)) fail(x, unquote(x->STRING()->getText()));
   if (auto* x = dynamic_cast<P::KernelStmtContext*>(s)) {
     mod_.kernel = x->name->getText();
     return;
@@ -314,9 +324,9 @@ void Assembler::exec_stmt(uint32_t unit, size_t& i, P::StmtContext* s) {
   if (auto* x = dynamic_cast<P::GroupStmtContext*>(s)) return exec_group(x);
   if (auto* x = dynamic_cast<P::UnknownDirectiveContext*>(s)) {
     static const std::vector<std::string> kDirectives = {
-        ".kernel", ".target", ".param", ".equ",  ".set",  ".if",    ".elif",
+        ".kernel", ".target", ".param", ".equ",    ".set",   ".if",   ".elif",
         ".else",   ".endif",  ".for",   ".endfor", ".macro", ".endm", ".include",
-        ".error",  ".hbm",    ".sbuf",  ".psum", ".view", ".sem",  ".group"};
+        ".error",  ".hbm",    ".sbuf",  ".psum",   ".view",  ".sem",  ".group"};
     const std::string d = x->DIRECTIVE()->getText();
     bool known = std::find(kDirectives.begin(), kDirectives.end(), d) != kDirectives.end();
     fail(x, known ? fmt::format("malformed '{}' directive (see docs/asm.md)", d)
@@ -364,8 +374,9 @@ void Assembler::exec_for(uint32_t unit, size_t& i, P::ForStmtContext* s) {
   const int64_t from = eval_int(s->from, "loop start"), to = eval_int(s->to, "loop end");
   const int64_t step = s->step ? eval_int(s->step, "loop step") : 1;
   if (step == 0) fail(s->step, "loop step cannot be zero");
-  const double n = step > 0 ? std::ceil(static_cast<double>(to - from) / static_cast<double>(step))
-                            : std::ceil(static_cast<double>(from - to) / static_cast<double>(-step));
+  const double n = step > 0
+                       ? std::ceil(static_cast<double>(to - from) / static_cast<double>(step))
+                       : std::ceil(static_cast<double>(from - to) / static_cast<double>(-step));
   if (n > static_cast<double>(opts_.max_iterations))
     fail(s, fmt::format(".for of {} iterations exceeds the limit of {}", n, opts_.max_iterations));
   const std::string var = s->var->getText();
@@ -416,7 +427,8 @@ void Assembler::exec_macro_call(P::MacroCallContext* s) {
       if (pit == m.params.end()) {
         std::vector<std::string> c;
         for (auto* p : m.params) c.push_back(p->name->getText());
-        fail(loc(op->name), fmt::format("macro '{}' has no parameter '{}'{}", name, pn, did_you_mean(pn, c)));
+        fail(loc(op->name),
+             fmt::format("macro '{}' has no parameter '{}'{}", name, pn, did_you_mean(pn, c)));
       }
       if (args.count(pn)) fail(loc(op->name), fmt::format("argument '{}' given twice", pn));
     } else {
@@ -488,7 +500,8 @@ void Assembler::exec_include(P::IncludeStmtContext* s) {
   std::error_code ec;
   const std::string canon = fs::weakly_canonical(path, ec).string();
   if (std::find(include_stack_.begin(), include_stack_.end(), canon) != include_stack_.end()) {
-    report(loc(s->STRING()->getSymbol()), fmt::format("include cycle: '{}' includes itself", path));
+    report(loc(s->STRING()->getSymbol()),
+           fmt::format("include cycle: '{}' is already being included", rel));
     throw Abort{};
   }
   if (depth_ + 1 > opts_.max_depth) fail(s, "include depth limit exceeded");
@@ -528,7 +541,8 @@ void Assembler::exec_assign(P::AssignStmtContext* s) {
     for (size_t k = locals_.size(); k-- > macro_base_.back();) {
       auto it = locals_[k].find(name);
       if (it != locals_[k].end()) {
-        if (it->second.kind == Var::Loop) fail(at, fmt::format("cannot assign the loop variable '{}'", name));
+        if (it->second.kind == Var::Loop)
+          fail(at, fmt::format("cannot assign the loop variable '{}'", name));
         it->second.v = eval(s->expr());
         return;
       }
@@ -536,8 +550,8 @@ void Assembler::exec_assign(P::AssignStmtContext* s) {
     auto it = globals_.find(name);
     if (it != globals_.end()) {
       if (it->second.kind != Var::Set)
-        fail(at, fmt::format("'{}' is a constant ({}); .set cannot change it",
-                             name, it->second.kind == Var::Param ? ".param" : ".equ"));
+        fail(at, fmt::format("'{}' is a constant ({}); .set cannot change it", name,
+                             it->second.kind == Var::Param ? ".param" : ".equ"));
       it->second.v = eval(s->expr());
       return;
     }
@@ -564,10 +578,10 @@ void Assembler::exec_target(P::TargetStmtContext* s) {
   const std::string n = s->name->getText();
   auto t = enum_parse(EnumType::Target, n);
   if (!t)
-    fail(loc(s->name), fmt::format("unknown target '{}'{}", n, did_you_mean(n, enum_names(EnumType::Target))));
+    fail(loc(s->name),
+         fmt::format("unknown target '{}'{}", n, did_you_mean(n, enum_names(EnumType::Target))));
   if (target_set_by_option_) return; // --target wins
-  if (target_locked_)
-    fail(s, ".target must come before tensor declarations and instructions");
+  if (target_locked_) fail(s, ".target must come before tensor declarations and instructions");
   mod_.target = static_cast<Target>(*t);
   alloc_ = std::make_unique<Allocator>(mod_.target);
 }
@@ -594,19 +608,19 @@ void Assembler::exec_tensor(P::TensorStmtContext* s) {
   if (!s->exprList()) fail(s, "a tensor needs a shape, e.g. fp32[128, 512]");
   for (auto* e : s->exprList()->expr()) {
     int64_t d = eval_int(e, "dimension");
-    if (d < 1 || d > (int64_t{1} << 40)) fail(e, fmt::format("dimension {} must be in [1, 2^40]", d));
+    if (d < 1 || d > (int64_t{1} << 40))
+      fail(e, fmt::format("dimension {} must be in [1, 2^40]", d));
     t.shape.push_back(d);
   }
   if (t.space != MemSpace::hbm && t.shape[0] > kNumPartitions)
-    fail(s->exprList()->expr(0),
-         fmt::format("{} tensor '{}' has {} partitions; at most {}", kind.substr(1), t.name,
-                     t.shape[0], kNumPartitions));
+    fail(s->exprList()->expr(0), fmt::format("{} tensor '{}' has {} partitions; at most {}",
+                                             kind.substr(1), t.name, t.shape[0], kNumPartitions));
   if (s->role) {
     auto r = enum_parse(EnumType::Role, s->role->getText());
     if (!r)
-      fail(loc(s->role), fmt::format("unknown role '{}'{} (input, output or scratch)",
-                                     s->role->getText(),
-                                     did_you_mean(s->role->getText(), enum_names(EnumType::Role))));
+      fail(loc(s->role),
+           fmt::format("unknown role '{}'{} (input, output or scratch)", s->role->getText(),
+                       did_you_mean(s->role->getText(), enum_names(EnumType::Role))));
     t.role = static_cast<Role>(*r);
   }
   std::optional<uint64_t> pin;
@@ -632,7 +646,8 @@ void Assembler::exec_tensor(P::TensorStmtContext* s) {
 }
 
 void Assembler::exec_view(P::ViewStmtContext* s) {
-  if (s->askw->getText() != "as") fail(loc(s->askw), "expected 'as' in '.view NAME = TENSOR as DTYPE[SHAPE]'");
+  if (s->askw->getText() != "as")
+    fail(loc(s->askw), "expected 'as' in '.view NAME = TENSOR as DTYPE[SHAPE]'");
   Value src = eval(s->src);
   const TensorDecl* base = src.kind == Value::Name ? find_tensor(src.s) : nullptr;
   if (!base) fail(s->src, fmt::format("'{}' is not a tensor", src.str()));
@@ -679,7 +694,8 @@ void Assembler::exec_group(P::GroupStmtContext* s) {
     if (l.kind != Value::List) fail(s->expr(), shape);
     std::vector<uint32_t> ranks;
     for (const auto& r : l.list) {
-      if (r.kind != Value::Int || r.i < 0 || r.i > 65535) fail(s->expr(), "ranks are integers in [0, 65535]");
+      if (r.kind != Value::Int || r.i < 0 || r.i > 65535)
+        fail(s->expr(), "ranks are integers in [0, 65535]");
       ranks.push_back(static_cast<uint32_t>(r.i));
     }
     g.groups.push_back(std::move(ranks));
@@ -693,7 +709,8 @@ void Assembler::define_label(antlr4::Token* t) {
   const std::string n = t->getText();
   auto it = labels_.find(n);
   if (it != labels_.end())
-    fail(loc(t), fmt::format("duplicate label '{}' (first defined at line {})", n, it->second.def.line));
+    fail(loc(t),
+         fmt::format("duplicate label '{}' (first defined at line {})", n, it->second.def.line));
   LabelDef d;
   for (int e = 0; e < kNumEngines; ++e) d.at[e] = static_cast<uint32_t>(mod_.streams[e].size());
   d.def = loc(t);
@@ -735,7 +752,8 @@ void Assembler::declare(const std::string& name, Loc l, const char* what) {
   auto it = symbols_.find(name);
   if (it != symbols_.end())
     fail(l, fmt::format("duplicate symbol '{}' ({}); first defined at {}:{}:{}", name, what,
-                        mod_.files[it->second.file], it->second.line, it->second.col));
+                        fs::path(mod_.files[it->second.file]).filename().string(), it->second.line,
+                        it->second.col));
   symbols_[name] = l;
 }
 
@@ -801,8 +819,10 @@ void Assembler::report_global(const std::string& msg) {
 
 std::string Diagnostic::str() const {
   std::string out;
-  if (line) out = fmt::format("{}:{}:{}: ", file, line, col);
-  else if (!file.empty()) out = file + ": ";
+  if (line)
+    out = fmt::format("{}:{}:{}: ", file, line, col);
+  else if (!file.empty())
+    out = file + ": ";
   out += (severity == Error ? "error: " : "note: ") + message + "\n";
   if (line && !source_line.empty()) {
     out += source_line + "\n";
@@ -848,7 +868,11 @@ std::string suggest(std::string_view word, const std::vector<std::string>& candi
       std::swap(prev, cur);
     }
     const size_t d = prev[c.size()];
-    if (d < best_d || (d == best_d && c < best)) {
+    // Ties: prefer the candidate of the same length (a typo rather than a missing letter).
+    const bool better_tie =
+        d == best_d && ((c.size() == word.size()) > (best.size() == word.size()) ||
+                        ((c.size() == word.size()) == (best.size() == word.size()) && c < best));
+    if (d < best_d || better_tie) {
       best_d = d;
       best = c;
     }

@@ -43,8 +43,8 @@ private:
   struct Unit {
     std::unique_ptr<ParsedFile> parsed;
     std::vector<Parser::LineContext*> lines;
-    std::vector<size_t> close;                  // opener line -> its closing line
-    std::vector<std::vector<size_t>> branches;  // .if line -> .elif/.else lines
+    std::vector<size_t> close;                 // opener line -> its closing line
+    std::vector<std::vector<size_t>> branches; // .if line -> .elif/.else lines
     bool ok = true;
   };
   struct Macro {

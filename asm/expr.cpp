@@ -9,7 +9,6 @@
 namespace nisa::nasm {
 using P = Parser;
 
-
 int64_t Assembler::eval_int(P::ExprContext* e, const char* what) {
   Value v = eval(e);
   need_num(v, e);
@@ -31,11 +30,10 @@ void Assembler::need_num(const Value& v, antlr4::ParserRuleContext* at) {
   if (v.is_num()) return;
   if (v.kind == Value::Name) {
     if (find_tensor(v.s)) fail(at, fmt::format("tensor '{}' used where a number is expected", v.s));
-    fail(at, fmt::format("undefined symbol '{}'{}", v.s,
-                         [&] {
-                           std::string s = suggest(v.s, visible_names());
-                           return s.empty() ? std::string() : "; did you mean '" + s + "'?";
-                         }()));
+    fail(at, fmt::format("undefined symbol '{}'{}", v.s, [&] {
+           std::string s = suggest(v.s, visible_names());
+           return s.empty() ? std::string() : "; did you mean '" + s + "'?";
+         }()));
   }
   fail(at, fmt::format("expected a number, not {}", v.str()));
 }
@@ -129,18 +127,27 @@ Value Assembler::eval_binary(P::BinaryExprContext* b) {
   if (ints) {
     int64_t out = 0;
     bool ovf = false;
-    if (op == "+") ovf = __builtin_add_overflow(l.i, r.i, &out);
-    else if (op == "-") ovf = __builtin_sub_overflow(l.i, r.i, &out);
-    else if (op == "*") ovf = __builtin_mul_overflow(l.i, r.i, &out);
+    if (op == "+")
+      ovf = __builtin_add_overflow(l.i, r.i, &out);
+    else if (op == "-")
+      ovf = __builtin_sub_overflow(l.i, r.i, &out);
+    else if (op == "*")
+      ovf = __builtin_mul_overflow(l.i, r.i, &out);
     else if (op == "/" || op == "%") {
-      if (l.i == std::numeric_limits<int64_t>::min() && r.i == -1) ovf = true;
-      else out = op == "/" ? l.i / r.i : l.i % r.i;
+      if (l.i == std::numeric_limits<int64_t>::min() && r.i == -1)
+        ovf = true;
+      else
+        out = op == "/" ? l.i / r.i : l.i % r.i;
     } else if (op == "<<" || op == ">>") {
-      if (r.i < 0 || r.i > 63) fail(b->expr(1), fmt::format("shift count {} is outside [0, 63]", r.i));
+      if (r.i < 0 || r.i > 63)
+        fail(b->expr(1), fmt::format("shift count {} is outside [0, 63]", r.i));
       out = op == "<<" ? static_cast<int64_t>(static_cast<uint64_t>(l.i) << r.i) : l.i >> r.i;
-    } else if (op == "&") out = l.i & r.i;
-    else if (op == "|") out = l.i | r.i;
-    else if (op == "^") out = l.i ^ r.i;
+    } else if (op == "&")
+      out = l.i & r.i;
+    else if (op == "|")
+      out = l.i | r.i;
+    else if (op == "^")
+      out = l.i ^ r.i;
     if (ovf) fail(b, "integer overflow in compile-time expression");
     return Value::of_int(out);
   }
@@ -155,11 +162,14 @@ Value Assembler::eval_binary(P::BinaryExprContext* b) {
 Value Assembler::eval_call(P::CallPrimContext* c) {
   const std::string f = c->name->getText();
   if (f == "ap") return eval_raw_ap(c);
-  static const std::vector<std::string> kFuncs = {"cdiv", "min", "max", "align_up", "log2", "abs", "ap"};
-  if (f == "vec") fail(c, "@vec(...) is a dynamic index: write it inside a slice, e.g. x[@vec(idx), :]");
+  static const std::vector<std::string> kFuncs = {"cdiv", "min", "max", "align_up",
+                                                  "log2", "abs", "ap"};
+  if (f == "vec")
+    fail(c, "@vec(...) is a dynamic index: write it inside a slice, e.g. x[@vec(idx), :]");
   if (std::find(kFuncs.begin(), kFuncs.end(), f) == kFuncs.end()) {
     std::string s = suggest(f, kFuncs);
-    fail(c, fmt::format("unknown function '{}'{}", f, s.empty() ? "" : "; did you mean '" + s + "'?"));
+    fail(c,
+         fmt::format("unknown function '{}'{}", f, s.empty() ? "" : "; did you mean '" + s + "'?"));
   }
   std::vector<Value> a;
   for (auto* arg : c->callArg()) {
@@ -171,7 +181,8 @@ Value Assembler::eval_call(P::CallPrimContext* c) {
   auto arity = [&](size_t n) {
     if (a.size() != n) fail(c, fmt::format("{}() takes {} argument(s), got {}", f, n, a.size()));
   };
-  const bool ints = std::all_of(a.begin(), a.end(), [](const Value& v) { return v.kind == Value::Int; });
+  const bool ints =
+      std::all_of(a.begin(), a.end(), [](const Value& v) { return v.kind == Value::Int; });
   if (f == "min" || f == "max") {
     if (a.empty()) fail(c, fmt::format("{}() needs at least one argument", f));
     Value best = a[0];
@@ -182,7 +193,8 @@ Value Assembler::eval_call(P::CallPrimContext* c) {
   }
   if (f == "abs") {
     arity(1);
-    return ints ? Value::of_int(a[0].i < 0 ? -a[0].i : a[0].i) : Value::of_float(std::abs(a[0].num()));
+    return ints ? Value::of_int(a[0].i < 0 ? -a[0].i : a[0].i)
+                : Value::of_float(std::abs(a[0].num()));
   }
   if (f == "log2") {
     arity(1);
@@ -200,13 +212,15 @@ Value Assembler::eval_call(P::CallPrimContext* c) {
 // x[...] : lower a tensor slice to an access pattern.
 Value Assembler::eval_index(P::IndexExprContext* x) {
   Value base = eval(x->expr());
-  if (base.kind != Value::Name) fail(x->expr(), fmt::format("only tensors can be sliced, not {}", base.str()));
+  if (base.kind != Value::Name)
+    fail(x->expr(), fmt::format("only tensors can be sliced, not {}", base.str()));
   const TensorDecl* t = find_tensor(base.s);
   if (!t) {
     std::vector<std::string> names;
     for (const auto& [n, d] : tensors_) names.push_back(n);
     std::string s = suggest(base.s, names);
-    fail(x->expr(), fmt::format("unknown tensor '{}'{}", base.s, s.empty() ? "" : "; did you mean '" + s + "'?"));
+    fail(x->expr(), fmt::format("unknown tensor '{}'{}", base.s,
+                                s.empty() ? "" : "; did you mean '" + s + "'?"));
   }
   std::vector<SliceIndex> idx;
   for (auto* s : x->slice()) {
@@ -236,16 +250,20 @@ Value Assembler::eval_index(P::IndexExprContext* x) {
         si.vec = v.ap;
       } else {
         Value v = eval(d->expr());
-        auto r = v.kind == Value::Name && v.s.size() >= 2 && v.s[0] == 'r' ? std::optional<int>() : std::nullopt;
+        auto r = v.kind == Value::Name && v.s.size() >= 2 && v.s[0] == 'r' ? std::optional<int>()
+                                                                           : std::nullopt;
         int reg = -1;
         if (v.kind == Value::Name && v.s.size() >= 2 && v.s[0] == 'r') {
           reg = 0;
-          for (char ch : v.s.substr(1)) reg = std::isdigit(static_cast<unsigned char>(ch)) && reg < 1000 ? reg * 10 + (ch - '0') : 9999;
+          for (char ch : v.s.substr(1))
+            reg = std::isdigit(static_cast<unsigned char>(ch)) && reg < 1000 ? reg * 10 + (ch - '0')
+                                                                             : 9999;
         }
         (void)r;
         if (reg < 0 || reg >= kNumRegs)
-          fail(d->expr(), fmt::format("a dynamic offset is a register r0..r{} or @vec(tile), not '{}'",
-                                      kNumRegs - 1, v.str()));
+          fail(d->expr(),
+               fmt::format("a dynamic offset is a register r0..r{} or @vec(tile), not '{}'",
+                           kNumRegs - 1, v.str()));
         si.kind = SliceIndex::DynReg;
         si.reg = static_cast<uint8_t>(reg);
       }
@@ -296,7 +314,8 @@ Value Assembler::eval_raw_ap(P::CallPrimContext* c) {
   ap.dtype = *dtype;
   ap.part_start = static_cast<uint16_t>(int_arg(pos[2]->expr(), 0, 0xffff, "part_start"));
   ap.part_count = static_cast<uint16_t>(int_arg(pos[3]->expr(), 0, 0xffff, "part_count"));
-  ap.offset = static_cast<uint64_t>(int_arg(pos[4]->expr(), 0, std::numeric_limits<int64_t>::max(), "offset"));
+  ap.offset = static_cast<uint64_t>(
+      int_arg(pos[4]->expr(), 0, std::numeric_limits<int64_t>::max(), "offset"));
   Value dims = eval(pos[5]->expr());
   const char* dims_msg = "dims are a list of 1 to 4 [stride, count] pairs";
   if (dims.kind != Value::List || dims.list.empty() || dims.list.size() > kMaxFreeDims)
@@ -342,7 +361,8 @@ Value Assembler::eval_raw_ap(P::CallPrimContext* c) {
                  static_cast<uint32_t>(v.list[2].i), *parse_dtype(v.list[3].s)};
     } else {
       std::string s = suggest(n, {"pstride", "dyn", "mult", "limit", "vidx"});
-      fail(a, fmt::format("unknown ap() field '{}'{}", n, s.empty() ? "" : "; did you mean '" + s + "'?"));
+      fail(a, fmt::format("unknown ap() field '{}'{}", n,
+                          s.empty() ? "" : "; did you mean '" + s + "'?"));
     }
   }
   Value v;
@@ -370,7 +390,8 @@ std::optional<Value> parse_number_text(const std::string& t) {
     return Value::of_int(static_cast<int64_t>(v));
   };
   std::string_view s = t;
-  if (s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) return parse_int(s.substr(2), 16);
+  if (s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
+    return parse_int(s.substr(2), 16);
   if (s.size() > 2 && s[0] == '0' && (s[1] == 'b' || s[1] == 'B')) return parse_int(s.substr(2), 2);
   if (s.find_first_of(".eE") == std::string_view::npos) {
     auto v = parse_int(s, 10);

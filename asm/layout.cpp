@@ -137,8 +137,9 @@ std::variant<AccessPattern, LowerError> lower_slice(const TensorDecl& t,
                                                     const std::vector<SliceIndex>& slices) {
   const size_t rank = t.shape.size();
   if (slices.size() > rank)
-    return LowerError{static_cast<int>(rank),
-                      fmt::format("too many indices: tensor '{}' has {} dimension(s)", t.name, rank)};
+    return LowerError{
+        static_cast<int>(rank),
+        fmt::format("too many indices: tensor '{}' has {} dimension(s)", t.name, rank)};
   const bool hbm = t.space == MemSpace::hbm;
   std::vector<int64_t> elem_stride(rank, 1);
   for (size_t k = rank; k-- > 1;) elem_stride[k - 1] = elem_stride[k] * t.shape[k];
@@ -181,7 +182,8 @@ std::variant<AccessPattern, LowerError> lower_slice(const TensorDecl& t,
     int64_t start = 0, count = 1;
     if (s.kind == SliceIndex::Point) {
       if (s.lo < 0 || s.lo >= n)
-        return LowerError{idx, fmt::format("index {} is outside the dimension of size {}", s.lo, n)};
+        return LowerError{idx,
+                          fmt::format("index {} is outside the dimension of size {}", s.lo, n)};
       start = s.lo;
     } else if (auto err = resolve_range(s, n, start, count)) {
       return LowerError{idx, *err};

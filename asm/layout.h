@@ -13,8 +13,8 @@
 namespace nisa::nasm {
 
 struct TargetLimits {
-  uint64_t sbuf_bytes;     // usable bytes per partition
-  uint64_t psum_bytes;     // bytes per partition
+  uint64_t sbuf_bytes; // usable bytes per partition
+  uint64_t psum_bytes; // bytes per partition
   uint64_t psum_bank_bytes;
 };
 TargetLimits target_limits(Target t);
@@ -31,7 +31,7 @@ public:
 private:
   std::optional<std::string> place_on_chip(TensorDecl& decl, std::optional<uint64_t> pinned);
   TargetLimits limits_;
-  uint64_t next_[4] = {0, 0, 0, 0}; // per MemSpace
+  uint64_t next_[4] = {0, 0, 0, 0};                      // per MemSpace
   std::vector<std::pair<uint64_t, uint64_t>> pinned_[4]; // [begin, end) per space
 };
 

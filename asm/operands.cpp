@@ -21,7 +21,8 @@ std::string did_you_mean(std::string_view w, const std::vector<std::string>& can
 std::string engines_text(uint8_t mask) {
   std::string out;
   for (int e = 0; e < kNumEngines; ++e)
-    if (mask & (1u << e)) out += (out.empty() ? "" : ", ") + std::string(name_of(static_cast<Engine>(e)));
+    if (mask & (1u << e))
+      out += (out.empty() ? "" : ", ") + std::string(name_of(static_cast<Engine>(e)));
   return out;
 }
 
@@ -42,10 +43,9 @@ std::string operand_list(const InstDesc& d) {
 
 std::string_view alu_alias(std::string_view n) {
   static const std::pair<std::string_view, std::string_view> kAliases[] = {
-      {"mul", "multiply"},     {"sub", "subtract"},   {"eq", "equal"},
-      {"ne", "not_equal"},     {"ge", "greater_equal"}, {"gt", "greater"},
-      {"le", "less_equal"},    {"lt", "less"},        {"pow", "power"},
-      {"and", "bitwise_and"},  {"or", "bitwise_or"},  {"xor", "bitwise_xor"},
+      {"mul", "multiply"},     {"sub", "subtract"},    {"eq", "equal"},      {"ne", "not_equal"},
+      {"ge", "greater_equal"}, {"gt", "greater"},      {"le", "less_equal"}, {"lt", "less"},
+      {"pow", "power"},        {"and", "bitwise_and"}, {"or", "bitwise_or"}, {"xor", "bitwise_xor"},
       {"shl", "left_shift"},   {"shr", "right_shift"}};
   for (auto [a, full] : kAliases)
     if (a == n) return full;
@@ -149,10 +149,12 @@ void Assembler::exec_inst(P::InstStmtContext* s) {
     const OperandDesc& od = d->operands[k];
     if (!bound[k]) {
       if (!od.optional)
-        fail(Loc{at.file, at.line, static_cast<uint32_t>(s->getStop()->getCharPositionInLine() + 1 +
-                                                         s->getStop()->getText().size()),
+        fail(Loc{at.file, at.line,
+                 static_cast<uint32_t>(s->getStop()->getCharPositionInLine() + 1 +
+                                       s->getStop()->getText().size()),
                  at.frame},
-             fmt::format("missing operand '{}' of {} (operands: {})", od.name, dotted, operand_list(*d)));
+             fmt::format("missing operand '{}' of {} (operands: {})", od.name, dotted,
+                         operand_list(*d)));
       in.ops[k] = default_operand(od);
       continue;
     }
@@ -167,7 +169,8 @@ void Assembler::exec_inst(P::InstStmtContext* s) {
   check_shapes(*d, in, raw, bound, at);
   if (auto err = check_inst_for_target(in, mod_.target)) fail(at, *err);
   if (++total_insts_ > opts_.max_instructions) {
-    report(at, fmt::format("the kernel exceeds the limit of {} instructions", opts_.max_instructions));
+    report(at,
+           fmt::format("the kernel exceeds the limit of {} instructions", opts_.max_instructions));
     throw Abort{};
   }
   mod_.streams[*eng].push_back(std::move(in));
@@ -210,7 +213,8 @@ Operand Assembler::convert_operand(const InstDesc& d, size_t k, P::ExprContext* 
     return v.i;
   };
   auto name_of_value = [&](const char* what) {
-    if (v.kind != Value::Name) fail(e, fmt::format("operand '{}' must be {}, not {}", od.name, what, v.str()));
+    if (v.kind != Value::Name)
+      fail(e, fmt::format("operand '{}' must be {}, not {}", od.name, what, v.str()));
     return v.s;
   };
   switch (od.kind) {
@@ -221,7 +225,8 @@ Operand Assembler::convert_operand(const InstDesc& d, size_t k, P::ExprContext* 
     if (!(od.spaces & bit)) {
       std::string allowed;
       for (MemSpace s : {MemSpace::hbm, MemSpace::sbuf, MemSpace::psum})
-        if (od.spaces & space_bit(s)) allowed += (allowed.empty() ? "" : " or ") + std::string(name_of(s));
+        if (od.spaces & space_bit(s))
+          allowed += (allowed.empty() ? "" : " or ") + std::string(name_of(s));
       fail(e, fmt::format("operand '{}' of {}.{} cannot be in {} (allowed: {})", od.name,
                           name_of(eng), d.mnemonic, name_of(o.ap.space), allowed));
     }
@@ -248,12 +253,17 @@ Operand Assembler::convert_operand(const InstDesc& d, size_t k, P::ExprContext* 
     if (od.enum_type == EnumType::AluOp) n = std::string(alu_alias(n));
     auto ev = enum_parse(od.enum_type, n);
     if (!ev)
-      fail(e, fmt::format("unknown {} '{}' for operand '{}'{}", enum_type_name(od.enum_type), v.s,
-                          od.name, [&] {
-                            std::vector<std::string> names;
-                            for (const auto& m : enum_members(od.enum_type)) names.emplace_back(m.name);
-                            return did_you_mean(v.s, names);
-                          }()));
+      fail(e,
+           fmt::format(
+               "unknown {} '{}' for operand '{}'{}", enum_type_name(od.enum_type), v.s, od.name,
+               [&] {
+                 std::vector<std::string> names;
+                 for (const auto& m : enum_members(od.enum_type)) names.emplace_back(m.name);
+                 if (od.enum_type == EnumType::AluOp)
+                   for (const char* a : {"mul", "sub", "eq", "ne", "ge", "gt", "le", "lt", "pow"})
+                     names.emplace_back(a);
+                 return did_you_mean(v.s, names);
+               }()));
     o.i = *ev;
     return o;
   }
@@ -266,13 +276,16 @@ Operand Assembler::convert_operand(const InstDesc& d, size_t k, P::ExprContext* 
       o.i = *r;
       return o;
     }
-    if (od.kind == OperandKind::Reg) fail(e, fmt::format("operand '{}' must be a register r0..r{}", od.name, kNumRegs - 1));
+    if (od.kind == OperandKind::Reg)
+      fail(e, fmt::format("operand '{}' must be a register r0..r{}", od.name, kNumRegs - 1));
     o.i = as_int(INT32_MIN, INT32_MAX);
     return o;
   }
   case OperandKind::Queue: {
     auto q = v.kind == Value::Name ? prefixed_index(v.s, 'q', kNumDmaQueues) : std::nullopt;
-    if (!q) fail(e, fmt::format("operand '{}' must be a DMA queue q0..q{}, not {}", od.name, kNumDmaQueues - 1, v.str()));
+    if (!q)
+      fail(e, fmt::format("operand '{}' must be a DMA queue q0..q{}, not {}", od.name,
+                          kNumDmaQueues - 1, v.str()));
     o.i = *q;
     return o;
   }
@@ -293,7 +306,8 @@ Operand Assembler::convert_operand(const InstDesc& d, size_t k, P::ExprContext* 
       o.i = as_int(0, UINT32_MAX);
       return o;
     }
-    fixups_.push_back({eng, inst_index, static_cast<uint32_t>(k), name_of_value("a label"), loc(e)});
+    fixups_.push_back(
+        {eng, inst_index, static_cast<uint32_t>(k), name_of_value("a label"), loc(e)});
     return o;
   case OperandKind::Pattern: {
     const char* msg = "a pattern is a list of 1 to 4 [step, num] pairs";
@@ -326,8 +340,8 @@ Operand Assembler::convert_operand(const InstDesc& d, size_t k, P::ExprContext* 
 void Assembler::parse_sync(P::SyncContext* s, Inst& in) {
   const std::string kind = s->kind->getText();
   if (kind != "wait" && kind != "signal")
-    fail(loc(s->kind), fmt::format("unknown sync clause '@{}'{}", kind,
-                                   did_you_mean(kind, {"wait", "signal"})));
+    fail(s, fmt::format("unknown sync clause '@{}'{}", kind,
+                        did_you_mean("@" + kind, {"@wait", "@signal"})));
   for (auto* a : s->syncArg()) {
     if (kind == "signal") {
       Signal sig;
@@ -363,7 +377,8 @@ void Assembler::parse_sync(P::SyncContext* s, Inst& in) {
     w.sem = sem_index(n, loc(np));
     w.cmp = op == ">=" ? WaitCmp::ge : WaitCmp::eq;
     int64_t val = eval_int(b->expr(1), "wait value");
-    if (val < 0 || val > UINT32_MAX) fail(b->expr(1), fmt::format("wait value {} must be in [0, 2^32)", val));
+    if (val < 0 || val > UINT32_MAX)
+      fail(b->expr(1), fmt::format("wait value {} must be in [0, 2^32)", val));
     w.value = static_cast<uint32_t>(val);
     if (in.waits.size() >= kMaxWaits) fail(a, fmt::format("at most {} waits", kMaxWaits));
     in.waits.push_back(w);
@@ -433,8 +448,9 @@ void Assembler::check_shapes(const InstDesc& d, const Inst& in, const std::vecto
     if (d.op == Opcode::max8) {
       const AccessPattern* S = ap_of(idx("src"));
       if (S && (S->free_elems() < 8 || S->free_elems() > 16384))
-        fail(at(idx("src")), fmt::format("src of {} must hold 8..16384 elements per partition, not {}",
-                                         name, S->free_elems()));
+        fail(at(idx("src")),
+             fmt::format("src of {} must hold 8..16384 elements per partition, not {}", name,
+                         S->free_elems()));
     }
     break;
   case Opcode::match_replace8: need_int(idx("idx")); break;
@@ -447,12 +463,14 @@ void Assembler::check_shapes(const InstDesc& d, const Inst& in, const std::vecto
                                           "partitions, moving has {}",
                                           St->part_count, Mv->part_count));
     if (St && St->free_elems() > 128)
-      fail(at(idx("stationary")), fmt::format("matmul stationary has M={} columns; at most 128", St->free_elems()));
+      fail(at(idx("stationary")),
+           fmt::format("matmul stationary has M={} columns; at most 128", St->free_elems()));
     if (Mv && Mv->free_elems() > 512)
-      fail(at(idx("moving")), fmt::format("matmul moving has N={} columns; at most 512", Mv->free_elems()));
+      fail(at(idx("moving")),
+           fmt::format("matmul moving has N={} columns; at most 512", Mv->free_elems()));
     if (D && St && D->part_count != St->free_elems())
-      fail(at(dst), fmt::format("matmul dst has {} partitions; stationary gives M={}", D->part_count,
-                                St->free_elems()));
+      fail(at(dst), fmt::format("matmul dst has {} partitions; stationary gives M={}",
+                                D->part_count, St->free_elems()));
     if (D && Mv && D->free_elems() != Mv->free_elems())
       fail(at(dst), fmt::format("matmul dst has {} columns; moving gives N={}", D->free_elems(),
                                 Mv->free_elems()));
@@ -485,8 +503,9 @@ void Assembler::check_shapes(const InstDesc& d, const Inst& in, const std::vecto
   case Opcode::dma_transpose: {
     const AccessPattern* S = ap_of(idx("src"));
     if (S && dtype_bytes(S->dtype) != 2 && dtype_bytes(S->dtype) != 4)
-      fail(at(idx("src")), fmt::format("dtype mismatch: dma_transpose needs a 2- or 4-byte dtype, not {}",
-                                       dtype_name(S->dtype)));
+      fail(at(idx("src")),
+           fmt::format("dtype mismatch: dma_transpose needs a 2- or 4-byte dtype, not {}",
+                       dtype_name(S->dtype)));
     break;
   }
   default: break;

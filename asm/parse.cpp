@@ -41,6 +41,38 @@ void split_lines(ParsedFile& f) {
   }
 }
 
+// The parser is recursive descent: bound statement length and bracket nesting before parsing,
+// so that no input can exhaust the stack.
+constexpr size_t kMaxStatementTokens = 4000;
+constexpr int kMaxNesting = 64;
+
+bool check_shape(ParsedFile& f) {
+  size_t count = 0;
+  int depth = 0;
+  for (auto* t : f.tokens->getTokens()) {
+    const size_t type = t->getType();
+    if (type == nisa_grammar::NeuronAsmLexer::NL || type == antlr4::Token::EOF) {
+      count = 0;
+      depth = 0;
+      continue;
+    }
+    const size_t at = t->getStartIndex();
+    const char c = at < f.text.size() && t->getStopIndex() == at ? f.text[at] : ' ';
+    if (c == '(' || c == '[') ++depth;
+    if (c == ')' || c == ']') --depth;
+    const bool too_deep = depth > kMaxNesting;
+    if (++count > kMaxStatementTokens || too_deep) {
+      f.errors.push_back(
+          {static_cast<uint32_t>(t->getLine()),
+           static_cast<uint32_t>(t->getCharPositionInLine() + 1),
+           too_deep ? fmt::format("brackets nested deeper than {}", kMaxNesting)
+                    : fmt::format("statement longer than {} tokens", kMaxStatementTokens)});
+      return false;
+    }
+  }
+  return true;
+}
+
 } // namespace
 
 std::unique_ptr<ParsedFile> parse_source(std::string name, std::string text) {
@@ -56,6 +88,7 @@ std::unique_ptr<ParsedFile> parse_source(std::string name, std::string text) {
   f->lexer->removeErrorListeners();
   f->tokens = std::make_unique<antlr4::CommonTokenStream>(f->lexer.get());
   f->tokens->fill();
+  if (!check_shape(*f)) return f;
   f->parser = std::make_unique<nisa_grammar::NeuronAsmParser>(f->tokens.get());
   auto& p = *f->parser;
   p.removeErrorListeners();

@@ -14,8 +14,8 @@ int cmd_asm(int argc, char** argv) {
   po::options_description opts("nisa asm IN.nasm [-o OUT.nbin] [options]");
   std::string input, output, target;
   std::vector<std::string> defines, includes;
-  opts.add_options()("help,h", "show this help")(
-      "output,o", po::value(&output), "output object (default: IN with .nbin)")(
+  opts.add_options()("help,h", "show this help")("output,o", po::value(&output),
+                                                 "output object (default: IN with .nbin)")(
       "define,D", po::value(&defines)->composing(), "NAME=VALUE: override a .param")(
       "include,I", po::value(&includes)->composing(), "DIR: search .include files here")(
       "target", po::value(&target), "trn1 | trn2 | trn3 (overrides .target; default trn2)")(

@@ -13,8 +13,8 @@ namespace po = boost::program_options;
 int cmd_disasm(int argc, char** argv) {
   po::options_description opts("nisa disasm IN.nbin [options]");
   std::string input, engine;
-  opts.add_options()("help,h", "show this help")(
-      "show-encoding", "print each instruction's bytes beside it")(
+  opts.add_options()("help,h", "show this help")("show-encoding",
+                                                 "print each instruction's bytes beside it")(
       "engine", po::value(&engine), "print one engine's stream: pe act dve pool sp cc")(
       "no-source", "omit the source-line comments");
   po::options_description hidden;

@@ -42,20 +42,20 @@ int cmd_run(int argc, char** argv) {
       "--out NAME=FILE.npy... [options]\n\n"
       "Runs a kernel on the modelled machine (docs/machine.md). Exit codes: 0 ok, 1 usage or "
       "input error, 2 deadlock, 3 fault.\n\noptions");
-  opts.add_options()("help,h", "show this help")(
-      "define,D", po::value(&defines)->composing(), "NAME=VALUE: set a .param (.nasm only)")(
+  opts.add_options()("help,h", "show this help")("define,D", po::value(&defines)->composing(),
+                                                 "NAME=VALUE: set a .param (.nasm only)")(
       "include,I", po::value(&includes)->composing(), "include directory (.nasm only)")(
       "in", po::value(&ins)->composing(), "NAME=FILE.npy: bind an input tensor")(
       "out", po::value(&outs)->composing(), "NAME=FILE.npy: save an hbm tensor after the run")(
       "target", po::value(&target), "trn1 | trn2 | trn3 (default: the kernel's .target)")(
       "lnc", po::value(&lnc)->default_value(1), "cores per logical core: 1 or 2")(
-      "ranks", po::value(&ranks)->default_value(1), "SPMD ranks, each with its own HBM")(
-      "stats", "print per-engine and per-queue statistics")(
+      "ranks", po::value(&ranks)->default_value(1),
+      "SPMD ranks, each with its own HBM")("stats", "print per-engine and per-queue statistics")(
       "timeline", po::value(&timeline), "write a Chrome trace (Perfetto) JSON file")(
       "schedule", po::value(&schedule)->default_value("fixed"),
       "fixed | random: how ties at equal modelled time are broken")(
-      "seed", po::value(&seed)->default_value(0), "seed of --schedule random")(
-      "check-uninit", "fault on reads of memory never written");
+      "seed", po::value(&seed)->default_value(0),
+      "seed of --schedule random")("check-uninit", "fault on reads of memory never written");
   po::options_description hidden;
   hidden.add_options()("kernel", po::value(&kernel));
   po::options_description all;
@@ -94,7 +94,8 @@ int cmd_run(int argc, char** argv) {
     cfg.machine.target = tp->target;
     cfg.target_given = true;
   }
-  if (schedule == "random") cfg.sched.mode = interp::ScheduleMode::random;
+  if (schedule == "random")
+    cfg.sched.mode = interp::ScheduleMode::random;
   else if (schedule != "fixed") {
     std::cerr << "nisa run: unknown --schedule '" << schedule << "' (fixed or random)\n";
     return 1;

@@ -36,9 +36,9 @@ const ClassCost& class_cost(CostClass c) { return kCosts[static_cast<int>(c)]; }
 uint64_t elems_for_cost(const Inst& in) {
   const InstDesc& d = desc(in.op);
   switch (d.cost) {
-  case CostClass::pe_matmul: return in.ops[2].ap.free_elems();      // moving
-  case CostClass::pe_transpose: return in.ops[1].ap.part_count;     // identity is [P, P]
-  case CostClass::dve_search: return in.ops[1].ap.free_elems();     // src / data
+  case CostClass::pe_matmul: return in.ops[2].ap.free_elems();  // moving
+  case CostClass::pe_transpose: return in.ops[1].ap.part_count; // identity is [P, P]
+  case CostClass::dve_search: return in.ops[1].ap.free_elems(); // src / data
   default: break;
   }
   uint64_t n = 0;
@@ -64,14 +64,13 @@ int64_t cost_cycles(const Inst& in, const TargetParams& /*tp*/) {
 }
 
 DmaTime dma_transfer(const TargetParams& tp, uint64_t bytes, uint32_t rows) {
-  uint64_t engines = std::clamp<uint64_t>(ceil_div(std::max<uint32_t>(rows, 1),
-                                                   tp.dma_parts_per_engine),
-                                          1, tp.dma_engines);
+  uint64_t engines = std::clamp<uint64_t>(
+      ceil_div(std::max<uint32_t>(rows, 1), tp.dma_parts_per_engine), 1, tp.dma_engines);
   // ticks = bytes / (MB/s) * (ticks/us): kTickMHz ticks per us, MB/s = bytes per us.
   DmaTime t;
   t.data_ticks = static_cast<int64_t>(ceil_div(bytes * kTickMHz, engines * tp.dma_engine_mbps));
-  t.link_ticks =
-      static_cast<int64_t>(ceil_div(bytes * kTickMHz, uint64_t(tp.dma_engines) * tp.dma_engine_mbps));
+  t.link_ticks = static_cast<int64_t>(
+      ceil_div(bytes * kTickMHz, uint64_t(tp.dma_engines) * tp.dma_engine_mbps));
   t.latency_ticks = ns_to_ticks(tp.dma_latency_ns);
   return t;
 }
@@ -82,8 +81,10 @@ uint64_t dma_bytes(const Inst& in) {
   for (size_t i = 0; i < in.ops.size(); ++i) {
     if (!is_tensor(d.operands[i], in.ops[i])) continue;
     const AccessPattern& ap = in.ops[i].ap;
-    if (d.operands[i].kind == OperandKind::Dst) elems = ap.elems();
-    else ++srcs;
+    if (d.operands[i].kind == OperandKind::Dst)
+      elems = ap.elems();
+    else
+      ++srcs;
     width = std::max<uint64_t>(width, dtype_bytes(ap.dtype));
   }
   if (in.op == Opcode::dma_compute) width *= 2; // reads two sources per element

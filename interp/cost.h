@@ -31,8 +31,8 @@ inline int64_t cost_ticks(const Inst& in, const TargetParams& tp) {
 // A DMA transfer of `bytes` whose SBUF side (or HBM row count) spans `rows` rows: one DMA
 // engine serves dma_parts_per_engine rows, so small-partition transfers use fewer engines.
 struct DmaTime {
-  int64_t data_ticks;  // time the transfer streams
-  int64_t link_ticks;  // time it occupies the core's aggregate DMA bandwidth
+  int64_t data_ticks; // time the transfer streams
+  int64_t link_ticks; // time it occupies the core's aggregate DMA bandwidth
   int64_t latency_ticks;
 };
 DmaTime dma_transfer(const TargetParams& tp, uint64_t bytes, uint32_t rows);

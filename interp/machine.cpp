@@ -12,10 +12,23 @@ namespace nisa::interp {
 
 HostBuffer::HostBuffer(size_t bytes) : n_(bytes) {
   if (bytes == 0) return;
-  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  constexpr size_t kHuge = size_t(2) << 20;
+  // Huge pages need 2 MiB alignment: map a little more and trim both ends.
+  const size_t len = (bytes + 4095) & ~size_t(4095); // whole pages
+  const size_t map = len >= kHuge ? len + kHuge : len;
+  void* p = mmap(nullptr, map, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) throw std::runtime_error(fmt::format("cannot allocate {} bytes", bytes));
-  if (bytes >= (2u << 20)) madvise(p, bytes, MADV_HUGEPAGE);
-  p_ = static_cast<uint8_t*>(p);
+  uint8_t* base = static_cast<uint8_t*>(p);
+  if (map != len) {
+    uint8_t* aligned =
+        reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(base) + kHuge - 1) & ~(kHuge - 1));
+    if (aligned > base) munmap(base, aligned - base);
+    size_t tail = (base + map) - (aligned + len);
+    if (tail) munmap(aligned + len, tail);
+    base = aligned;
+    madvise(base, len, MADV_HUGEPAGE);
+  }
+  p_ = base;
 }
 HostBuffer::HostBuffer(HostBuffer&& o) noexcept : p_(o.p_), n_(o.n_) {
   o.p_ = nullptr;
@@ -38,9 +51,11 @@ uint64_t Machine::tensor_bytes(const TensorDecl& t) {
 
 Machine::Machine(const Module& m, const MachineOptions& o) : mod(&m), opt(o) {
   tp = &target_params(o.target);
-  if (o.lnc != 1 && o.lnc != 2) throw std::runtime_error(fmt::format("--lnc must be 1 or 2, not {}", o.lnc));
+  if (o.lnc != 1 && o.lnc != 2)
+    throw std::runtime_error(fmt::format("--lnc must be 1 or 2, not {}", o.lnc));
   if (o.lnc == 2 && !tp->lnc2)
-    throw std::runtime_error(fmt::format("--lnc 2 is not available on {} (gen{})", tp->name, tp->gen));
+    throw std::runtime_error(
+        fmt::format("--lnc 2 is not available on {} (gen{})", tp->name, tp->gen));
   if (o.ranks < 1 || o.ranks > 64)
     throw std::runtime_error(fmt::format("--ranks must be in 1..64, not {}", o.ranks));
 

@@ -35,8 +35,8 @@ private:
 
 struct MachineOptions {
   Target target = Target::trn2;
-  int lnc = 1;   // cores per logical core (rank): 1 or 2
-  int ranks = 1; // SPMD ranks, each with its own HBM
+  int lnc = 1;               // cores per logical core (rank): 1 or 2
+  int ranks = 1;             // SPMD ranks, each with its own HBM
   bool check_uninit = false; // track written bytes; reads of never-written bytes fault
 };
 
@@ -58,12 +58,15 @@ struct RankSlot {
   std::vector<uint8_t> hbm_written; // --check-uninit shadow
 };
 
+struct Program; // the scheduler's pre-decoded streams (interp/scheduler.cpp)
+
 struct Machine {
   const Module* mod = nullptr;
   const TargetParams* tp = nullptr;
   MachineOptions opt;
   std::vector<RankSlot> ranks;
-  std::vector<CoreSlot> cores; // index rank * lnc + core
+  std::vector<CoreSlot> cores;            // index rank * lnc + core
+  std::shared_ptr<const Program> program; // built by the first run, reused by later ones
 
   // Validates the options against the module and target (std::runtime_error with a clear
   // message), allocates every memory once and resets the state.

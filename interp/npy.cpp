@@ -30,7 +30,8 @@ std::string_view dict_value(std::string_view h, std::string_view key, const std:
   if (at == std::string_view::npos) at = h.find(k2);
   if (at == std::string_view::npos) fail(name, fmt::format("header has no '{}' entry", key));
   size_t colon = h.find(':', at + k1.size());
-  if (colon == std::string_view::npos) fail(name, fmt::format("header entry '{}' has no value", key));
+  if (colon == std::string_view::npos)
+    fail(name, fmt::format("header entry '{}' has no value", key));
   std::string_view rest = trim(h.substr(colon + 1));
   size_t end;
   if (!rest.empty() && (rest[0] == '\'' || rest[0] == '"')) {
@@ -154,7 +155,7 @@ NpyArray parse_npy(std::string_view b, const std::string& name) {
   a.shape = parse_shape(sh, name);
   a.item_bytes = descr_width(a.descr);
   if (!a.item_bytes) a.item_bytes = named_width(a.descr);
-  if (!a.item_bytes || (a.item_bytes != 1 && a.item_bytes != 2 && a.item_bytes != 4 && a.item_bytes != 8))
+  if (!a.item_bytes || (a.item_bytes != 1 && a.item_bytes != 2 && a.item_bytes != 4))
     fail(name, fmt::format("unsupported dtype descriptor '{}'", a.descr));
   uint64_t need = a.elems() * a.item_bytes, have = b.size() - hstart - hlen;
   if (have < need)
@@ -165,7 +166,8 @@ NpyArray parse_npy(std::string_view b, const std::string& name) {
   const uint8_t* p = reinterpret_cast<const uint8_t*>(b.data() + hstart + hlen);
   a.data.assign(p, p + need);
   if (a.descr[0] == '>' && a.item_bytes > 1)
-    for (uint64_t i = 0; i < need; i += a.item_bytes) std::reverse(&a.data[i], &a.data[i + a.item_bytes]);
+    for (uint64_t i = 0; i < need; i += a.item_bytes)
+      std::reverse(&a.data[i], &a.data[i + a.item_bytes]);
   if (fo == "True") fortran_to_c(a.data, a.shape, a.item_bytes);
   return a;
 }
@@ -223,8 +225,9 @@ bool npy_descr_matches(std::string_view d, DType t) {
 void check_npy(const NpyArray& a, DType t, const std::vector<int64_t>& shape,
                const std::string& name, const std::string& tensor) {
   if (!npy_descr_matches(a.descr, t))
-    throw NpyError(fmt::format("{}: dtype '{}' does not match tensor '{}' of dtype {} (expected '{}')",
-                               name, a.descr, tensor, dtype_name(t), npy_descr(t)));
+    throw NpyError(
+        fmt::format("{}: dtype '{}' does not match tensor '{}' of dtype {} (expected '{}')", name,
+                    a.descr, tensor, dtype_name(t), npy_descr(t)));
   if (a.shape != shape)
     throw NpyError(fmt::format("{}: shape {} does not match tensor '{}' of shape {}", name,
                                shape_text(a.shape), tensor, shape_text(shape)));

@@ -22,7 +22,9 @@ void bind_inputs(Machine& m, const std::vector<IoSpec>& inputs) {
   std::set<std::string> bound;
   for (const IoSpec& io : inputs) {
     const TensorDecl* t = m.find_tensor(io.name);
-    if (!t) throw std::runtime_error(fmt::format("--in {}: the kernel has no tensor '{}'", io.name, io.name));
+    if (!t)
+      throw std::runtime_error(
+          fmt::format("--in {}: the kernel has no tensor '{}'", io.name, io.name));
     if (t->role != Role::input)
       throw std::runtime_error(fmt::format("--in {}: tensor '{}' is {}, not an input", io.name,
                                            io.name, name_of(t->role)));
@@ -40,13 +42,16 @@ void bind_inputs(Machine& m, const std::vector<IoSpec>& inputs) {
   }
   for (const TensorDecl& t : m.mod->tensors)
     if (t.role == Role::input && !bound.count(t.name))
-      throw std::runtime_error(fmt::format("input '{}' is not bound (use --in {}=FILE.npy)", t.name, t.name));
+      throw std::runtime_error(
+          fmt::format("input '{}' is not bound (use --in {}=FILE.npy)", t.name, t.name));
 }
 
 void write_outputs(const Machine& m, const std::vector<IoSpec>& outputs) {
   for (const IoSpec& io : outputs) {
     const TensorDecl* t = m.find_tensor(io.name);
-    if (!t) throw std::runtime_error(fmt::format("--out {}: the kernel has no tensor '{}'", io.name, io.name));
+    if (!t)
+      throw std::runtime_error(
+          fmt::format("--out {}: the kernel has no tensor '{}'", io.name, io.name));
     if (t->space != MemSpace::hbm)
       throw std::runtime_error(fmt::format("--out {}: tensor '{}' is in {}, not hbm", io.name,
                                            io.name, name_of(t->space)));
@@ -70,7 +75,9 @@ int run_module(const Module& mod, const RunConfig& cfg, std::ostream& out, std::
       const TensorDecl* t = nullptr;
       for (const TensorDecl& d : mod.tensors)
         if (d.name == io.name) t = &d;
-      if (!t) throw std::runtime_error(fmt::format("--out {}: the kernel has no tensor '{}'", io.name, io.name));
+      if (!t)
+        throw std::runtime_error(
+            fmt::format("--out {}: the kernel has no tensor '{}'", io.name, io.name));
     }
     m = std::make_unique<Machine>(mod, mo);
     bind_inputs(*m, cfg.inputs);
@@ -82,7 +89,8 @@ int run_module(const Module& mod, const RunConfig& cfg, std::ostream& out, std::
     bool saved = false;
     for (const IoSpec& io : cfg.outputs) saved |= io.name == t.name;
     if (t.role == Role::output && !saved)
-      err << fmt::format("nisa run: warning: output '{}' is not saved (no --out {}=FILE.npy)\n", t.name, t.name);
+      err << fmt::format("nisa run: warning: output '{}' is not saved (no --out {}=FILE.npy)\n",
+                         t.name, t.name);
   }
   SchedOptions so = cfg.sched;
   so.timeline = so.timeline || !cfg.timeline_path.empty();

@@ -17,7 +17,7 @@ struct IoSpec {
 };
 
 struct RunConfig {
-  MachineOptions machine;   // machine.target is used only when target_given
+  MachineOptions machine;    // machine.target is used only when target_given
   bool target_given = false; // else the module's .target
   SchedOptions sched;
   std::vector<IoSpec> inputs, outputs;

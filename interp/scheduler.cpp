@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "interp/cost.h"
+#include "isa/print.h"
 
 namespace nisa::interp {
 namespace {
@@ -30,8 +31,18 @@ struct PInst {
   uint8_t queue = 0;
   uint64_t bytes = 0;
   uint32_t rows = 0;
-  std::string bad; // Kind::bad: the fault message
+  uint32_t bad = 0; // Kind::bad: index of the fault message in Program::msgs
 };
+
+} // namespace
+
+// Streams decoded once per Machine (the module and target do not change between runs).
+struct Program {
+  std::array<std::vector<PInst>, kNumEngines> prog;
+  std::vector<std::string> msgs;
+};
+
+namespace {
 
 enum class St : uint8_t { idle, running, blocked, rendezvous, done };
 
@@ -74,6 +85,42 @@ struct Event {
   bool operator>(const Event& o) const { return t != o.t ? t > o.t : key > o.key; }
 };
 
+// A min-heap of events with a one-element front slot: an event pushed while it is the earliest
+// one (the common case of an engine running ahead) never touches the heap.
+class EventQueue {
+public:
+  bool empty() const { return !has_front_ && heap_.empty(); }
+  void push(const Event& e) {
+    if (has_front_) {
+      if (front_ > e) {
+        heap_.push(front_);
+        front_ = e;
+      } else {
+        heap_.push(e);
+      }
+    } else if (heap_.empty() || heap_.top() > e) {
+      front_ = e;
+      has_front_ = true;
+    } else {
+      heap_.push(e);
+    }
+  }
+  Event pop() {
+    if (has_front_) {
+      has_front_ = false;
+      return front_;
+    }
+    Event e = heap_.top();
+    heap_.pop();
+    return e;
+  }
+
+private:
+  std::priority_queue<Event, std::vector<Event>, std::greater<Event>> heap_;
+  Event front_{};
+  bool has_front_ = false;
+};
+
 uint64_t mix(uint64_t x) { // splitmix64
   x += 0x9e3779b97f4a7c15ull;
   x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
@@ -96,8 +143,10 @@ public:
     setup();
     res_.stats.cores.assign(m_.cores.size(), CoreStats{});
     try {
-      if (o_.timeline || m_.opt.check_uninit) loop<true>();
-      else loop<false>();
+      if (o_.timeline || m_.opt.check_uninit)
+        loop<true>();
+      else
+        loop<false>();
       if (!stopped_) check_deadlock();
     } catch (const Fault& f) {
       fault(f.what());
@@ -112,9 +161,10 @@ private:
   Machine& m_;
   SchedOptions o_;
   const Module& mod_;
-  std::array<std::vector<PInst>, kNumEngines> prog_;
+  std::shared_ptr<const Program> program_;
+  const std::vector<std::string>* msgs_ = nullptr;
   std::vector<CoreRt> cores_;
-  std::priority_queue<Event, std::vector<Event>, std::greater<Event>> heap_;
+  EventQueue heap_;
   uint64_t seq_ = 0;
   int64_t now_ = 0, makespan_ = 0;
   bool stopped_ = false;
@@ -126,15 +176,21 @@ private:
 
   // ---- set-up ---------------------------------------------------------------------------------
   void predecode() {
-    const TargetParams& tp = *m_.tp;
-    for (int e = 0; e < kNumEngines; ++e) {
-      const auto& s = mod_.streams[e];
-      prog_[e].resize(s.size());
-      for (size_t i = 0; i < s.size(); ++i) prog_[e][i] = decode_one(s[i], tp);
+    if (!m_.program) {
+      auto p = std::make_shared<Program>();
+      const TargetParams& tp = *m_.tp;
+      for (int e = 0; e < kNumEngines; ++e) {
+        const auto& s = mod_.streams[e];
+        p->prog[e].resize(s.size());
+        for (size_t i = 0; i < s.size(); ++i) p->prog[e][i] = decode_one(s[i], tp, p->msgs);
+      }
+      m_.program = std::move(p);
     }
+    program_ = m_.program;
+    msgs_ = &program_->msgs;
   }
 
-  PInst decode_one(const Inst& in, const TargetParams& tp) {
+  PInst decode_one(const Inst& in, const TargetParams& tp, std::vector<std::string>& msgs) {
     PInst p;
     p.in = &in;
     p.fn = semantics(in.op);
@@ -159,14 +215,15 @@ private:
     }
     auto bad = [&](std::string msg) {
       p.kind = Kind::bad;
-      p.bad = std::move(msg);
+      p.bad = static_cast<uint32_t>(msgs.size());
+      msgs.push_back(std::move(msg));
     };
     if (!(d.gens & gen_bit(tp.target)))
       bad(fmt::format("'{}' is not available on {} (gen{})", d.mnemonic, tp.name, tp.gen));
     for (size_t k = 0; k < d.operands.size() && k < in.ops.size(); ++k)
       if (!(d.operands[k].gens & gen_bit(tp.target)) && !is_default(d.operands[k], in.ops[k]))
-        bad(fmt::format("operand '{}' of '{}' is not available on {} (gen{})",
-                        d.operands[k].name, d.mnemonic, tp.name, tp.gen));
+        bad(fmt::format("operand '{}' of '{}' is not available on {} (gen{})", d.operands[k].name,
+                        d.mnemonic, tp.name, tp.gen));
     if ((p.kind == Kind::barrier || p.kind == Kind::sendrecv) && m_.opt.lnc != 2)
       bad(fmt::format("'{}' needs two cores (--lnc 2)", d.mnemonic));
     if (p.kind == Kind::dma && p.queue >= tp.dma_queues)
@@ -185,8 +242,8 @@ private:
       RankSlot& rs = m_.ranks[cs.rank];
       for (int e = 0; e < kNumEngines; ++e) {
         EngRt& E = cores_[c].eng[e];
-        E.prog = prog_[e].data();
-        E.len = static_cast<int64_t>(prog_[e].size());
+        E.prog = program_->prog[e].data();
+        E.len = static_cast<int64_t>(program_->prog[e].size());
         ExecCtx& cx = E.cx;
         cx.machine = &m_;
         cx.tp = m_.tp;
@@ -206,8 +263,9 @@ private:
   // ---- event queue ----------------------------------------------------------------------------
   void push(int64_t t, uint32_t agent) {
     uint64_t s = seq_++;
-    uint64_t key = o_.mode == ScheduleMode::fixed ? (uint64_t(agent) << 40) | s
-                                                  : mix(o_.seed ^ mix(s * 0x100000001b3ull + agent));
+    uint64_t key = o_.mode == ScheduleMode::fixed
+                       ? (uint64_t(agent) << 40) | s
+                       : mix(o_.seed ^ mix(s * 0x100000001b3ull + agent));
     heap_.push(Event{t, key, agent});
   }
   int64_t jitter(int64_t lat) {
@@ -219,12 +277,13 @@ private:
     for (size_t c = 0; c < cores_.size(); ++c)
       for (int e = 0; e < kNumEngines; ++e) try_issue<kSlow>(int(c), e);
     while (!heap_.empty() && !stopped_) {
-      Event ev = heap_.top();
-      heap_.pop();
+      Event ev = heap_.pop();
       now_ = ev.t;
       int c = int(ev.agent / kAgentsPerCore), a = int(ev.agent % kAgentsPerCore);
-      if (a < kNumEngines) complete<kSlow>(c, a);
-      else dma_done<kSlow>(c, a - kNumEngines);
+      if (a < kNumEngines)
+        complete<kSlow>(c, a);
+      else
+        dma_done<kSlow>(c, a - kNumEngines);
     }
   }
 
@@ -259,7 +318,7 @@ private:
       if constexpr (kSlow) record(TimelineEvent::wait, c, e, e, E.since, now_ - E.since, 0);
     }
     switch (P.kind) {
-    case Kind::bad: throw Fault(P.bad);
+    case Kind::bad: throw Fault((*msgs_)[P.bad]);
     case Kind::barrier: return arrive(c, e, 0, e);
     case Kind::sendrecv: return arrive(c, e, 1, P.in->ops[2].i);
     case Kind::cc: return arrive(c, e, 2, P.in->ops[2].i);
@@ -319,8 +378,10 @@ private:
       EngRt& E = C.eng[e];
       if (waits_hold(E.cx.state->sems, *E.prog[E.pc].in)) {
         C.blocked &= ~(1u << e);
-        if (o_.timeline || m_.opt.check_uninit) try_issue<true>(c, e);
-        else try_issue<false>(c, e);
+        if (o_.timeline || m_.opt.check_uninit)
+          try_issue<true>(c, e);
+        else
+          try_issue<false>(c, e);
       }
     }
   }
@@ -360,8 +421,9 @@ private:
     ExecCtx cx = cores_[c].eng[x.eng].cx;
     cx.regs = x.regs;
     exec<kSlow>(cx, *x.pi);
-    if constexpr (kSlow) record(TimelineEvent::dma, c, kTrackQueue0 + q, x.eng, x.begin,
-                                x.end - x.begin, x.pi->bytes, x.pc);
+    if constexpr (kSlow)
+      record(TimelineEvent::dma, c, kTrackQueue0 + q, x.eng, x.begin, x.end - x.begin, x.pi->bytes,
+             x.pc);
     signal(c, *x.pi->in, false);
   }
 
@@ -414,7 +476,8 @@ private:
           throw Fault(fmt::format("replica group '{}' names rank {} but the run has {} ranks",
                                   mod_.groups[g].name, r, m_.opt.ranks));
       if (std::find(out.begin(), out.end(), rank) == out.end())
-        throw Fault(fmt::format("rank {} is in no pair of replica group '{}'", rank, mod_.groups[g].name));
+        throw Fault(
+            fmt::format("rank {} is in no pair of replica group '{}'", rank, mod_.groups[g].name));
       return out;
     }
     for (const auto& list : mod_.groups[g].groups)
@@ -428,8 +491,8 @@ private:
         }
         return out;
       }
-    throw Fault(fmt::format("rank {} is in no list of replica group '{}'", rank,
-                            mod_.groups[g].name));
+    throw Fault(
+        fmt::format("rank {} is in no list of replica group '{}'", rank, mod_.groups[g].name));
   }
 
   void release(int kind, const std::vector<std::pair<int, int>>& go) {
@@ -604,9 +667,9 @@ private:
     res_.status = RunStatus::deadlock;
     res_.exit_code = kExitDeadlock;
     std::string cycle = find_cycle(edges);
-    res_.report = fmt::format("deadlock: no engine can progress at t = {:.1f} ns; {} blocked:\n{}{}",
-                              ticks_to_ns(now_), blocked, os.str(),
-                              cycle.empty() ? "" : "  wait-for cycle: " + cycle + "\n");
+    res_.report = fmt::format(
+        "deadlock: no engine can progress at t = {:.1f} ns; {} blocked:\n{}{}", ticks_to_ns(now_),
+        blocked, os.str(), cycle.empty() ? "" : "  wait-for cycle: " + cycle + "\n");
   }
 
   std::string find_cycle(const std::map<std::pair<int, int>, std::vector<std::pair<int, int>>>& g) {
@@ -638,53 +701,11 @@ private:
   }
 };
 
-std::string ap_text(const AccessPattern& ap) {
-  if (ap.space == MemSpace::none) return "-";
-  std::string s = fmt::format("{}:{}[p{}+{}", name_of(ap.space), dtype_name(ap.dtype), ap.part_start,
-                              ap.part_count);
-  if (ap.space == MemSpace::hbm) s += fmt::format("*{}", ap.part_stride);
-  s += fmt::format(" @{}", ap.offset);
-  for (int k = 0; k < ap.ndims; ++k) s += fmt::format(" [{},{}]", ap.dims[k].stride, ap.dims[k].count);
-  if (ap.dyn == DynKind::reg) s += fmt::format(" +r{}*{}", ap.dyn_reg, ap.dyn_mult);
-  if (ap.dyn == DynKind::vec) s += fmt::format(" +vec(p{}@{})*{}", ap.vidx.part_start, ap.vidx.offset, ap.dyn_mult);
-  return s + "]";
-}
-
 } // namespace
 
+// The assembler's own syntax (isa/print.h): reports can be pasted back into a kernel.
 std::string describe_inst(const Module& m, const Inst& in) {
-  const InstDesc& d = desc(in.op);
-  std::string s = fmt::format("{}.{}", name_of(in.engine), d.mnemonic);
-  for (size_t k = 0; k < d.operands.size() && k < in.ops.size(); ++k) {
-    const OperandDesc& od = d.operands[k];
-    const Operand& o = in.ops[k];
-    if (od.optional && is_default(od, o)) continue;
-    std::string v;
-    switch (od.kind) {
-    case OperandKind::Dst:
-    case OperandKind::Src: v = ap_text(o.ap); break;
-    case OperandKind::Scalar: v = o.is_ap ? ap_text(o.ap) : fmt::format("{}", o.f); break;
-    case OperandKind::ImmF: v = fmt::format("{}", o.f); break;
-    case OperandKind::Enum:
-      v = std::string(enum_name(od.enum_type, static_cast<uint8_t>(o.i)));
-      break;
-    case OperandKind::Reg: v = fmt::format("r{}", o.i); break;
-    case OperandKind::RegOrImm: v = o.is_reg ? fmt::format("r{}", o.i) : fmt::format("{}", o.i); break;
-    case OperandKind::Queue: v = fmt::format("q{}", o.i); break;
-    case OperandKind::Sem:
-      v = o.i >= 0 && size_t(o.i) < m.sems.size() ? m.sems[o.i].name : fmt::format("#{}", o.i);
-      break;
-    case OperandKind::Group:
-      v = o.i >= 0 && size_t(o.i) < m.groups.size() ? m.groups[o.i].name : fmt::format("#{}", o.i);
-      break;
-    default: v = fmt::format("{}", o.i); break;
-    }
-    s += fmt::format(" {}={}", od.name, v);
-  }
-  auto sem = [&](uint16_t i) { return i < m.sems.size() ? m.sems[i].name : fmt::format("#{}", i); };
-  for (const Wait& w : in.waits) s += fmt::format(" wait({}{}{})", sem(w.sem), name_of(w.cmp), w.value);
-  for (const Signal& g : in.signals) s += fmt::format(" signal({}+={})", sem(g.sem), g.delta);
-  return s;
+  return print_inst(in, PrintContext{&m});
 }
 
 std::string source_of(const Module& m, Engine e, int64_t pc) {

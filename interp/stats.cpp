@@ -22,8 +22,8 @@ std::string core_label(const Machine& m, size_t i) {
 } // namespace
 
 void print_stats(std::ostream& os, const Machine& m, const Stats& s) {
-  os << fmt::format("target {}  ranks {}  lnc {}  (1 tick = 1/{} MHz; times in ns)\n",
-                    m.tp->name, m.opt.ranks, m.opt.lnc, kTickMHz);
+  os << fmt::format("target {}  ranks {}  lnc {}  (1 tick = 1/{} MHz; times in ns)\n", m.tp->name,
+                    m.opt.ranks, m.opt.lnc, kTickMHz);
   for (size_t i = 0; i < s.cores.size(); ++i) {
     const CoreStats& c = s.cores[i];
     os << fmt::format("{}:\n  {:<6}{:>10}{:>14}{:>14}{:>16}{:>8}\n", core_label(m, i), "engine",
@@ -32,14 +32,15 @@ void print_stats(std::ostream& os, const Machine& m, const Stats& s) {
       const EngineStats& es = c.eng[e];
       if (!es.insts && !es.wait_ticks) continue;
       os << fmt::format("  {:<6}{:>10}{:>14.1f}{:>14}{:>16.1f}{:>8}\n", name_of(Engine(e)),
-                        es.insts, ticks_to_ns(es.busy_ticks), es.cycles,
-                        ticks_to_ns(es.wait_ticks), m.tp->clock_mhz[e]);
+                        es.insts, ticks_to_ns(es.busy_ticks), es.cycles, ticks_to_ns(es.wait_ticks),
+                        m.tp->clock_mhz[e]);
     }
     bool any = false;
     for (int q = 0; q < kNumDmaQueues; ++q) {
       const QueueStats& qs = c.queue[q];
       if (!qs.transfers) continue;
-      if (!any) os << fmt::format("  {:<6}{:>10}{:>14}{:>14}\n", "queue", "transfers", "bytes", "busy ns");
+      if (!any)
+        os << fmt::format("  {:<6}{:>10}{:>14}{:>14}\n", "queue", "transfers", "bytes", "busy ns");
       any = true;
       os << fmt::format("  q{:<5}{:>10}{:>14}{:>14.1f}\n", q, qs.transfers, qs.bytes,
                         ticks_to_ns(qs.busy_ticks));

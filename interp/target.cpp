@@ -8,8 +8,8 @@ constexpr int64_t tpc(uint32_t mhz) { return kTickMHz / mhz; }
 // Clock order follows Engine: pe act dve pool sp cc. SP and CC have no public clock; they run
 // at the ACT/POOL clock (sequencer-class engines of the same core).
 constexpr TargetParams make(Target t, int gen, std::string_view name, uint64_t sbuf_kib,
-                            uint64_t usable, uint32_t pe, uint32_t dve, uint32_t act,
-                            uint32_t pool, uint32_t dma_mbps, uint32_t max_n) {
+                            uint64_t usable, uint32_t pe, uint32_t dve, uint32_t act, uint32_t pool,
+                            uint32_t dma_mbps, uint32_t max_n) {
   TargetParams p{};
   p.target = t;
   p.gen = gen;

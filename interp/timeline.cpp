@@ -15,9 +15,12 @@ std::string json_escape(std::string_view s) {
   std::string o;
   for (char ch : s) {
     unsigned char c = static_cast<unsigned char>(ch);
-    if (c == '"' || c == '\\') o += '\\', o += ch;
-    else if (c < 0x20) o += fmt::format("\\u{:04x}", c);
-    else o += ch;
+    if (c == '"' || c == '\\')
+      o += '\\', o += ch;
+    else if (c < 0x20)
+      o += fmt::format("\\u{:04x}", c);
+    else
+      o += ch;
   }
   return o;
 }
@@ -44,16 +47,19 @@ void write_timeline(std::ostream& os, const Machine& m, const std::vector<Timeli
   for (const TimelineEvent& e : ev) tracks.insert({e.core, e.track});
   for (size_t c = 0; c < m.cores.size(); ++c) {
     sep();
-    os << fmt::format(R"({{"ph":"M","name":"process_name","pid":{},"args":{{"name":"rank {} core {}"}}}})",
-                      c, m.cores[c].rank, m.cores[c].core);
+    os << fmt::format(
+        R"({{"ph":"M","name":"process_name","pid":{},"args":{{"name":"rank {} core {}"}}}})", c,
+        m.cores[c].rank, m.cores[c].core);
   }
   for (auto [c, t] : tracks) {
     sep();
-    os << fmt::format(R"({{"ph":"M","name":"thread_name","pid":{},"tid":{},"args":{{"name":"{}"}}}})",
-                      c, t, track_name(t));
+    os << fmt::format(
+        R"({{"ph":"M","name":"thread_name","pid":{},"tid":{},"args":{{"name":"{}"}}}})", c, t,
+        track_name(t));
     sep();
-    os << fmt::format(R"({{"ph":"M","name":"thread_sort_index","pid":{},"tid":{},"args":{{"sort_index":{}}}}})",
-                      c, t, t);
+    os << fmt::format(
+        R"({{"ph":"M","name":"thread_sort_index","pid":{},"tid":{},"args":{{"sort_index":{}}}}})",
+        c, t, t);
   }
   for (const TimelineEvent& e : ev) {
     const Inst& in = mod.streams[int(e.engine)][e.pc];
@@ -67,7 +73,9 @@ void write_timeline(std::ostream& os, const Machine& m, const std::vector<Timeli
     os << fmt::format(
         R"({{"ph":"X","name":"{}","cat":"{}","pid":{},"tid":{},"ts":{:.4f},"dur":{:.4f},"args":{{"engine":"{}","pc":{},"source":"{}","inst":"{}")",
         json_escape(name),
-        e.kind == TimelineEvent::wait ? "wait" : e.kind == TimelineEvent::dma ? "dma" : "inst",
+        e.kind == TimelineEvent::wait  ? "wait"
+        : e.kind == TimelineEvent::dma ? "dma"
+                                       : "inst",
         e.core, int(e.track), ticks_to_ns(e.start) / 1000.0, ticks_to_ns(e.dur) / 1000.0,
         name_of(e.engine), e.pc, json_escape(source_of(mod, e.engine, e.pc)),
         json_escape(describe_inst(mod, in)));

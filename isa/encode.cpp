@@ -101,7 +101,8 @@ std::optional<std::string> check_int_range(int64_t v, int64_t lo, int64_t hi, co
 std::optional<std::string> check_pattern(const AffinePattern& p) {
   if (p.n < 1 || p.n > 4) return fmt::format("pattern has {} pairs (1..4)", p.n);
   for (int k = 0; k < 4; ++k) {
-    if (k < p.n && p.d[k][1] < 1) return fmt::format("pattern pair {} has num {} < 1", k, p.d[k][1]);
+    if (k < p.n && p.d[k][1] < 1)
+      return fmt::format("pattern pair {} has num {} < 1", k, p.d[k][1]);
     if (k >= p.n && (p.d[k][0] != 0 || p.d[k][1] != 0))
       return fmt::format("unused pattern pair {} is not [0, 0]", k);
   }
@@ -248,13 +249,17 @@ void encode_operand(io::Writer& w, const OperandDesc& d, const Operand& o) {
   switch (d.kind) {
   case K::Dst:
   case K::Src:
-    if (o.present) encode_ap(w, o.ap);
-    else w.u8(0);
+    if (o.present)
+      encode_ap(w, o.ap);
+    else
+      w.u8(0);
     break;
   case K::Scalar:
     w.u8(o.is_ap ? 1 : 0);
-    if (o.is_ap) encode_ap(w, o.ap);
-    else w.f32(o.f);
+    if (o.is_ap)
+      encode_ap(w, o.ap);
+    else
+      w.f32(o.f);
     break;
   case K::ImmF: w.f32(o.f); break;
   case K::ImmI: w.i32(static_cast<int32_t>(o.i)); break;
@@ -318,9 +323,9 @@ public:
 
   uint32_t run() {
     if (start_ >= bytes_.size())
-      io::fail(bytes_.empty() ? 0 : bytes_.size() - 1,
-               fmt::format("no instruction at offset {}: the buffer ends at {}", start_,
-                           bytes_.size()));
+      io::fail(
+          bytes_.empty() ? 0 : bytes_.size() - 1,
+          fmt::format("no instruction at offset {}: the buffer ends at {}", start_, bytes_.size()));
     io::Reader hdr(bytes_, start_, bytes_.size(), "instruction header");
     const uint16_t code = hdr.u16();
     const InstDesc* d = find_by_opcode(code);
@@ -329,8 +334,8 @@ public:
     in_.op = d->op;
     const uint16_t length = hdr.u16();
     if (length < kInstHeaderBytes)
-      io::fail(start_ + 2, fmt::format("length field {} is shorter than the {}-byte header",
-                                       length, kInstHeaderBytes));
+      io::fail(start_ + 2, fmt::format("length field {} is shorter than the {}-byte header", length,
+                                       kInstHeaderBytes));
     if (length > bytes_.size() - start_)
       io::fail(start_ + 2, fmt::format("length field {} runs past the end of the buffer "
                                        "({} bytes left)",
@@ -357,8 +362,8 @@ private:
     if (eng >= kNumEngines) io::fail(eng_at, fmt::format("unknown engine {}", eng));
     in_.engine = static_cast<Engine>(eng);
     if (!(desc_->engines & engine_bit(in_.engine)))
-      io::fail(eng_at, fmt::format("engine {} not allowed for {}", name_of(in_.engine),
-                                   desc_->mnemonic));
+      io::fail(eng_at,
+               fmt::format("engine {} not allowed for {}", name_of(in_.engine), desc_->mnemonic));
     const uint64_t counts_at = r.pos();
     const uint8_t counts = r.u8();
     const int nwaits = counts >> 4, nsignals = counts & 15;
@@ -400,7 +405,8 @@ private:
     ap.dtype = static_cast<DType>(dt);
     ap.ndims = r.u8();
     if (ap.ndims < 1 || ap.ndims > kMaxFreeDims)
-      io::fail(at + 2, fmt::format("ndims {} outside 1..{} in {}", ap.ndims, kMaxFreeDims, where(d)));
+      io::fail(at + 2,
+               fmt::format("ndims {} outside 1..{} in {}", ap.ndims, kMaxFreeDims, where(d)));
     const uint8_t dyn = r.u8();
     if (dyn > uint8_t(DynKind::vec))
       io::fail(at + 3, fmt::format("unknown dynamic-offset kind {} in {}", dyn, where(d)));
@@ -498,8 +504,8 @@ private:
         const uint64_t num_at = r.pos();
         o.pat.d[k][1] = r.i32();
         if (o.pat.d[k][1] < 1)
-          io::fail(num_at, fmt::format("pattern pair {} of {} has num {} < 1", k, where(d),
-                                       o.pat.d[k][1]));
+          io::fail(num_at,
+                   fmt::format("pattern pair {} of {} has num {} < 1", k, where(d), o.pat.d[k][1]));
       }
       break;
     }
@@ -508,8 +514,8 @@ private:
       for (int k = 0; k < 32; ++k) {
         o.mask.v[k] = b[k];
         if (b[k] >= 32 && b[k] != 255)
-          io::fail(at + k, fmt::format("mask entry {} of {} is {} (0..31 or 255)", k, where(d),
-                                       b[k]));
+          io::fail(at + k,
+                   fmt::format("mask entry {} of {} is {} (0..31 or 255)", k, where(d), b[k]));
       }
       break;
     }

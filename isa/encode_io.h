@@ -1,6 +1,8 @@
 // Little-endian byte writer and bounds-checked reader shared by the instruction codec and the
 // object format. Internal to isa/ (encode.cpp, object.cpp).
 #pragma once
+#include <algorithm>
+#include <bit>
 #include <cstdint>
 #include <cstring>
 #include <span>
@@ -20,10 +22,16 @@ struct Failure {
   throw Failure{DecodeError{offset, std::move(message)}};
 }
 
+// Appends to a byte vector. Grows the vector ahead and writes through memcpy (encoding is on
+// the assembler's hot path); the destructor trims the vector to what was written.
 class Writer {
 public:
-  explicit Writer(std::vector<uint8_t>& out) : out_(out) {}
-  void u8(uint8_t v) { out_.push_back(v); }
+  explicit Writer(std::vector<uint8_t>& out) : out_(out), len_(out.size()) {}
+  ~Writer() { out_.resize(len_); }
+  Writer(const Writer&) = delete;
+  Writer& operator=(const Writer&) = delete;
+
+  void u8(uint8_t v) { put(v, 1); }
   void u16(uint16_t v) { put(v, 2); }
   void u32(uint32_t v) { put(v, 4); }
   void u64(uint64_t v) { put(v, 8); }
@@ -35,23 +43,35 @@ public:
     put(u, 4);
   }
   void bytes(const void* p, size_t n) {
-    const auto* b = static_cast<const uint8_t*>(p);
-    out_.insert(out_.end(), b, b + n);
+    if (n == 0) return;
+    grow(n);
+    std::memcpy(out_.data() + len_, p, n);
+    len_ += n;
   }
-  size_t size() const { return out_.size(); }
-  // Overwrites a u16/u32 written earlier (length fields known only at the end).
-  void patch_u16(size_t at, uint16_t v) { patch(at, v, 2); }
-  void patch_u32(size_t at, uint32_t v) { patch(at, v, 4); }
-  void patch_u64(size_t at, uint64_t v) { patch(at, v, 8); }
+  size_t size() const { return len_; }
+  // Overwrites a field written earlier (length fields known only at the end).
+  void patch_u16(size_t at, uint16_t v) { store(at, v, 2); }
+  void patch_u32(size_t at, uint32_t v) { store(at, v, 4); }
+  void patch_u64(size_t at, uint64_t v) { store(at, v, 8); }
 
 private:
-  void put(uint64_t v, int n) {
-    for (int k = 0; k < n; ++k) out_.push_back(static_cast<uint8_t>(v >> (8 * k)));
+  void grow(size_t n) {
+    if (len_ + n > out_.size()) out_.resize(std::max(2 * out_.size(), len_ + n + 256));
   }
-  void patch(size_t at, uint64_t v, int n) {
-    for (int k = 0; k < n; ++k) out_[at + k] = static_cast<uint8_t>(v >> (8 * k));
+  void put(uint64_t v, int n) {
+    grow(static_cast<size_t>(n));
+    store(len_, v, n);
+    len_ += static_cast<size_t>(n);
+  }
+  void store(size_t at, uint64_t v, int n) {
+    if constexpr (std::endian::native == std::endian::little) {
+      std::memcpy(out_.data() + at, &v, static_cast<size_t>(n));
+    } else {
+      for (int k = 0; k < n; ++k) out_[at + k] = static_cast<uint8_t>(v >> (8 * k));
+    }
   }
   std::vector<uint8_t>& out_;
+  size_t len_;
 };
 
 // Reads [pos, end) of a buffer; offsets are absolute within the buffer. A read past `end`

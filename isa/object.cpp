@@ -18,7 +18,7 @@ namespace {
 
 constexpr uint32_t kHeaderBytes = 24;
 constexpr uint32_t kChecksumBytes = 8;
-constexpr uint32_t kSectionHeaderBytes = 8;
+constexpr uint32_t kSizeFieldAt = 16; // header: u64 total size
 constexpr int kMaxTensorRank = 8;
 
 // Sections, always all present, in this order.
@@ -35,9 +35,9 @@ enum class Section : uint16_t {
   debug,
   labels,
 };
-constexpr Section kSectionOrder[] = {Section::strings, Section::kernel,  Section::params,
-                                     Section::files,   Section::frames,  Section::tensors,
-                                     Section::sems,    Section::groups,  Section::streams,
+constexpr Section kSectionOrder[] = {Section::strings, Section::kernel, Section::params,
+                                     Section::files,   Section::frames, Section::tensors,
+                                     Section::sems,    Section::groups, Section::streams,
                                      Section::debug,   Section::labels};
 constexpr uint32_t kNumSections = std::size(kSectionOrder);
 
@@ -193,6 +193,18 @@ void write_section(io::Writer& w, Section s, const std::vector<uint8_t>& payload
   w.bytes(payload.data(), payload.size());
 }
 
+// Header fields before the sections; the total size is patched in by write_object.
+void write_header(io::Writer& w, const Module& m) {
+  w.bytes(kObjectMagic, 4);
+  w.u16(kObjectVersion);
+  w.u16(0);
+  w.u8(static_cast<uint8_t>(m.target));
+  w.u8(0);
+  w.u16(0);
+  w.u32(kNumSections);
+  w.u64(0);
+}
+
 // ---- reader ---------------------------------------------------------------------------------
 
 class ObjectReader {
@@ -204,8 +216,7 @@ public:
     io::Reader r(b_, kHeaderBytes, b_.size() - kChecksumBytes, "object");
     for (Section s : kSectionOrder) read_section(r, s);
     if (r.remaining() != 0)
-      io::fail(r.pos(), fmt::format("{} unexpected bytes after the last section",
-                                    r.remaining()));
+      io::fail(r.pos(), fmt::format("{} unexpected bytes after the last section", r.remaining()));
     return std::move(m_);
   }
 
@@ -217,8 +228,8 @@ private:
       io::fail(0, "bad magic: not a .nbin object (expected \"NISA\")");
     const uint16_t version = r.u16();
     if (version != kObjectVersion)
-      io::fail(4, fmt::format("unsupported format version {} (this nisa reads version {})",
-                              version, kObjectVersion));
+      io::fail(4, fmt::format("unsupported format version {} (this nisa reads version {})", version,
+                              kObjectVersion));
     r.skip_zero(2, "the header flags");
     const uint8_t target = r.u8();
     if (enum_name(EnumType::Target, target).empty())
@@ -227,8 +238,8 @@ private:
     r.skip_zero(3, "the header");
     const uint32_t nsections = r.u32();
     if (nsections != kNumSections)
-      io::fail(12, fmt::format("section count {} (version {} has {})", nsections,
-                               kObjectVersion, kNumSections));
+      io::fail(12, fmt::format("section count {} (version {} has {})", nsections, kObjectVersion,
+                               kNumSections));
     const uint64_t size = r.u64();
     if (size != b_.size())
       io::fail(16, fmt::format("header says the object is {} bytes but it is {} ({})", size,
@@ -305,8 +316,7 @@ private:
     const uint64_t at = s.pos();
     const uint32_t idx = s.u32();
     if (idx >= strings_.size())
-      io::fail(at, fmt::format("string index {} out of range ({} strings)", idx,
-                               strings_.size()));
+      io::fail(at, fmt::format("string index {} out of range ({} strings)", idx, strings_.size()));
     return strings_[idx];
   }
 
@@ -381,8 +391,8 @@ private:
       if (enum_name(EnumType::Role, role).empty())
         io::fail(at + 6, fmt::format("tensor '{}': unknown role {}", t.name, role));
       if (rank < 1 || rank > kMaxTensorRank)
-        io::fail(at + 7, fmt::format("tensor '{}': rank {} outside 1..{}", t.name, rank,
-                                     kMaxTensorRank));
+        io::fail(at + 7,
+                 fmt::format("tensor '{}': rank {} outside 1..{}", t.name, rank, kMaxTensorRank));
       t.space = static_cast<MemSpace>(space);
       t.dtype = static_cast<DType>(dtype);
       t.role = static_cast<Role>(role);
@@ -393,8 +403,8 @@ private:
         const uint64_t dim_at = s.pos();
         t.shape.push_back(s.i64());
         if (t.shape.back() < 1)
-          io::fail(dim_at, fmt::format("tensor '{}': dimension {} is {}", t.name, d,
-                                       t.shape.back()));
+          io::fail(dim_at,
+                   fmt::format("tensor '{}': dimension {} is {}", t.name, d, t.shape.back()));
       }
       check_tensor_partitions(t, at + 8);
       check_name(seen, m_.tensors.emplace_back(std::move(t)).name, at, "tensor");
@@ -585,23 +595,19 @@ std::vector<uint8_t> write_object(const Module& m) {
     io::Writer w(payloads[k]);
     write_section_payload(kSectionOrder[k], w, st, m);
   }
-  io::Writer sw(payloads[0]);
-  st.write(sw);
-
+  {
+    io::Writer w(payloads[0]);
+    st.write(w);
+  }
   std::vector<uint8_t> out;
-  io::Writer w(out);
-  w.bytes(kObjectMagic, 4);
-  w.u16(kObjectVersion);
-  w.u16(0);
-  w.u8(static_cast<uint8_t>(m.target));
-  w.u8(0);
-  w.u16(0);
-  w.u32(kNumSections);
-  const size_t size_at = w.size();
-  w.u64(0); // total size, patched below
-  for (uint32_t k = 0; k < kNumSections; ++k) write_section(w, kSectionOrder[k], payloads[k]);
-  w.patch_u64(size_at, out.size() + kChecksumBytes);
-  w.u64(fnv1a64(out));
+  {
+    io::Writer w(out); // trims `out` to the bytes written when it goes out of scope
+    write_header(w, m);
+    for (uint32_t k = 0; k < kNumSections; ++k) write_section(w, kSectionOrder[k], payloads[k]);
+    const size_t body = w.size();
+    w.patch_u64(kSizeFieldAt, body + kChecksumBytes);
+    w.u64(fnv1a64(std::span<const uint8_t>(out).first(body)));
+  }
   return out;
 }
 
@@ -621,8 +627,9 @@ std::string ObjectFileError::str() const {
 std::optional<ObjectFileError> save_object(const std::string& path, const Module& m) {
   const auto bytes = write_object(m);
   std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  if (!f) return ObjectFileError{path, std::nullopt, fmt::format("cannot open for writing: {}",
-                                                                 std::strerror(errno))};
+  if (!f)
+    return ObjectFileError{path, std::nullopt,
+                           fmt::format("cannot open for writing: {}", std::strerror(errno))};
   f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
   f.close();
   if (!f) return ObjectFileError{path, std::nullopt, "write failed"};

@@ -124,7 +124,7 @@ std::string print_decls(const Module& m) {
   std::string s;
   if (!m.kernel.empty()) s += fmt::format(".kernel {}\n", m.kernel);
   s += fmt::format(".target {}\n", name_of(m.target));
-  for (const auto& [k, v] : m.params) s += fmt::format("; param {} = {}\n", k, v);
+  for (const auto& [k, v] : m.params) s += fmt::format(".param {} = {}\n", k, v);
   for (const auto& t : m.tensors) {
     s += fmt::format(".{} {} : {}[{}] {} @ ", name_of(t.space), t.name, dtype_name(t.dtype),
                      fmt::join(t.shape, ", "), name_of(t.role));
@@ -179,7 +179,8 @@ std::string print_module(const Module& m, const ModulePrintOptions& opts) {
         std::vector<uint8_t> bytes;
         encode_inst(stream[i], bytes);
         std::string hex;
-        for (size_t k = 0; k < bytes.size(); ++k) hex += fmt::format("{}{:#04x}", k ? "," : "", bytes[k]);
+        for (size_t k = 0; k < bytes.size(); ++k)
+          hex += fmt::format("{}{:#04x}", k ? "," : "", bytes[k]);
         comment = fmt::format("encoding: [{}]", hex);
       }
       if (opts.source_comments) {

@@ -20,9 +20,9 @@ std::string print_float(float f); // shortest text that parses back to the same 
 std::string print_inst(const Inst& in, const PrintContext& ctx = {});
 
 struct ModulePrintOptions {
-  bool show_encoding = false;         // "; encoding: [0x..,...]" after each instruction
-  std::optional<Engine> engine;       // print one engine's stream only
-  bool source_comments = true;        // "; file:line" from the debug info
+  bool show_encoding = false;   // "; encoding: [0x..,...]" after each instruction
+  std::optional<Engine> engine; // print one engine's stream only
+  bool source_comments = true;  // "; file:line" from the debug info
 };
 // Declarations, then one section per engine. Re-assembles to the same target, kernel name,
 // tensors, semaphores, groups, streams and labels.

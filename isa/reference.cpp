@@ -141,8 +141,9 @@ std::string reference_md() {
   out += "## Summary\n\n| mnemonic | engines | opcode | cost class | generations |\n"
          "|---|---|---|---|---|\n";
   for (const auto& d : inst_table())
-    out += fmt::format("| `{}` | {} | `0x{:04x}` | `{}` | {} |\n", d.mnemonic,
-                       engines_text(d.engines), d.opcode, cost_class_name(d.cost), gens_text(d.gens));
+    out +=
+        fmt::format("| `{}` | {} | `0x{:04x}` | `{}` | {} |\n", d.mnemonic, engines_text(d.engines),
+                    d.opcode, cost_class_name(d.cost), gens_text(d.gens));
   out += "\n## Instructions\n\n";
   for (const auto& d : inst_table()) instruction_md(out, d);
   out += "## Operand kinds\n\n| kind | meaning |\n|---|---|\n"
@@ -220,8 +221,8 @@ std::string encoding_reference() {
   for (const auto& d : inst_table()) {
     std::string fields;
     for (const auto& o : d.operands)
-      fields += fmt::format("{}`{}`: {}", fields.empty() ? "" : "; ", o.name,
-                            operand_layout(o).text);
+      fields +=
+          fmt::format("{}`{}`: {}", fields.empty() ? "" : "; ", o.name, operand_layout(o).text);
     const SizeBounds b = encoded_size_bounds(d);
     out += fmt::format("| `0x{:04x}` | `{}` ({}) | {} | {} | {} |\n", d.opcode, d.mnemonic,
                        engines_text(d.engines), fields.empty() ? "none" : fields, b.min, b.max);

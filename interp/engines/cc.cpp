@@ -24,7 +24,8 @@ std::vector<Part> views(const std::vector<ExecCtx*>& cx, const std::vector<const
     if (in[i]->op != in[0]->op)
       throw Fault(fmt::format("rank {} reached '{}' while rank {} reached '{}'", cx[i]->rank,
                               desc(in[i]->op).mnemonic, cx[0]->rank, desc(in[0]->op).mnemonic));
-    p.push_back({cx[i]->view(in[i]->ops[1].ap, Access::read), cx[i]->view(in[i]->ops[0].ap, Access::write)});
+    p.push_back({cx[i]->view(in[i]->ops[1].ap, Access::read),
+                 cx[i]->view(in[i]->ops[0].ap, Access::write)});
   }
   return p;
 }
@@ -45,7 +46,8 @@ float reduce(AluOp op, float a, float b) {
   case AluOp::add: return a + b;
   case AluOp::max: return std::max(a, b);
   case AluOp::min: return std::min(a, b);
-  default: throw Fault(fmt::format("collective reduction '{}' is not add, max or min", name_of(op)));
+  default:
+    throw Fault(fmt::format("collective reduction '{}' is not add, max or min", name_of(op)));
   }
 }
 
@@ -90,7 +92,8 @@ void all_gather(std::vector<Part>& p, int64_t dim) {
   size_t w = dtype_bytes(st), elems = total_elems(p[0].src);
   std::vector<uint8_t> all(n * elems * w);
   if (dim == 0) {
-    for (size_t r = 0; r < n; ++r) std::copy(src[r].begin(), src[r].end(), all.begin() + r * elems * w);
+    for (size_t r = 0; r < n; ++r)
+      std::copy(src[r].begin(), src[r].end(), all.begin() + r * elems * w);
   } else if (dim == 1) { // row p of the result = row p of every rank, side by side
     size_t rows = p[0].src.parts, cols = p[0].src.free_elems * w;
     for (size_t row = 0; row < rows; ++row)
@@ -114,7 +117,8 @@ void all_to_all(std::vector<Part>& p) {
   need(elems % n == 0, "all_to_all: the source does not split into equal chunks");
   for (size_t i = 0; i < n; ++i) {
     std::vector<uint8_t> out(elems * w);
-    for (size_t j = 0; j < n; ++j) std::copy_n(src[j].begin() + i * chunk, chunk, out.begin() + j * chunk);
+    for (size_t j = 0; j < n; ++j)
+      std::copy_n(src[j].begin() + i * chunk, chunk, out.begin() + j * chunk);
     need(total_elems(p[i].dst) == elems, "all_to_all: dst and src sizes differ");
     scatter_bytes(p[i].dst, out.data(), st);
   }
@@ -166,7 +170,7 @@ void run_collective(const std::vector<ExecCtx*>& cx, const std::vector<const Ins
 // The scheduler meets the ranks and calls run_collective; a direct call is an error.
 #define NISA_CC_DIRECT(id)                                                                         \
   void sem_##id(ExecCtx&, const Inst&) {                                                           \
-    throw Fault("collectives run only through the scheduler (every rank must reach them)");      \
+    throw Fault("collectives run only through the scheduler (every rank must reach them)");        \
   }
 NISA_CC_DIRECT(all_reduce)
 NISA_CC_DIRECT(all_gather)

@@ -24,7 +24,8 @@ template <class F> void alu(ExecCtx& cx, const Inst& in, F f) {
 void branch_if(ExecCtx& cx, bool take, const Operand& target) {
   if (!take) return;
   if (target.i < 0 || target.i > cx.stream_len)
-    throw Fault(fmt::format("branch target {} is outside the stream (0..{})", target.i, cx.stream_len));
+    throw Fault(
+        fmt::format("branch target {} is outside the stream (0..{})", target.i, cx.stream_len));
   cx.next_pc = target.i;
 }
 
@@ -43,14 +44,28 @@ void sem_sem_set(ExecCtx& cx, const Inst& in) {
 void sem_core_barrier(ExecCtx&, const Inst&) {}
 
 void sem_li(ExecCtx& cx, const Inst& in) { reg(cx, in.ops[0].i) = int32_t(in.ops[1].i); }
-void sem_add(ExecCtx& cx, const Inst& in) { alu(cx, in, [](uint32_t a, uint32_t b) { return a + b; }); }
-void sem_sub(ExecCtx& cx, const Inst& in) { alu(cx, in, [](uint32_t a, uint32_t b) { return a - b; }); }
-void sem_mul(ExecCtx& cx, const Inst& in) { alu(cx, in, [](uint32_t a, uint32_t b) { return a * b; }); }
+void sem_add(ExecCtx& cx, const Inst& in) {
+  alu(cx, in, [](uint32_t a, uint32_t b) { return a + b; });
+}
+void sem_sub(ExecCtx& cx, const Inst& in) {
+  alu(cx, in, [](uint32_t a, uint32_t b) { return a - b; });
+}
+void sem_mul(ExecCtx& cx, const Inst& in) {
+  alu(cx, in, [](uint32_t a, uint32_t b) { return a * b; });
+}
 // Shift counts use their low 5 bits, as 32-bit hardware shifters do.
-void sem_shl(ExecCtx& cx, const Inst& in) { alu(cx, in, [](uint32_t a, uint32_t b) { return a << (b & 31); }); }
-void sem_shr(ExecCtx& cx, const Inst& in) { alu(cx, in, [](uint32_t a, uint32_t b) { return a >> (b & 31); }); }
-void sem_and_(ExecCtx& cx, const Inst& in) { alu(cx, in, [](uint32_t a, uint32_t b) { return a & b; }); }
-void sem_or_(ExecCtx& cx, const Inst& in) { alu(cx, in, [](uint32_t a, uint32_t b) { return a | b; }); }
+void sem_shl(ExecCtx& cx, const Inst& in) {
+  alu(cx, in, [](uint32_t a, uint32_t b) { return a << (b & 31); });
+}
+void sem_shr(ExecCtx& cx, const Inst& in) {
+  alu(cx, in, [](uint32_t a, uint32_t b) { return a >> (b & 31); });
+}
+void sem_and_(ExecCtx& cx, const Inst& in) {
+  alu(cx, in, [](uint32_t a, uint32_t b) { return a & b; });
+}
+void sem_or_(ExecCtx& cx, const Inst& in) {
+  alu(cx, in, [](uint32_t a, uint32_t b) { return a | b; });
+}
 void sem_min(ExecCtx& cx, const Inst& in) {
   alu(cx, in, [](uint32_t a, uint32_t b) { return uint32_t(std::min(int32_t(a), int32_t(b))); });
 }
@@ -75,17 +90,20 @@ void sem_ld(ExecCtx& cx, const Inst& in) {
   View v = cx.view(in.ops[1].ap, Access::read);
   if (v.parts == 0 || v.free_elems == 0) throw Fault("ld: the source has no element");
   const uint8_t* p = v.row(0);
-  reg(cx, in.ops[0].i) = info(v.dtype).is_float
-                             ? int32_t(f32_to_int_rne_sat(load_as_f32(v.dtype, p), INT32_MIN, INT32_MAX))
-                             : int32_t(load_as_int(v.dtype, p));
+  reg(cx, in.ops[0].i) =
+      info(v.dtype).is_float
+          ? int32_t(f32_to_int_rne_sat(load_as_f32(v.dtype, p), INT32_MIN, INT32_MAX))
+          : int32_t(load_as_int(v.dtype, p));
 }
 
 void sem_st(ExecCtx& cx, const Inst& in) {
   View v = cx.view(in.ops[0].ap, Access::write);
   if (v.parts == 0 || v.free_elems == 0) throw Fault("st: the destination has no element");
   int32_t r = reg(cx, in.ops[1].i);
-  if (info(v.dtype).is_float) store_from_f32(v.dtype, v.row(0), float(r));
-  else store_from_int(v.dtype, v.row(0), r);
+  if (info(v.dtype).is_float)
+    store_from_f32(v.dtype, v.row(0), float(r));
+  else
+    store_from_int(v.dtype, v.row(0), r);
 }
 
 void sem_br(ExecCtx& cx, const Inst& in) { branch_if(cx, true, in.ops[0]); }
@@ -101,7 +119,8 @@ void sem_halt(ExecCtx& cx, const Inst&) { cx.next_pc = cx.stream_len; }
 void sem_ring_rank(ExecCtx& cx, const Inst& in) {
   const Module& m = *cx.machine->mod;
   int64_t g = in.ops[2].i;
-  if (g < 0 || size_t(g) >= m.groups.size()) throw Fault(fmt::format("replica group #{} is not declared", g));
+  if (g < 0 || size_t(g) >= m.groups.size())
+    throw Fault(fmt::format("replica group #{} is not declared", g));
   int32_t step = rhs(cx, in.ops[1]);
   for (const auto& list : m.groups[g].groups)
     for (size_t i = 0; i < list.size(); ++i)
@@ -111,7 +130,8 @@ void sem_ring_rank(ExecCtx& cx, const Inst& in) {
         reg(cx, in.ops[0].i) = int32_t(list[pos]);
         return;
       }
-  throw Fault(fmt::format("rank {} is in no list of replica group '{}'", cx.rank, m.groups[g].name));
+  throw Fault(
+      fmt::format("rank {} is in no list of replica group '{}'", cx.rank, m.groups[g].name));
 }
 
 } // namespace nisa::interp

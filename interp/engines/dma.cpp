@@ -14,14 +14,17 @@ void copy_elems(const View& dst, const View& src) {
   // Fast path: same dtype, same row shape, contiguous rows, no skipped rows.
   if (same && dst.parts == src.parts && dst.free_elems == src.free_elems && dst.contiguous() &&
       src.contiguous() && dst.row_skip.empty() && src.row_skip.empty()) {
-    for (uint32_t p = 0; p < dst.parts; ++p) std::memmove(dst.row(p), src.row(p), dst.free_elems * dw);
+    for (uint32_t p = 0; p < dst.parts; ++p)
+      std::memmove(dst.row(p), src.row(p), dst.free_elems * dw);
     return;
   }
   Cursor d(dst), s(src);
   for (; !d.done() && !s.done(); d.next(), s.next()) {
     if (d.row_skipped() || s.row_skipped()) continue;
-    if (same) std::memmove(d.ptr(), s.ptr(), dw);
-    else store_from_f32(dst.dtype, d.ptr(), load_as_f32(src.dtype, s.ptr()));
+    if (same)
+      std::memmove(d.ptr(), s.ptr(), dw);
+    else
+      store_from_f32(dst.dtype, d.ptr(), load_as_f32(src.dtype, s.ptr()));
   }
 }
 
@@ -37,8 +40,10 @@ void scatter_bytes(const View& dst, const uint8_t* bytes, DType src_dtype) {
   const int sw = dtype_bytes(src_dtype), dw = dtype_bytes(dst.dtype);
   for (Cursor c(dst); !c.done(); c.next(), bytes += sw) {
     if (c.row_skipped()) continue;
-    if (src_dtype == dst.dtype) std::memcpy(c.ptr(), bytes, dw);
-    else store_from_f32(dst.dtype, c.ptr(), load_as_f32(src_dtype, bytes));
+    if (src_dtype == dst.dtype)
+      std::memcpy(c.ptr(), bytes, dw);
+    else
+      store_from_f32(dst.dtype, c.ptr(), load_as_f32(src_dtype, bytes));
   }
 }
 
@@ -119,9 +124,10 @@ void exchange_send_recv(ExecCtx& a, const Inst& ia, ExecCtx& b, const Inst& ib) 
   View ad = a.view(ia.ops[0].ap, Access::write), bd = b.view(ib.ops[0].ap, Access::write);
   auto check = [](const View& d, const View& s, int dc, int sc) {
     if (d.dtype != s.dtype || d.parts != s.parts || d.free_elems != s.free_elems)
-      throw Fault(fmt::format("send_recv: core {} sends {}[{} x {}] but core {} receives into {}[{} x {}]",
-                              sc, dtype_name(s.dtype), s.parts, s.free_elems, dc,
-                              dtype_name(d.dtype), d.parts, d.free_elems));
+      throw Fault(
+          fmt::format("send_recv: core {} sends {}[{} x {}] but core {} receives into {}[{} x {}]",
+                      sc, dtype_name(s.dtype), s.parts, s.free_elems, dc, dtype_name(d.dtype),
+                      d.parts, d.free_elems));
   };
   check(bd, as, b.core_id, a.core_id);
   check(ad, bs, a.core_id, b.core_id);

@@ -1,6 +1,8 @@
 // Vector engine (DVE) semantics, plus the instructions DVE shares with ACT and POOL
 // (copy, tensor_scalar, tensor_tensor, memset). Arithmetic runs in fp32 and rounds to the
 // destination dtype; bitvec operators work on raw integers (isa-facts 2, 4.1, 4.4).
+// Vectorise the row loops (the default -O2 cost model leaves loops of unknown length scalar).
+#pragma GCC optimize("O3")
 #include <algorithm>
 
 #include "interp/engines/elementwise.h"
@@ -29,6 +31,11 @@ std::vector<int64_t> int_rows(const View& v) {
   return out;
 }
 
+template <class F> void int_rows_op(AluOp op, F&& f) {
+  if (!with_int_alu(op, f))
+    throw Fault(fmt::format("ALU operator {} has no integer form", name_of(op)));
+}
+
 // Integer path of tensor_tensor: bitvec operators, or GpSimd's exact int32 arithmetic.
 void int_binary(const Inst& in, AluOp op, const View& d, const View& a, const View& b) {
   if (!all_int({&d, &a, &b}))
@@ -38,23 +45,53 @@ void int_binary(const Inst& in, AluOp op, const View& d, const View& a, const Vi
   const uint64_t n = d.free_elems;
   const int bits = dtype_bytes(a.dtype) * 8;
   std::vector<int64_t> out(n);
-  for (uint32_t p = 0; p < d.parts; ++p) {
-    for (uint64_t j = 0; j < n; ++j) out[j] = alu_int(op, x[p * n + j], y[p * n + j], bits);
-    store_row_int(d, p, out.data());
-  }
+  int_rows_op(op, [&](auto o) {
+    for (uint32_t p = 0; p < d.parts; ++p) {
+      for (uint64_t j = 0; j < n; ++j)
+        out[j] = alu_i<decltype(o)::value>(x[p * n + j], y[p * n + j], bits);
+      store_row_int(d, p, out.data());
+    }
+  });
+}
+
+// Row kernels take everything by value so the compiler knows the trip count and vectorises.
+template <AluOp O> void binary_row(float* out, const float* x, const float* y, uint64_t n) {
+  for (uint64_t j = 0; j < n; ++j) out[j] = alu<O>(x[j], y[j]);
+}
+template <AluOp O, DType T>
+void fused_binary_row(uint8_t* out, const uint8_t* x, const uint8_t* y, uint64_t n) {
+  using Tr = Traits<T>;
+  using S = typename Tr::S;
+  for (uint64_t j = 0; j < n; ++j)
+    st<S>(out + j * sizeof(S),
+          Tr::from(alu<O>(Tr::to(ld<S>(x + j * sizeof(S))), Tr::to(ld<S>(y + j * sizeof(S))))));
+}
+
+// Same dtype everywhere, contiguous rows, no cross-row aliasing: one fused loop per row
+// (convert, operate, round).
+template <DType T>
+bool fused_binary(ExecCtx& cx, AluOp op, const View& d, const View& a, const View& b) {
+  if (a.dtype != T || b.dtype != T || d.dtype != T) return false;
+  if (!d.contiguous() || !a.contiguous() || !b.contiguous() || d.rows || a.rows || b.rows)
+    return false;
+  if (needs_snapshot(cx, d, a) || needs_snapshot(cx, d, b)) return false;
+  with_alu(op, [&](auto oc) {
+    for (uint32_t p = 0; p < d.parts; ++p)
+      fused_binary_row<decltype(oc)::value, T>(d.row(p), a.row(p), b.row(p), d.free_elems);
+  });
+  return true;
 }
 
 void float_binary(ExecCtx& cx, AluOp op, const View& d, const View& a, const View& b) {
+  if (fused_binary<DType::fp32>(cx, op, d, a, b) || fused_binary<DType::bf16>(cx, op, d, a, b))
+    return;
   F32Rows ra(a, needs_snapshot(cx, d, a)), rb(b, needs_snapshot(cx, d, b));
   F32Out o(d);
-  const uint64_t n = d.free_elems;
   with_alu(op, [&](auto oc) {
-    constexpr AluOp O = decltype(oc)::value;
     for (uint32_t p = 0; p < d.parts; ++p) {
       const float* x = ra.get(p);
       const float* y = rb.get(p);
-      float* out = o.get(p);
-      for (uint64_t j = 0; j < n; ++j) out[j] = alu<O>(x[j], y[j]);
+      binary_row<decltype(oc)::value>(o.get(p), x, y, d.free_elems);
       o.commit(p);
     }
   });
@@ -75,11 +112,16 @@ void apply_scalar(AluOp op, float* out, const float* x, uint64_t n, float s, boo
   with_alu(op, [&](auto o) { scalar_pass<decltype(o)::value>(out, x, n, s, rev); });
 }
 
-void check_alu_op(const Inst& in, std::string_view name, AluOp op, bool allow_bitvec) {
+void check_alu_op(const ExecCtx& cx, const Inst& in, std::string_view name, AluOp op,
+                  bool allow_bitvec) {
   if (op == AluOp::average) fault(in, name, "average is a partition-reduce operator only");
   if (!allow_bitvec && is_bitvec(op))
     fault(in, name,
           fmt::format("{} is a bitvec operator; this instruction is arithmetic only", name_of(op)));
+  if ((op == AluOp::abs_max || op == AluOp::abs_min) && cx.target != Target::trn3)
+    fault(in, name, fmt::format("{} needs trn3", name_of(op)));
+  if (op == AluOp::power && in.op != Opcode::tensor_tensor)
+    fault(in, name, "power takes a tensor exponent (tensor_tensor on pool) only");
 }
 
 // ScalarE on trn1/trn2 runs tensor_scalar only as (multiply, add), (multiply), (add).
@@ -102,14 +144,19 @@ void tensor_scalar_int(const Inst& in, const View& d, const View& s, AluOp op0, 
   const uint64_t n = d.free_elems;
   const int bits = dtype_bytes(s.dtype) * 8;
   std::vector<int64_t> out(n);
+  // One pass per operator: out = x op0 a, then out = out op1 b.
+  auto pass = [&](AluOp op, const int64_t* in, int64_t s, bool rev) {
+    int_rows_op(op, [&](auto o) {
+      constexpr AluOp O = decltype(o)::value;
+      if (rev && O != AluOp::bypass && !is_unary(O)) // unary and bypass act on the data
+        for (uint64_t j = 0; j < n; ++j) out[j] = alu_i<O>(s, in[j], bits);
+      else
+        for (uint64_t j = 0; j < n; ++j) out[j] = alu_i<O>(in[j], s, bits);
+    });
+  };
   for (uint32_t p = 0; p < d.parts; ++p) {
-    const int64_t a = s0.at_int(p), b = s1.at_int(p);
-    for (uint64_t j = 0; j < n; ++j) {
-      int64_t v = x[p * n + j];
-      v = rev0 ? alu_int(op0, a, v, bits) : alu_int(op0, v, a, bits);
-      if (op1 != AluOp::bypass) v = rev1 ? alu_int(op1, b, v, bits) : alu_int(op1, v, b, bits);
-      out[j] = v;
-    }
+    pass(op0, x.data() + p * n, s0.at_int(p), rev0);
+    pass(op1, out.data(), s1.at_int(p), rev1);
     store_row_int(d, p, out.data());
   }
 }
@@ -144,8 +191,7 @@ inline bool ranks_above(float a, float b) {
 
 } // namespace
 
-// ---- pure row algorithms
-// -------------------------------------------------------------------------
+// ---- pure row algorithms ---------------------------------------------------------------------
 namespace ew {
 
 void max8_row(const float* x, uint64_t n, float out[8]) {
@@ -246,8 +292,8 @@ void sem_copy(ExecCtx& cx, const Inst& in) {
 void sem_tensor_scalar(ExecCtx& cx, const Inst& in) {
   const AluOp op0 = enum_operand<AluOp>(in, "op0"), op1 = enum_operand<AluOp>(in, "op1");
   const bool rev0 = flag(in, "rev0"), rev1 = flag(in, "rev1");
-  check_alu_op(in, "op0", op0, true);
-  check_alu_op(in, "op1", op1, true);
+  check_alu_op(cx, in, "op0", op0, true);
+  check_alu_op(cx, in, "op1", op1, true);
   if (op0 == AluOp::bypass) fault(in, "op0", "must be an operator, not bypass");
   const bool bitvec = is_bitvec(op0);
   if (op1 != AluOp::bypass && is_bitvec(op1) != bitvec)
@@ -277,7 +323,7 @@ void sem_tensor_scalar(ExecCtx& cx, const Inst& in) {
 
 void sem_tensor_tensor(ExecCtx& cx, const Inst& in) {
   const AluOp op = enum_operand<AluOp>(in, "op");
-  check_alu_op(in, "op", op, true);
+  check_alu_op(cx, in, "op", op, true);
   if (is_unary(op) || op == AluOp::bypass)
     fault(in, "op", fmt::format("{} is not a binary operator", name_of(op)));
   if (op == AluOp::power && in.engine != Engine::pool) fault(in, "op", "power runs on pool only");
@@ -288,7 +334,8 @@ void sem_tensor_tensor(ExecCtx& cx, const Inst& in) {
   check_same_shape(in, d, b, "in1");
   check_not_both_psum(in, "in0", "in1");
   // GpSimd computes all-int32 operands exactly (results wrap modulo 2^32).
-  if (is_bitvec(op) || (in.engine == Engine::pool && all_int32({&d, &a, &b})))
+  const bool exact_int = op != AluOp::power && op != AluOp::abs_max && op != AluOp::abs_min;
+  if (is_bitvec(op) || (in.engine == Engine::pool && exact_int && all_int32({&d, &a, &b})))
     int_binary(in, op, d, a, b);
   else
     float_binary(cx, op, d, a, b);
@@ -313,12 +360,11 @@ void sem_memset(ExecCtx& cx, const Inst& in) {
   note_psum_write(cx, operand(in, "dst").ap);
 }
 
-// ---- DVE only
-// ------------------------------------------------------------------------------------
+// ---- DVE only --------------------------------------------------------------------------------
 void sem_scalar_tensor_tensor(ExecCtx& cx, const Inst& in) {
   const AluOp op0 = enum_operand<AluOp>(in, "op0"), op1 = enum_operand<AluOp>(in, "op1");
-  check_alu_op(in, "op0", op0, false);
-  check_alu_op(in, "op1", op1, false);
+  check_alu_op(cx, in, "op0", op0, false);
+  check_alu_op(cx, in, "op1", op1, false);
   if (is_unary(op1) || op1 == AluOp::bypass)
     fault(in, "op1", fmt::format("{} is not a binary operator", name_of(op1)));
   const bool rev0 = flag(in, "rev0"), rev1 = flag(in, "rev1");
@@ -340,9 +386,9 @@ void sem_scalar_tensor_tensor(ExecCtx& cx, const Inst& in) {
       apply_scalar(op0, out, ra.get(p), n, s0.at(p), rev0);
       const float* y = rb.get(p);
       if (rev1)
-        for (uint64_t j = 0; j < n; ++j) out[j] = alu<O>(y[j], out[j]);
+        binary_row<O>(out, y, out, n);
       else
-        for (uint64_t j = 0; j < n; ++j) out[j] = alu<O>(out[j], y[j]);
+        binary_row<O>(out, out, y, n);
       o.commit(p);
     }
   });
@@ -383,15 +429,17 @@ void sem_tensor_reduce(ExecCtx& cx, const Inst& in) {
     const std::vector<int64_t> x = int_rows(s);
     const int bits = dtype_bytes(s.dtype) * 8;
     std::vector<int64_t> out(outer);
-    for (uint32_t p = 0; p < d.parts; ++p) {
-      for (uint64_t o = 0; o < outer; ++o) {
-        const int64_t* r = x.data() + (p * outer + o) * inner;
-        int64_t acc = r[0];
-        for (uint64_t k = 1; k < inner; ++k) acc = alu_int(op, acc, r[k], bits);
-        out[o] = negate ? -acc : acc;
+    int_rows_op(op, [&](auto oc) {
+      for (uint32_t p = 0; p < d.parts; ++p) {
+        for (uint64_t o = 0; o < outer; ++o) {
+          const int64_t* r = x.data() + (p * outer + o) * inner;
+          int64_t acc = r[0];
+          for (uint64_t k = 1; k < inner; ++k) acc = alu_i<decltype(oc)::value>(acc, r[k], bits);
+          out[o] = negate ? -acc : acc;
+        }
+        store_row_int(d, p, out.data());
       }
-      store_row_int(d, p, out.data());
-    }
+    });
   } else {
     F32Rows rs(s, views_overlap(cx, d, s));
     F32Out o(d);
@@ -441,8 +489,8 @@ void sem_copy_predicated(ExecCtx& cx, const Inst& in) {
 
 void sem_scan(ExecCtx& cx, const Inst& in) {
   const AluOp op0 = enum_operand<AluOp>(in, "op0"), op1 = enum_operand<AluOp>(in, "op1");
-  check_alu_op(in, "op0", op0, false);
-  check_alu_op(in, "op1", op1, false);
+  check_alu_op(cx, in, "op0", op0, false);
+  check_alu_op(cx, in, "op1", op1, false);
   const View d = operand_view(cx, in, "dst", Access::write);
   const View a = operand_view(cx, in, "in0", Access::read);
   const View b = operand_view(cx, in, "in1", Access::read);

@@ -1,4 +1,6 @@
 // Definitions of the shared compute-engine helpers (see elementwise.h).
+// O3: vectorise the row conversion loops (see dve.cpp).
+#pragma GCC optimize("O3")
 #include "interp/engines/elementwise.h"
 
 #include <algorithm>
@@ -173,8 +175,7 @@ ScalarOp scalar_operand(ExecCtx& cx, const Inst& in, std::string_view name, uint
   return s;
 }
 
-// ---- rows
-// ----------------------------------------------------------------------------------------
+// ---- rows ------------------------------------------------------------------------------------
 void load_row_int(const View& v, uint32_t p, int64_t* out) {
   with_dtype(v.dtype, [&](auto t) {
     constexpr DType T = decltype(t)::value;
@@ -267,8 +268,7 @@ const float* F32Rows::get(uint32_t p) {
   return buf_.data();
 }
 
-// ---- ALU
-// -----------------------------------------------------------------------------------------
+// ---- ALU -------------------------------------------------------------------------------------
 bool is_bitvec(AluOp op) {
   switch (op) {
   case AluOp::bitwise_and:
@@ -298,35 +298,10 @@ float alu_f32(AluOp op, float a, float b) {
 }
 
 int64_t alu_int(AluOp op, int64_t a, int64_t b, int bits) {
-  const uint64_t mask = bits >= 64 ? ~uint64_t{0} : (uint64_t{1} << bits) - 1;
-  switch (op) {
-  case AluOp::bitwise_and: return a & b;
-  case AluOp::bitwise_or: return a | b;
-  case AluOp::bitwise_xor: return a ^ b;
-  case AluOp::invert: return ~a;
-  case AluOp::left_shift: return (b < 0 || b >= bits) ? 0 : int64_t(uint64_t(a) << b);
-  case AluOp::right_shift: return (b < 0 || b >= bits) ? 0 : int64_t((uint64_t(a) & mask) >> b);
-  case AluOp::add: return a + b;
-  case AluOp::subtract: return a - b;
-  case AluOp::multiply: return int64_t(uint64_t(a) * uint64_t(b));
-  case AluOp::max: return std::max(a, b);
-  case AluOp::min: return std::min(a, b);
-  case AluOp::equal: return a == b;
-  case AluOp::not_equal: return a != b;
-  case AluOp::greater_equal: return a >= b;
-  case AluOp::greater: return a > b;
-  case AluOp::less_equal: return a <= b;
-  case AluOp::less: return a < b;
-  case AluOp::logical_and: return a && b;
-  case AluOp::logical_or: return a || b;
-  case AluOp::logical_xor: return (a != 0) != (b != 0);
-  case AluOp::abs: return a < 0 ? -a : a;
-  case AluOp::square: return int64_t(uint64_t(a) * uint64_t(a));
-  case AluOp::relu: return a > 0 ? a : 0;
-  case AluOp::bypass: return a;
-  default: break;
-  }
-  throw Fault(fmt::format("ALU operator {} has no integer form", name_of(op)));
+  int64_t r = 0;
+  if (!with_int_alu(op, [&](auto o) { r = alu_i<decltype(o)::value>(a, b, bits); }))
+    throw Fault(fmt::format("ALU operator {} has no integer form", name_of(op)));
+  return r;
 }
 
 } // namespace nisa::interp::ew

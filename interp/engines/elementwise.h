@@ -144,7 +144,8 @@ template <DType T> void load_row_t(const View& v, uint32_t p, float* out) {
   using S = typename Tr::S;
   if (v.contiguous()) {
     const uint8_t* r = v.row(p);
-    for (uint64_t j = 0; j < v.free_elems; ++j) out[j] = Tr::to(ld<S>(r + j * sizeof(S)));
+    const uint64_t n = v.free_elems; // a local: stores cannot change the trip count
+    for (uint64_t j = 0; j < n; ++j) out[j] = Tr::to(ld<S>(r + j * sizeof(S)));
     return;
   }
   for_each_elem(v, p, [&](const uint8_t* q) { *out++ = Tr::to(ld<S>(q)); });
@@ -154,7 +155,8 @@ template <DType T> void store_row_t(const View& v, uint32_t p, const float* in) 
   using S = typename Tr::S;
   if (v.contiguous()) {
     uint8_t* r = v.row(p);
-    for (uint64_t j = 0; j < v.free_elems; ++j) st<S>(r + j * sizeof(S), Tr::from(in[j]));
+    const uint64_t n = v.free_elems;
+    for (uint64_t j = 0; j < n; ++j) st<S>(r + j * sizeof(S), Tr::from(in[j]));
     return;
   }
   for_each_elem(v, p, [&](uint8_t* q) { st<S>(q, Tr::from(*in++)); });
@@ -210,8 +212,7 @@ private:
   std::vector<float> buf_;
 };
 
-// ---- ALU
-// -----------------------------------------------------------------------------------------
+// ---- ALU -------------------------------------------------------------------------------------
 bool is_bitvec(AluOp op);
 bool is_unary(AluOp op);   // abs, square, relu, rsqrt, reciprocal, invert
 bool is_compare(AluOp op); // equal .. less
@@ -309,8 +310,94 @@ template <class F> decltype(auto) with_alu(AluOp op, F&& f) {
 }
 // Per-element fp32 ALU for scalar (non-loop) uses such as the scan recurrence.
 float alu_f32(AluOp op, float a, float b);
-// Integer ALU on raw values of `bits` width: bitvec ops, plus exact integer arithmetic
-// (GpSimd int32 path: wraps modulo 2^bits when stored).
+
+// Integer ALU on raw values of `bits` width: bitvec ops (shifts are logical on that width),
+// plus exact integer arithmetic (GpSimd int32 path: results wrap when stored).
+template <AluOp O> inline int64_t alu_i(int64_t a, int64_t b, int bits) {
+  if constexpr (O == AluOp::bitwise_and)
+    return a & b;
+  else if constexpr (O == AluOp::bitwise_or)
+    return a | b;
+  else if constexpr (O == AluOp::bitwise_xor)
+    return a ^ b;
+  else if constexpr (O == AluOp::invert)
+    return ~a;
+  else if constexpr (O == AluOp::left_shift)
+    return (b < 0 || b >= bits) ? 0 : int64_t(uint64_t(a) << b);
+  else if constexpr (O == AluOp::right_shift) {
+    const uint64_t mask = bits >= 64 ? ~uint64_t{0} : (uint64_t{1} << bits) - 1;
+    return (b < 0 || b >= bits) ? 0 : int64_t((uint64_t(a) & mask) >> b);
+  } else if constexpr (O == AluOp::add)
+    return int64_t(uint64_t(a) + uint64_t(b));
+  else if constexpr (O == AluOp::subtract)
+    return int64_t(uint64_t(a) - uint64_t(b));
+  else if constexpr (O == AluOp::multiply)
+    return int64_t(uint64_t(a) * uint64_t(b));
+  else if constexpr (O == AluOp::max)
+    return a > b ? a : b;
+  else if constexpr (O == AluOp::min)
+    return a < b ? a : b;
+  else if constexpr (O == AluOp::equal)
+    return a == b;
+  else if constexpr (O == AluOp::not_equal)
+    return a != b;
+  else if constexpr (O == AluOp::greater_equal)
+    return a >= b;
+  else if constexpr (O == AluOp::greater)
+    return a > b;
+  else if constexpr (O == AluOp::less_equal)
+    return a <= b;
+  else if constexpr (O == AluOp::less)
+    return a < b;
+  else if constexpr (O == AluOp::logical_and)
+    return a != 0 && b != 0;
+  else if constexpr (O == AluOp::logical_or)
+    return a != 0 || b != 0;
+  else if constexpr (O == AluOp::logical_xor)
+    return (a != 0) != (b != 0);
+  else if constexpr (O == AluOp::abs)
+    return a < 0 ? -a : a;
+  else if constexpr (O == AluOp::square)
+    return int64_t(uint64_t(a) * uint64_t(a));
+  else if constexpr (O == AluOp::relu)
+    return a > 0 ? a : 0;
+  else
+    return a; // bypass
+}
+// Calls f(OpC<op>) for operators with an integer form; false (f not called) otherwise.
+template <class F> bool with_int_alu(AluOp op, F&& f) {
+  switch (op) {
+#define NISA_INT_CASE(o)                                                                           \
+  case AluOp::o: f(OpC<AluOp::o>{}); return true;
+    NISA_INT_CASE(bypass)
+    NISA_INT_CASE(bitwise_and)
+    NISA_INT_CASE(bitwise_or)
+    NISA_INT_CASE(bitwise_xor)
+    NISA_INT_CASE(invert)
+    NISA_INT_CASE(left_shift)
+    NISA_INT_CASE(right_shift)
+    NISA_INT_CASE(add)
+    NISA_INT_CASE(subtract)
+    NISA_INT_CASE(multiply)
+    NISA_INT_CASE(max)
+    NISA_INT_CASE(min)
+    NISA_INT_CASE(equal)
+    NISA_INT_CASE(not_equal)
+    NISA_INT_CASE(greater_equal)
+    NISA_INT_CASE(greater)
+    NISA_INT_CASE(less_equal)
+    NISA_INT_CASE(less)
+    NISA_INT_CASE(logical_and)
+    NISA_INT_CASE(logical_or)
+    NISA_INT_CASE(logical_xor)
+    NISA_INT_CASE(abs)
+    NISA_INT_CASE(square)
+    NISA_INT_CASE(relu)
+#undef NISA_INT_CASE
+  default: return false;
+  }
+}
+// The same, one element at a time (throws for operators without an integer form).
 int64_t alu_int(AluOp op, int64_t a, int64_t b, int bits);
 
 // ---- pure per-row algorithms (tests call these directly) --------------------------------------
@@ -328,6 +415,10 @@ void scan_row(const float* d0, const float* d1, uint64_t n, float init, AluOp op
 // c[m][n] = fma chain over k of s[k][m] * v[k][n] (s: k_n x m_n, v: k_n x n_n, c: m_n x n_n,
 // row-major); m_n % 4 == 0 and n_n % 16 == 0. Bit-identical on every host (see pe.cpp).
 void matmul_f32(const float* s, int m_n, const float* v, int n_n, int k_n, float* c);
+// The same with a chosen kernel (tests compare them); false if the host lacks it.
+enum class MatmulKernel : uint8_t { scalar, avx2, avx512 };
+bool matmul_f32_with(MatmulKernel k, const float* s, int m_n, const float* v, int n_n, int k_n,
+                     float* c);
 // One activation function (isa-facts 4.2) at x, evaluated in double and rounded to fp32.
 float act_fn(ActFunc f, float x);
 // out[i] = f(x[i] * scale + bias) (the affine part in fp32).

@@ -9,6 +9,7 @@
 // them; acc=auto overwrites words whose flag is clear and adds to words whose flag is set;
 // any non-matmul write into PSUM clears them (ew::note_psum_write), so the next auto matmul
 // there starts a new accumulation group.
+#pragma GCC optimize("O3")
 #include <immintrin.h>
 
 #include <cmath>
@@ -118,6 +119,18 @@ std::vector<float> padded_rows(const View& v, int width) {
 // Word index in psum_written of the byte at q.
 size_t psum_word(const ExecCtx& cx, const uint8_t* q) { return size_t(q - cx.state->psum) / 4; }
 
+// One fp32 PSUM row: overwrite, add, or (auto) add where a matmul already wrote.
+void write_psum_row(float* out, uint8_t* flags, const float* r, uint64_t n, AccMode acc) {
+  if (acc == AccMode::overwrite) {
+    std::memcpy(out, r, n * sizeof(float));
+  } else if (acc == AccMode::accumulate) {
+    for (uint64_t j = 0; j < n; ++j) out[j] += r[j];
+  } else {
+    for (uint64_t j = 0; j < n; ++j) out[j] = flags[j] ? out[j] + r[j] : r[j];
+  }
+  std::memset(flags, 1, n);
+}
+
 void check_float_input(const Inst& in, std::string_view name, DType t) {
   if (!info(t).is_float)
     fault(in, name, fmt::format("must be a float dtype, not {}", dtype_name(t)));
@@ -197,7 +210,7 @@ void sem_matmul(ExecCtx& cx, const Inst& in) {
   if (flag(in, "transpose") && cx.target != Target::trn1) return transpose_mode(cx, in, d, st, mv);
   if (d.dtype != DType::fp32 && !(gen4 && d.dtype == DType::bf16))
     fault(in, "dst",
-          fmt::format("must be fp32{} , not {}", gen4 ? " or bf16" : "", dtype_name(d.dtype)));
+          fmt::format("must be fp32{}, not {}", gen4 ? " or bf16" : "", dtype_name(d.dtype)));
 
   const int mp = round_up(static_cast<int>(M), kRowBlock),
             np = round_up(static_cast<int>(N), kColPad);
@@ -206,6 +219,14 @@ void sem_matmul(ExecCtx& cx, const Inst& in) {
   matmul_f32(s.data(), mp, v.data(), np, static_cast<int>(K), c.data());
 
   std::vector<uint8_t>& flags = cx.state->psum_written;
+  if (d.dtype == DType::fp32 && d.contiguous() && !flags.empty() &&
+      reinterpret_cast<uintptr_t>(d.base) % 4 == 0) {
+    // One pass per row over the floats and their flags.
+    for (uint32_t m = 0; m < M; ++m)
+      write_psum_row(reinterpret_cast<float*>(d.row(m)), &flags[psum_word(cx, d.row(m))],
+                     c.data() + size_t(m) * np, N, acc);
+    return;
+  }
   for (uint32_t m = 0; m < M; ++m) {
     const float* r = c.data() + size_t(m) * np;
     uint64_t n = 0;
@@ -221,15 +242,27 @@ void sem_matmul(ExecCtx& cx, const Inst& in) {
   }
 }
 
-void ew::matmul_f32(const float* s, int m_n, const float* v, int n_n, int k_n, float* c) {
+bool ew::matmul_f32_with(MatmulKernel k, const float* s, int m_n, const float* v, int n_n, int k_n,
+                         float* c) {
   static const bool avx512 = __builtin_cpu_supports("avx512f");
   static const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  if (avx512)
+  switch (k) {
+  case MatmulKernel::avx512:
+    if (!avx512) return false;
     mm_avx512(s, m_n, v, n_n, k_n, c);
-  else if (avx2)
+    return true;
+  case MatmulKernel::avx2:
+    if (!avx2) return false;
     mm_avx2(s, m_n, v, n_n, k_n, c);
-  else
-    mm_scalar(s, m_n, v, n_n, k_n, c);
+    return true;
+  case MatmulKernel::scalar: mm_scalar(s, m_n, v, n_n, k_n, c); return true;
+  }
+  return false;
+}
+
+void ew::matmul_f32(const float* s, int m_n, const float* v, int n_n, int k_n, float* c) {
+  for (MatmulKernel k : {MatmulKernel::avx512, MatmulKernel::avx2, MatmulKernel::scalar})
+    if (matmul_f32_with(k, s, m_n, v, n_n, k_n, c)) return;
 }
 
 void sem_pe_transpose(ExecCtx& cx, const Inst& in) {

@@ -100,12 +100,15 @@ void sem_affine_select(ExecCtx& cx, const Inst& in) {
     for (uint32_t p = 0; p < t.parts; ++p) load_row(t, p, tf.data() + p * n);
   }
   std::vector<int32_t> vals(n);
+  std::vector<uint8_t> keep(n);
   for (uint32_t p = 0; p < d.parts; ++p) {
     affine_row(pat, offset, pmul, p, vals);
+    with_int_alu(cmp, [&](auto o) {
+      for (uint64_t j = 0; j < n; ++j) keep[j] = alu_i<decltype(o)::value>(vals[j], 0, 32) != 0;
+    });
     uint64_t j = 0;
     for_each_elem(d, p, [&](uint8_t* q) {
-      const bool keep = alu_int(cmp, vals[j], 0, 32) != 0;
-      if (!keep)
+      if (!keep[j])
         std::memcpy(q, off_bytes, eb);
       else if (bits)
         std::memcpy(q, tb.data() + (p * n + j) * eb, eb);

@@ -63,5 +63,69 @@ TEST(AsmSmoke, PrintedModuleReassembles) {
   EXPECT_EQ(r2.module->sems, r.module->sems);
 }
 
+TEST(AsmSmoke, MacrosLoopsConditionalsAndLabels) {
+  Module m = must_assemble(R"(
+.sbuf a : fp32[128, 64]
+.sbuf b : fp32[128, 64]
+.macro fill t, v=2.5, n=1
+  .for k in 0 .. n
+    dve.memset t[:, k*8 : k*8+8], v + k
+  .endfor
+.endm
+.equ MODE = 2
+.if MODE == 1
+  fill a
+.elif MODE == 2
+  fill b, n=3
+.else
+  .error "bad mode"
+.endif
+top:
+  sp.li r1, 4
+  sp.sub r1, r1, 1
+  sp.bnz r1, top
+)");
+  const auto& dve = m.streams[static_cast<int>(Engine::dve)];
+  ASSERT_EQ(dve.size(), 3u);
+  for (int k = 0; k < 3; ++k) {
+    EXPECT_FLOAT_EQ(dve[k].ops[1].f, 2.5f + static_cast<float>(k));
+    EXPECT_EQ(dve[k].ops[0].ap.offset, 128u * 64 * 4 / 128 + static_cast<uint64_t>(k) * 8 * 4);
+    EXPECT_EQ(dve[k].ops[0].ap.dims[0].count, 8u);
+  }
+  const auto& sp = m.streams[static_cast<int>(Engine::sp)];
+  ASSERT_EQ(sp.size(), 3u);
+  EXPECT_EQ(sp[2].ops[1].i, 0); // bnz back to the li
+  ASSERT_EQ(m.labels[static_cast<int>(Engine::sp)].size(), 1u);
+  EXPECT_EQ(m.labels[static_cast<int>(Engine::sp)][0].name, "top");
+}
+
+TEST(AsmSmoke, DynamicOffsetsAndViews) {
+  Module m = must_assemble(R"(
+.hbm  w   : bf16[1000, 64] input
+.sbuf idx : int32[128, 4]
+.sbuf t   : bf16[128, 64]
+.view w2 = w as fp32[1000, 32]
+  sp.dma q2, t[0:1, :], w[@r7, :]
+  sp.dma q3, t, w[@vec(idx[:, 2:3]), :]
+  sp.dma q4, t[0:1, 0:32], w2[5, :]
+)");
+  const auto& sp = m.streams[static_cast<int>(Engine::sp)];
+  ASSERT_EQ(sp.size(), 3u);
+  const AccessPattern& r = sp[0].ops[2].ap;
+  EXPECT_EQ(r.dyn, DynKind::reg);
+  EXPECT_EQ(r.dyn_reg, 7);
+  EXPECT_EQ(r.dyn_mult, 64);
+  EXPECT_EQ(r.dyn_limit, 1000u);
+  const AccessPattern& v = sp[1].ops[2].ap;
+  EXPECT_EQ(v.dyn, DynKind::vec);
+  EXPECT_EQ(v.part_count, 128);
+  EXPECT_EQ(v.vidx.part_count, 128);
+  EXPECT_EQ(v.vidx.offset, 8u); // column 2 of int32
+  EXPECT_EQ(v.vidx.dtype, DType::int32);
+  const AccessPattern& vw = sp[2].ops[2].ap;
+  EXPECT_EQ(vw.dtype, DType::fp32);
+  EXPECT_EQ(vw.offset, 5u * 32 * 4);
+}
+
 } // namespace
 } // namespace nisa::nasm

@@ -29,7 +29,8 @@ KB cc_kernel(Opcode op, std::vector<int64_t> yshape, std::vector<std::vector<uin
   return k;
 }
 
-std::vector<std::vector<float>> run_ranks(const KB& k, int ranks, std::vector<std::vector<float>>& ins) {
+std::vector<std::vector<float>> run_ranks(const KB& k, int ranks,
+                                          std::vector<std::vector<float>>& ins) {
   MachineOptions mo;
   mo.ranks = ranks;
   Machine m(k.m, mo);
@@ -130,13 +131,14 @@ TEST(Collectives, RingRankAndRankRegisters) {
 
 TEST(Collectives, RankOutsideTheGroupFaults) {
   std::vector<std::vector<float>> in;
-  KB k = cc_kernel(Opcode::all_reduce, {2, C}, {{0, 1}});
+  KB k = cc_kernel(Opcode::all_reduce, {2, C}, {{0, 1}}, int(AluOp::add));
   MachineOptions mo;
   mo.ranks = 3;
   Machine m(k.m, mo);
   auto r = interp::run(m);
   EXPECT_EQ(r.status, RunStatus::fault);
-  EXPECT_NE(r.report.find("rank 2 is in no list of replica group 'g'"), std::string::npos) << r.report;
+  EXPECT_NE(r.report.find("rank 2 is in no list of replica group 'g'"), std::string::npos)
+      << r.report;
 }
 
 } // namespace

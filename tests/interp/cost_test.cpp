@@ -65,7 +65,8 @@ TEST(Cost, ScanningTopKFormula) {
   const uint32_t V = 4000, k = 20;
   int64_t total = 0;
   for (uint32_t r = 0; r < (k + 7) / 8; ++r)
-    total += cost_cycles(search(Opcode::max8, V), tp) + cost_cycles(search(Opcode::match_replace8, V), tp);
+    total += cost_cycles(search(Opcode::max8, V), tp) +
+             cost_cycles(search(Opcode::match_replace8, V), tp);
   EXPECT_EQ(total, 3 * 2 * (V + 144));
 }
 

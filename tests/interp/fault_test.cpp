@@ -31,7 +31,7 @@ TEST(Fault, DmaOutOfBounds) {
   k.add(Engine::sp, dma(Engine::sp, 0, sbuf_ap(0, 4, 0, DType::fp32, 8), src));
   auto r = run_one(k);
   expect_fault(r, "fault: hbm read of bytes", "k.nasm:402:1");
-  EXPECT_NE(r.report.find("sp[1]: sp.dma queue=q0"), std::string::npos) << r.report;
+  EXPECT_NE(r.report.find("sp[1]: sp.dma q0, ap(sbuf, fp32, 0, 4, 0x0, [[1, 8]]), ap(hbm"), std::string::npos) << r.report;
 }
 
 TEST(Fault, PsumIsNeverADmaOperand) {
@@ -45,7 +45,8 @@ TEST(Fault, ElementCountMismatch) {
   KB k;
   int x = k.hbm("x", DType::fp32, {4, 8}, Role::input);
   k.add(Engine::sp, dma(Engine::sp, 0, sbuf_ap(0, 4, 0, DType::fp32, 7), hbm_ap(k.m.tensors[x])));
-  expect_fault(run_one(k), "element counts differ: dst has 28 (4 x 7), src has 32 (4 x 8)", "k.nasm:401:1");
+  expect_fault(run_one(k), "element counts differ: dst has 28 (4 x 7), src has 32 (4 x 8)",
+               "k.nasm:401:1");
 }
 
 TEST(Fault, InstructionMissingOnTarget) {
@@ -92,7 +93,9 @@ TEST(Fault, CheckUninitReportsReadOfUnwrittenBytes) {
   AccessPattern half = hbm_ap(k.m.tensors[x]);
   half.part_count = 2;
   k.add(Engine::sp, with_signal(dma(Engine::sp, 0, sbuf_ap(0, 2, 0, DType::fp32, 8), half), s));
-  k.add(Engine::sp, with_wait(dma(Engine::sp, 0, hbm_ap(k.m.tensors[y]), sbuf_ap(0, 4, 0, DType::fp32, 8)), s, 1));
+  k.add(Engine::sp,
+        with_wait(dma(Engine::sp, 0, hbm_ap(k.m.tensors[y]), sbuf_ap(0, 4, 0, DType::fp32, 8)), s,
+                  1));
   MachineOptions mo;
   mo.check_uninit = true;
   Machine m(k.m, mo);

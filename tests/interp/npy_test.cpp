@@ -45,7 +45,7 @@ TEST(Npy, DescriptorsOfNumpyAndMlDtypes) {
   EXPECT_EQ(npy_descr(DType::bf16), "<u2");
   EXPECT_EQ(npy_descr(DType::fp8e4m3), "|u1");
   EXPECT_EQ(npy_descr(DType::fp16), "<f2");
-  EXPECT_TRUE(npy_descr_matches("<V2", DType::bf16));    // ml_dtypes bfloat16 via np.save
+  EXPECT_TRUE(npy_descr_matches("<V2", DType::bf16)); // ml_dtypes bfloat16 via np.save
   EXPECT_TRUE(npy_descr_matches("bfloat16", DType::bf16));
   EXPECT_TRUE(npy_descr_matches("|V1", DType::fp8e4m3)); // ml_dtypes float8_e4m3
   EXPECT_TRUE(npy_descr_matches("<f1", DType::fp8e5m2)); // older ml_dtypes float8_e5m2
@@ -100,9 +100,11 @@ TEST(Npy, CorruptFilesNameTheFileAndTheProblem) {
   std::string good = handmade("<f4", false, "(2, 2)", four);
   expect_error("hello world", "not a .npy file (bad magic");
   expect_error(good.substr(0, 40), "truncated header");
-  expect_error(good.substr(0, good.size() - 3), "truncated data: shape (2, 2) of '<f4' needs 16 bytes, the file has 13");
+  expect_error(good.substr(0, good.size() - 3),
+               "truncated data: shape (2, 2) of '<f4' needs 16 bytes, the file has 13");
   expect_error(good + "xx", "2 bytes of trailing data");
-  expect_error(handmade("<c8", false, "(1,)", std::vector<uint8_t>(8)), "unsupported dtype descriptor '<c8'");
+  expect_error(handmade("<c8", false, "(1,)", std::vector<uint8_t>(8)),
+               "unsupported dtype descriptor '<c8'");
   expect_error(handmade("<f4", false, "(2, x)", four), "bad shape entry 'x'");
   std::string v9 = good;
   v9[6] = 9;
@@ -119,7 +121,8 @@ TEST(Npy, MismatchWithDeclarationIsAClearError) {
     check_npy(a, DType::bf16, {2, 3}, "in.npy", "x");
     FAIL();
   } catch (const NpyError& e) {
-    EXPECT_STREQ(e.what(), "in.npy: dtype '<f4' does not match tensor 'x' of dtype bf16 (expected '<u2')");
+    EXPECT_STREQ(e.what(),
+                 "in.npy: dtype '<f4' does not match tensor 'x' of dtype bf16 (expected '<u2')");
   }
   try {
     check_npy(a, DType::fp32, {3, 2}, "in.npy", "x");
@@ -129,9 +132,7 @@ TEST(Npy, MismatchWithDeclarationIsAClearError) {
   }
 }
 
-TEST(Npy, MissingFile) {
-  EXPECT_THROW(read_npy("/nonexistent/dir/x.npy"), NpyError);
-}
+TEST(Npy, MissingFile) { EXPECT_THROW(read_npy("/nonexistent/dir/x.npy"), NpyError); }
 
 } // namespace
 } // namespace nisa::interp

@@ -30,12 +30,21 @@ struct Json {
 struct Parser {
   std::string_view s;
   size_t i = 0;
-  void ws() { while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i]))) ++i; }
+  void ws() {
+    while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i]))) ++i;
+  }
   [[noreturn]] void fail(const char* why) {
     throw std::runtime_error(std::string(why) + " at offset " + std::to_string(i));
   }
-  char peek() { ws(); if (i >= s.size()) fail("unexpected end"); return s[i]; }
-  void expect(char c) { if (peek() != c) fail("unexpected character"); ++i; }
+  char peek() {
+    ws();
+    if (i >= s.size()) fail("unexpected end");
+    return s[i];
+  }
+  void expect(char c) {
+    if (peek() != c) fail("unexpected character");
+    ++i;
+  }
   std::string string() {
     expect('"');
     std::string o;
@@ -67,12 +76,18 @@ struct Parser {
     if (c == '{') {
       j.t = Json::Obj;
       ++i;
-      if (peek() == '}') { ++i; return j; }
+      if (peek() == '}') {
+        ++i;
+        return j;
+      }
       while (true) {
         std::string k = string();
         expect(':');
         j.obj[k] = value();
-        if (peek() == ',') { ++i; continue; }
+        if (peek() == ',') {
+          ++i;
+          continue;
+        }
         expect('}');
         return j;
       }
@@ -80,15 +95,25 @@ struct Parser {
     if (c == '[') {
       j.t = Json::Arr;
       ++i;
-      if (peek() == ']') { ++i; return j; }
+      if (peek() == ']') {
+        ++i;
+        return j;
+      }
       while (true) {
         j.arr.push_back(value());
-        if (peek() == ',') { ++i; continue; }
+        if (peek() == ',') {
+          ++i;
+          continue;
+        }
         expect(']');
         return j;
       }
     }
-    if (c == '"') { j.t = Json::Str; j.str = string(); return j; }
+    if (c == '"') {
+      j.t = Json::Str;
+      j.str = string();
+      return j;
+    }
     for (const char* lit : {"true", "false", "null"})
       if (s.substr(i, std::strlen(lit)) == lit) {
         i += std::strlen(lit);
@@ -96,7 +121,8 @@ struct Parser {
         return j;
       }
     size_t start = i;
-    while (i < s.size() && std::string_view("+-0123456789.eE").find(s[i]) != std::string_view::npos) ++i;
+    while (i < s.size() && std::string_view("+-0123456789.eE").find(s[i]) != std::string_view::npos)
+      ++i;
     if (start == i) fail("unexpected character");
     j.t = Json::Num;
     j.num = std::stod(std::string(s.substr(start, i - start)));
@@ -127,12 +153,16 @@ KB pipeline(uint32_t F) {
   int x = k.hbm("x", DType::fp32, {8, F}, Role::input);
   int y = k.hbm("y", DType::fp32, {8, 8}, Role::output);
   uint16_t s0 = k.sem("loaded"), s1 = k.sem("found");
-  k.add(Engine::sp, with_signal(dma(Engine::sp, 0, sbuf_ap(0, 8, 0, DType::fp32, F), hbm_ap(k.m.tensors[x])), s0));
+  k.add(Engine::sp,
+        with_signal(dma(Engine::sp, 0, sbuf_ap(0, 8, 0, DType::fp32, F), hbm_ap(k.m.tensors[x])),
+                    s0));
   Inst mx = make_inst(Opcode::max8, Engine::dve);
   mx.ops[0].ap = sbuf_ap(0, 8, 65536, DType::fp32, 8);
   mx.ops[1].ap = sbuf_ap(0, 8, 0, DType::fp32, F);
   k.add(Engine::dve, with_signal(with_wait(mx, s0, 1), s1));
-  k.add(Engine::act, with_wait(dma(Engine::act, 1, hbm_ap(k.m.tensors[y]), sbuf_ap(0, 8, 65536, DType::fp32, 8)), s1, 1));
+  k.add(Engine::act,
+        with_wait(dma(Engine::act, 1, hbm_ap(k.m.tensors[y]), sbuf_ap(0, 8, 65536, DType::fp32, 8)),
+                  s1, 1));
   return k;
 }
 
@@ -159,7 +189,8 @@ TEST(Output, StatsCountInstructionsCyclesBytesAndWaits) {
   EXPECT_EQ(c.eng[int(Engine::dve)].wait_ticks, trigger + t.data_ticks + t.latency_ticks);
   // Makespan: act's DMA completes last.
   auto t2 = interp::dma_transfer(tp, 8u * 8 * 4, 8);
-  int64_t act_start = trigger + t.data_ticks + t.latency_ticks + (F + 144) * tp.ticks_per_cycle[int(Engine::dve)];
+  int64_t act_start =
+      trigger + t.data_ticks + t.latency_ticks + (F + 144) * tp.ticks_per_cycle[int(Engine::dve)];
   EXPECT_EQ(r.stats.makespan_ticks, act_start + trigger + t2.data_ticks + t2.latency_ticks);
   std::ostringstream os;
   interp::print_stats(os, m, r.stats);
@@ -185,7 +216,8 @@ TEST(Output, TimelineIsJsonWithOneTrackPerEngine) {
   ASSERT_EQ(r.status, RunStatus::ok) << r.report;
   std::ostringstream os;
   interp::write_timeline(os, m, r.timeline);
-  Parser p{os.str()};
+  std::string text = os.str();
+  Parser p{text};
   Json j = p.parse();
   ASSERT_EQ(j.t, Json::Obj);
   const auto& ev = j.obj["traceEvents"].arr;
@@ -194,7 +226,8 @@ TEST(Output, TimelineIsJsonWithOneTrackPerEngine) {
   for (const Json& e : ev) {
     auto ph = e.obj.at("ph").str;
     if (ph == "M" && e.obj.at("name").str == "thread_name")
-      threads[{int(e.obj.at("pid").num), int(e.obj.at("tid").num)}] = e.obj.at("args").obj.at("name").str;
+      threads[{int(e.obj.at("pid").num), int(e.obj.at("tid").num)}] =
+          e.obj.at("args").obj.at("name").str;
     if (ph == "X") {
       ++slices;
       EXPECT_TRUE(e.obj.at("args").obj.count("source"));
@@ -202,15 +235,16 @@ TEST(Output, TimelineIsJsonWithOneTrackPerEngine) {
       std::string cat = e.obj.at("cat").str;
       waits += cat == "wait";
       dmas += cat == "dma";
-      if (cat == "inst" && e.obj.at("name").str == "max8")
+      if (cat == "inst" && e.obj.at("name").str == "max8") {
         EXPECT_EQ(e.obj.at("args").obj.at("source").str, "k.nasm:201:1");
+      }
     }
   }
   for (int core = 0; core < 2; ++core) {
     for (int e = 0; e < kNumEngines; ++e)
-      EXPECT_EQ(threads[{core, e}], std::string(name_of(Engine(e))));
-    EXPECT_EQ(threads[{core, kNumEngines + 0}], "dma q0");
-    EXPECT_EQ(threads[{core, kNumEngines + 1}], "dma q1");
+      EXPECT_EQ(threads[std::make_pair(core, e)], std::string(name_of(Engine(e))));
+    EXPECT_EQ(threads[std::make_pair(core, kNumEngines + 0)], "dma q0");
+    EXPECT_EQ(threads[std::make_pair(core, kNumEngines + 1)], "dma q1");
   }
   EXPECT_EQ(threads.size(), 2u * (kNumEngines + 2));
   EXPECT_EQ(slices, 2 * (3 + 2 + 2)); // per core: 3 instructions, 2 waits, 2 transfers
@@ -250,7 +284,8 @@ TEST(Output, RunModuleBindsInputsAndWritesOutputs) {
   std::ifstream tf(d / "t.json");
   std::stringstream ts;
   ts << tf.rdbuf();
-  Parser p{ts.str()};
+  std::string text = ts.str();
+  Parser p{text};
   EXPECT_NO_THROW(p.parse());
 }
 
@@ -277,9 +312,12 @@ TEST(Output, RunModuleInputErrorsExitOne) {
   cfg.inputs = {{"y", d / "x.npy"}};
   EXPECT_EQ(run_expect_error(k, cfg, "--in y: tensor 'y' is output, not an input"), 1);
   cfg.inputs = {{"x", d / "small.npy"}};
-  EXPECT_EQ(run_expect_error(k, cfg, "small.npy: shape (4, 16) does not match tensor 'x' of shape (8, 16)"), 1);
+  EXPECT_EQ(run_expect_error(k, cfg,
+                             "small.npy: shape (4, 16) does not match tensor 'x' of shape (8, 16)"),
+            1);
   cfg.inputs = {{"x", d / "bf.npy"}};
-  EXPECT_EQ(run_expect_error(k, cfg, "bf.npy: dtype '<u2' does not match tensor 'x' of dtype fp32"), 1);
+  EXPECT_EQ(run_expect_error(k, cfg, "bf.npy: dtype '<u2' does not match tensor 'x' of dtype fp32"),
+            1);
   cfg.inputs = {{"x", d / "missing.npy"}};
   EXPECT_EQ(run_expect_error(k, cfg, "missing.npy: cannot open file"), 1);
   cfg.inputs = {{"x", d / "x.npy"}};

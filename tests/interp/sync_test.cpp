@@ -12,8 +12,8 @@ namespace {
 using interp::Machine;
 using interp::MachineOptions;
 using interp::RunStatus;
-using interp::ScheduleMode;
 using interp::SchedOptions;
+using interp::ScheduleMode;
 
 constexpr int R = 4, C = 16;
 
@@ -70,8 +70,11 @@ TEST(Sync, MissingWaitShowsUpUnderRandomSchedule) {
   EXPECT_TRUE(saw_correct);
   EXPECT_TRUE(saw_poison);
   // Same seed, same result.
-  EXPECT_EQ(run_chain(k, in, {ScheduleMode::random, 7, false}),
-            run_chain(k, in, {ScheduleMode::random, 7, false}));
+  for (uint64_t seed : {3, 7, 11}) {
+    auto a = run_chain(k, in, {ScheduleMode::random, seed, false});
+    auto b = run_chain(k, in, {ScheduleMode::random, seed, false});
+    EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * 4), 0) << "seed " << seed;
+  }
 }
 
 TEST(Sync, DeadlockReportsBlockedEnginesAndCycle) {
@@ -90,9 +93,11 @@ TEST(Sync, DeadlockReportsBlockedEnginesAndCycle) {
   EXPECT_NE(s.find("act[0] blocked at k.nasm:101:1"), std::string::npos) << s;
   EXPECT_NE(s.find("dve[0] blocked at k.nasm:201:1"), std::string::npos) << s;
   EXPECT_NE(s.find("pool[1] blocked at k.nasm:302:1"), std::string::npos) << s;
-  EXPECT_NE(s.find("waits ping >= 1 (current value 0); still signalled by dve"), std::string::npos) << s;
+  EXPECT_NE(s.find("waits ping >= 1 (current value 0); still signalled by dve"), std::string::npos)
+      << s;
   EXPECT_NE(s.find("waits never == 2 (current value 0); no remaining instruction signals it"),
-            std::string::npos) << s;
+            std::string::npos)
+      << s;
   EXPECT_NE(s.find("wait-for cycle: act[0] -> dve[0] -> act[0]"), std::string::npos) << s;
   EXPECT_EQ(s.find("sp["), std::string::npos) << s; // finished engines are not reported
 }
@@ -173,31 +178,36 @@ TEST(Sync, RegistersAndBranchesLoop) {
   EXPECT_EQ(r.stats.cores[0].eng[int(Engine::pool)].insts, 2u + 3 * 10 + 6);
 }
 
-// Core 0 writes x into a shared HBM scratch, then both cores meet at a barrier; core 1 copies
-// the scratch to y after the barrier. Without the barrier core 1 would read poison.
+// Core 0 writes x into a shared HBM scratch (through SBUF, so it takes two transfers), then
+// both cores meet at a barrier; core 1 copies the scratch to y after the barrier. Without the
+// barrier core 1 reads the scratch before core 0 wrote it (poison).
 KB barrier_kernel(bool barrier) {
   KB k;
   int x = k.hbm("x", DType::fp32, {R, C}, Role::input);
   int y = k.hbm("y", DType::fp32, {R, C}, Role::output);
   int t = k.hbm("tmp", DType::fp32, {R, C});
   uint16_t s0 = k.sem("wrote"), s1 = k.sem("copied");
+  auto A = sbuf_ap(0, R, 0, DType::fp32, C);
   Inst sys = make_inst(Opcode::sysreg, Engine::sp);
   sys.ops[0].i = 0;
   sys.ops[1].i = static_cast<int>(SysReg::program_id);
-  k.add(Engine::sp, sys);                                           // 0
+  k.add(Engine::sp, sys); // 0
   Inst bnz = make_inst(Opcode::bnz, Engine::sp);
   bnz.ops[0].i = 0;
-  bnz.ops[1].i = 4;
-  k.add(Engine::sp, bnz);                                           // 1
-  k.add(Engine::sp, with_signal(dma(Engine::sp, 0, hbm_ap(k.m.tensors[t]), hbm_ap(k.m.tensors[x])), s0));
-  k.add(Engine::sp, with_wait(nop(Engine::sp), s0, 1));             // 3
-  k.add(Engine::sp, barrier ? make_inst(Opcode::core_barrier, Engine::sp) : nop(Engine::sp)); // 4
+  bnz.ops[1].i = 5;
+  k.add(Engine::sp, bnz);                                                            // 1
+  k.add(Engine::sp, with_signal(dma(Engine::sp, 0, A, hbm_ap(k.m.tensors[x])), s0)); // 2
+  k.add(Engine::sp,
+        with_signal(with_wait(dma(Engine::sp, 0, hbm_ap(k.m.tensors[t]), A), s0, 1), s0));
+  k.add(Engine::sp, with_wait(nop(Engine::sp), s0, 2));                                       // 4
+  k.add(Engine::sp, barrier ? make_inst(Opcode::core_barrier, Engine::sp) : nop(Engine::sp)); // 5
   Inst bz = make_inst(Opcode::bz, Engine::sp);
   bz.ops[0].i = 0;
-  bz.ops[1].i = 8;
-  k.add(Engine::sp, bz);                                            // 5
-  k.add(Engine::sp, with_signal(dma(Engine::sp, 1, hbm_ap(k.m.tensors[y]), hbm_ap(k.m.tensors[t])), s1));
-  k.add(Engine::sp, with_wait(nop(Engine::sp), s1, 1));             // 7
+  bz.ops[1].i = 9;
+  k.add(Engine::sp, bz); // 6
+  k.add(Engine::sp,
+        with_signal(dma(Engine::sp, 1, hbm_ap(k.m.tensors[y]), hbm_ap(k.m.tensors[t])), s1));
+  k.add(Engine::sp, with_wait(nop(Engine::sp), s1, 1)); // 8
   return k;
 }
 

@@ -45,7 +45,8 @@ TEST(Check, TooManyWaits) {
 TEST(Check, EnumOutOfRange) {
   Inst in = valid_tt();
   in.ops[3].i = 200;
-  EXPECT_EQ(check_msg(in), "operand 'op' of dve.tensor_tensor: enum value 200 out of range (AluOp)");
+  EXPECT_EQ(check_msg(in),
+            "operand 'op' of dve.tensor_tensor: enum value 200 out of range (AluOp)");
 }
 
 TEST(Check, SpaceNotAllowed) {
@@ -72,8 +73,7 @@ TEST(Check, AccessPatternRules) {
       {[](AccessPattern& a) { a.dyn_mult = 3; },
        "dynamic-offset fields set without a dynamic offset"},
       {[](AccessPattern& a) { a.dyn = DynKind::reg, a.dyn_reg = 64; }, "register r64 > r63"},
-      {[](AccessPattern& a) { a.dyn = DynKind::vec; },
-       "vector offset on a non-hbm access pattern"},
+      {[](AccessPattern& a) { a.dyn = DynKind::vec; }, "vector offset on a non-hbm access pattern"},
   };
   for (const auto& c : cases) {
     Inst in = valid_tt();
@@ -117,7 +117,8 @@ TEST(Check, ScalarKindRanges) {
   EXPECT_EQ(check_msg(li), "operand 'rd' of pe.li: register 64 outside 0..63");
   li.ops[0].i = 1;
   li.ops[1].i = int64_t{1} << 31;
-  EXPECT_EQ(check_msg(li), "operand 'imm' of pe.li: value 2147483648 outside -2147483648..2147483647");
+  EXPECT_EQ(check_msg(li),
+            "operand 'imm' of pe.li: value 2147483648 outside -2147483648..2147483647");
   Inst dma = make_inst(Opcode::dma, Engine::sp);
   dma.ops[1].ap.space = dma.ops[2].ap.space = MemSpace::hbm;
   dma.ops[0].i = 16;
@@ -139,7 +140,8 @@ TEST(Check, PatternAndMask) {
   Inst sh = make_inst(Opcode::stream_shuffle, Engine::dve);
   sh.ops[0].ap.space = sh.ops[1].ap.space = MemSpace::sbuf;
   sh.ops[2].mask.v[7] = 40;
-  EXPECT_EQ(check_msg(sh), "operand 'mask' of dve.stream_shuffle: mask entry 7 is 40 (0..31 or 255)");
+  EXPECT_EQ(check_msg(sh),
+            "operand 'mask' of dve.stream_shuffle: mask entry 7 is 40 (0..31 or 255)");
 }
 
 TEST(Check, MissingRequiredOperand) {

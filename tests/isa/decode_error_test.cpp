@@ -24,7 +24,7 @@ struct Act {
     encode_inst(in, bytes);
   }
 };
-constexpr size_t kAp = 32;                  // bytes of a minimal 1-dim access pattern
+constexpr size_t kAp = 32; // bytes of a minimal 1-dim access pattern
 constexpr size_t kDst = 8, kSrc = kDst + kAp, kFunc = kSrc + kAp, kScaleTag = kFunc + 1;
 
 DecodeError decode_fails(const std::vector<uint8_t>& b, uint64_t at = 0) {
@@ -61,15 +61,17 @@ TEST(DecodeError, LengthFields) {
   EXPECT_DECODE_ERROR(b, 2, "length field 7 is shorter than the 8-byte header");
   b = a.bytes;
   b[2] = static_cast<uint8_t>(b.size() + 1);
-  EXPECT_DECODE_ERROR(b, 2, fmt::format("length field {} runs past the end of the buffer ({} "
-                                        "bytes left)",
-                                        b.size() + 1, b.size()));
+  EXPECT_DECODE_ERROR(b, 2,
+                      fmt::format("length field {} runs past the end of the buffer ({} "
+                                  "bytes left)",
+                                  b.size() + 1, b.size()));
   b = a.bytes;
   b.push_back(0);
   b[2] = static_cast<uint8_t>(b.size());
-  EXPECT_DECODE_ERROR(b, 2, fmt::format("length field inconsistent: act.activation says {} "
-                                        "bytes, the operands end after {}",
-                                        b.size(), b.size() - 1));
+  EXPECT_DECODE_ERROR(b, 2,
+                      fmt::format("length field inconsistent: act.activation says {} "
+                                  "bytes, the operands end after {}",
+                                  b.size(), b.size() - 1));
   b = a.bytes;
   b[2] = static_cast<uint8_t>(b.size() - 1);
   DecodeError e = decode_fails(b);
@@ -113,8 +115,9 @@ TEST(DecodeError, AccessPatternFields) {
   Act a;
   auto b = a.bytes;
   b[kDst] = 1;
-  EXPECT_DECODE_ERROR(b, kDst, "space hbm not allowed for operand 'dst' of act.activation "
-                               "(sbuf|psum)");
+  EXPECT_DECODE_ERROR(b, kDst,
+                      "space hbm not allowed for operand 'dst' of act.activation "
+                      "(sbuf|psum)");
   b[kDst] = 7;
   EXPECT_DECODE_ERROR(b, kDst, "unknown memory space 7 in operand 'dst' of act.activation");
   b[kDst] = 0;
@@ -131,8 +134,9 @@ TEST(DecodeError, AccessPatternFields) {
                       "unknown dynamic-offset kind 3 in operand 'src' of act.activation");
   b = a.bytes;
   b[kSrc + 4] = 128; // part_start 128 + part_count 1
-  EXPECT_DECODE_ERROR(b, kSrc, "operand 'src' of act.activation: partitions [128, 129) outside "
-                               "0..128");
+  EXPECT_DECODE_ERROR(b, kSrc,
+                      "operand 'src' of act.activation: partitions [128, 129) outside "
+                      "0..128");
   b = a.bytes;
   b[kSrc + 28] = 0; // count of dim 0
   EXPECT_DECODE_ERROR(b, kSrc, "operand 'src' of act.activation: free dim 0 has count 0");
@@ -142,8 +146,9 @@ TEST(DecodeError, EnumsTagsAndFlags) {
   Act a;
   auto b = a.bytes;
   b[kFunc] = 99;
-  EXPECT_DECODE_ERROR(b, kFunc, "enum value 99 out of range for operand 'func' of act.activation "
-                                "(ActFunc)");
+  EXPECT_DECODE_ERROR(b, kFunc,
+                      "enum value 99 out of range for operand 'func' of act.activation "
+                      "(ActFunc)");
   b = a.bytes;
   b[kScaleTag] = 2;
   EXPECT_DECODE_ERROR(b, kScaleTag, "scalar tag 2 > 1 in operand 'scale' of act.activation");
@@ -287,7 +292,8 @@ TEST(ObjectError, DebugInfoIndices) {
   EXPECT_EQ(object_fails(write_object(m)).message, "expansion frame 0 out of range (0 frames)");
   m = small_module();
   m.debug[int(Engine::sp)].pop_back();
-  EXPECT_EQ(object_fails(write_object(m)).message, "sp debug info has 1 entries for 2 instructions");
+  EXPECT_EQ(object_fails(write_object(m)).message,
+            "sp debug info has 1 entries for 2 instructions");
   m = small_module();
   m.frames = {{ExpansionFrame::Macro, "m", 0, 1, 1, 0}}; // its own parent
   EXPECT_EQ(object_fails(write_object(m)).message, "frame 0 has parent 0 (must be -1..-1)");

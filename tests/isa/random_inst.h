@@ -80,8 +80,8 @@ public:
     v.part_count = static_cast<uint16_t>(range(1, kNumPartitions));
     v.part_start = static_cast<uint16_t>(range(0, kNumPartitions - v.part_count));
     v.offset = static_cast<uint32_t>(range(0, 200000));
-    const DType ints[] = {DType::int32, DType::uint32, DType::int16, DType::uint16, DType::int8,
-                          DType::uint8};
+    const DType ints[] = {DType::int32,  DType::uint32, DType::int16,
+                          DType::uint16, DType::int8,   DType::uint8};
     v.dtype = ints[range(0, 5)];
     return v;
   }
@@ -107,8 +107,10 @@ public:
     const int64_t dyn = range(0, 4); // 0-2: none, 3: reg, 4: vec (hbm only, else reg)
     if (dyn >= 3) {
       a.dyn = dyn == 4 && a.space == MemSpace::hbm ? DynKind::vec : DynKind::reg;
-      if (a.dyn == DynKind::reg) a.dyn_reg = static_cast<uint8_t>(range(0, kNumRegs - 1));
-      else a.vidx = vidx();
+      if (a.dyn == DynKind::reg)
+        a.dyn_reg = static_cast<uint8_t>(range(0, kNumRegs - 1));
+      else
+        a.vidx = vidx();
       a.dyn_mult = range(0, 1 << 20);
       a.dyn_limit = static_cast<uint32_t>(range(1, 1 << 24));
     }
@@ -139,8 +141,10 @@ public:
     case OperandKind::Src: o.ap = ap(d.spaces); break;
     case OperandKind::Scalar:
       o.is_ap = chance(0.5);
-      if (o.is_ap) o.ap = ap(d.spaces);
-      else o.f = f32();
+      if (o.is_ap)
+        o.ap = ap(d.spaces);
+      else
+        o.f = f32();
       break;
     case OperandKind::ImmF: o.f = f32(); break;
     case OperandKind::ImmI: o.i = i32(); break;
@@ -272,7 +276,8 @@ private:
              static_cast<int32_t>(range(-1, static_cast<int64_t>(m.frames.size()) - 1))});
     for (int64_t k = range(0, 2); k > 0; --k)
       m.labels[static_cast<int>(e)].push_back(
-          {name("L", static_cast<size_t>(k)), static_cast<uint32_t>(range(0, static_cast<int64_t>(n)))});
+          {name("L", static_cast<size_t>(k)),
+           static_cast<uint32_t>(range(0, static_cast<int64_t>(n)))});
   }
 
   std::mt19937_64& rng_;

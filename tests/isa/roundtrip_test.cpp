@@ -50,7 +50,7 @@ TEST(RoundTrip, LengthsWithinDocumentedBounds) {
     for (size_t k = 0; k < d.operands.size(); ++k) { // required APs at their smallest
       const auto& o = d.operands[k];
       if ((o.kind == OperandKind::Dst || o.kind == OperandKind::Src) && !o.optional)
-        smallest.ops[k].ap.space = (o.spaces & kSpaceS) ? MemSpace::sbuf
+        smallest.ops[k].ap.space = (o.spaces & kSpaceS)   ? MemSpace::sbuf
                                    : (o.spaces & kSpaceH) ? MemSpace::hbm
                                                           : MemSpace::psum;
       if (o.kind == OperandKind::Pattern) {
@@ -128,7 +128,7 @@ TEST(Golden, NopWithWaitAndSignal) {
   in.waits.push_back({0x0102, WaitCmp::eq, 0x0A0B0C0D});
   in.signals.push_back({0x0003, 7});
   const std::vector<uint8_t> want = {
-      0x01, 0x00, 24, 0x00, 4, 0x11, 0, 0,           // opcode 1, length 24, sp, 1 wait 1 signal
+      0x01, 0x00, 24, 0x00, 4,    0x11, 0,    0,    // opcode 1, length 24, sp, 1 wait 1 signal
       0x02, 0x01, 1,  0,    0x0D, 0x0C, 0x0B, 0x0A, // wait s258 == 0x0A0B0C0D
       0x03, 0x00, 0,  0,    7,    0,    0,    0,    // signal s3 += 7
   };
@@ -137,12 +137,12 @@ TEST(Golden, NopWithWaitAndSignal) {
 
 TEST(Golden, RegisterAluWithImmediate) {
   Inst in = make_inst(Opcode::sub, Engine::act);
-  in.ops[0].i = 5;  // rd
-  in.ops[1].i = 63; // rs
-  in.ops[2].i = -2; // rt immediate
-  const std::vector<uint8_t> want = {0x12, 0x00, 15, 0, 1, 0, 0, 0, // header
-                                     5,    63,                      // rd, rs
-                                     0,    0xFE, 0xFF, 0xFF, 0xFF}; // tag imm, -2
+  in.ops[0].i = 5;                                                         // rd
+  in.ops[1].i = 63;                                                        // rs
+  in.ops[2].i = -2;                                                        // rt immediate
+  const std::vector<uint8_t> want = {0x12, 0x00, 15,   0,    1,   0, 0, 0, // header
+                                     5,    63,                             // rd, rs
+                                     0,    0xFE, 0xFF, 0xFF, 0xFF};        // tag imm, -2
   EXPECT_EQ(enc(in), want);
 }
 
@@ -170,16 +170,16 @@ TEST(Golden, TensorTensorAccessPatterns) {
   in.ops[1].ap = h;
   in.ops[2].ap = a;
   in.ops[3].i = static_cast<int>(AluOp::max);
-  std::vector<uint8_t> ap_a = {2,    1, 2, 0, 32, 0, 64, 0, 0, 0, 0, 0, 0, 0, 0, 0, // hdr
-                               0x00, 0x10, 0, 0, 0, 0, 0, 0,                     // offset
-                               0xFD, 0xFF, 0xFF, 0xFF, 5, 0, 0, 0,               // [-3, 5]
-                               1,    0, 0, 0, 16, 0, 0, 0};                      // [1, 16]
-  std::vector<uint8_t> ap_h = {3, 0, 1, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, // hdr
-                               0, 0, 0, 0, 0, 0, 0, 0,                         // offset
-                               1, 0, 0, 0, 2, 0, 0, 0,                         // [1, 2]
-                               9,                                              // r9
-                               0, 1, 0, 0, 0, 0, 0, 0,                         // mult 256
-                               10, 0, 0, 0};                                   // limit
+  std::vector<uint8_t> ap_a = {2,    1,    2,    0,    32, 0, 64, 0, 0, 0, 0, 0, 0, 0, 0, 0, // hdr
+                               0x00, 0x10, 0,    0,    0,  0, 0,  0,            // offset
+                               0xFD, 0xFF, 0xFF, 0xFF, 5,  0, 0,  0,            // [-3, 5]
+                               1,    0,    0,    0,    16, 0, 0,  0};           // [1, 16]
+  std::vector<uint8_t> ap_h = {3,  0, 1, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, // hdr
+                               0,  0, 0, 0, 0, 0, 0, 0,                         // offset
+                               1,  0, 0, 0, 2, 0, 0, 0,                         // [1, 2]
+                               9,                                               // r9
+                               0,  1, 0, 0, 0, 0, 0, 0,                         // mult 256
+                               10, 0, 0, 0};                                    // limit
   std::vector<uint8_t> want = {0x00, 0x03, 0, 0, 3, 0, 0, 0};
   want.insert(want.end(), ap_a.begin(), ap_a.end());
   want.insert(want.end(), ap_h.begin(), ap_h.end());

@@ -62,8 +62,8 @@ TEST(Table, OperandNamesAreUniqueAndSpacesSet) {
     std::set<std::string_view> names;
     for (const auto& o : d.operands) {
       EXPECT_TRUE(names.insert(o.name).second) << d.ident << ": operand " << o.name << " twice";
-      const bool is_ap = o.kind == OperandKind::Dst || o.kind == OperandKind::Src ||
-                         o.kind == OperandKind::Scalar;
+      const bool is_ap =
+          o.kind == OperandKind::Dst || o.kind == OperandKind::Src || o.kind == OperandKind::Scalar;
       EXPECT_EQ(o.spaces != 0, is_ap) << d.ident << "." << o.name << ": spaces vs kind";
       // A generation limit only makes sense on an operand that can stay at its default.
       EXPECT_TRUE(o.gens == kGenAll || o.optional) << d.ident << "." << o.name;
@@ -107,7 +107,7 @@ TEST(Table, EveryOperandDefaultParses) {
   }
 }
 
-TEST(Table, EveryEnumValuePrintsAndParsesBack) {
+TEST(Table, EveryEnumValuePrintsAndParsesBack){
 #define NISA_CHECK_ENUM(T)                                                                         \
   {                                                                                                \
     std::set<std::string_view> names;                                                              \
@@ -122,7 +122,7 @@ TEST(Table, EveryEnumValuePrintsAndParsesBack) {
     EXPECT_FALSE(enum_parse(EnumType::T, "no_such_name").has_value());                             \
     EXPECT_EQ(enum_type_name(EnumType::T), #T);                                                    \
   }
-  NISA_ENUM_TYPES(NISA_CHECK_ENUM)
+    NISA_ENUM_TYPES(NISA_CHECK_ENUM)
 #undef NISA_CHECK_ENUM
 }
 
@@ -152,7 +152,7 @@ TEST(Table, DefaultsOfEveryRowPassTheCheck) {
       const auto& o = d.operands[k];
       if (o.optional) continue;
       if (o.kind == OperandKind::Dst || o.kind == OperandKind::Src) {
-        in.ops[k].ap.space = (o.spaces & kSpaceS) ? MemSpace::sbuf
+        in.ops[k].ap.space = (o.spaces & kSpaceS)   ? MemSpace::sbuf
                              : (o.spaces & kSpaceH) ? MemSpace::hbm
                                                     : MemSpace::psum;
       } else if (o.kind == OperandKind::Pattern) {

@@ -133,8 +133,8 @@ TEST(DType, RoundingOfRandomFloatsMatchesReference) {
       // Random bit patterns concentrated on the format's exponent range.
       const int bias = (1 << (f.ebits - 1)) - 1;
       const int e = int(g() % uint32_t(2 * bias + f.mbits + 8)) - bias - f.mbits - 4;
-      const float x = std::ldexp(1.0f + float(g() & 0x7fffff) / 8388608.0f, e) *
-                      ((g() & 1) ? -1.0f : 1.0f);
+      const float x =
+          std::ldexp(1.0f + float(g() & 0x7fffff) / 8388608.0f, e) * ((g() & 1) ? -1.0f : 1.0f);
       ASSERT_EQ(f.encode(x), ref_round(f, t, x)) << "x = " << x;
     }
   }
@@ -150,7 +150,7 @@ TEST(DType, OverflowSaturatesOrGoesToInfinity) {
   EXPECT_TRUE(std::isinf(fp16_to_f32(f32_to_fp16(65520.0f))));
   EXPECT_EQ(fp16_to_f32(f32_to_fp16(65519.0f)), 65504.0f);
   EXPECT_TRUE(std::isinf(bf16_to_f32(f32_to_bf16(-3.4028235e38f)))); // FP32_MIN -> -inf
-  EXPECT_EQ(bf16_to_f32(f32_to_bf16(-9948.0f)), -9920.0f);          // isa-facts 2
+  EXPECT_EQ(bf16_to_f32(f32_to_bf16(-9948.0f)), -9920.0f);           // isa-facts 2
   EXPECT_EQ(fp16_to_f32(f32_to_fp16(-9948.0f)), -9952.0f);
 }
 
@@ -199,12 +199,18 @@ TEST(DType, LoadStoreEveryDtype) {
     float in, out;
   };
   const Case cases[] = {
-      {DType::fp32, 1.1f, 1.1f},        {DType::bf16, 1.00390625f, 1.0f}, // tie -> even
-      {DType::bf16, 1.01171875f, 1.015625f}, {DType::fp16, 1.00048828125f, 1.0f},
-      {DType::fp8e4m3, 300.0f, 240.0f}, {DType::fp8e5m2, 0.3f, 0.3125f},
-      {DType::int8, -128.7f, -128.0f},  {DType::uint8, 255.5f, 255.0f},
-      {DType::int16, 2.5f, 2.0f},       {DType::uint16, -1.0f, 0.0f},
-      {DType::int32, 16777217.0f, 16777216.0f}, {DType::uint32, 3.5f, 4.0f},
+      {DType::fp32, 1.1f, 1.1f},
+      {DType::bf16, 1.00390625f, 1.0f}, // tie -> even
+      {DType::bf16, 1.01171875f, 1.015625f},
+      {DType::fp16, 1.00048828125f, 1.0f},
+      {DType::fp8e4m3, 300.0f, 240.0f},
+      {DType::fp8e5m2, 0.3f, 0.3125f},
+      {DType::int8, -128.7f, -128.0f},
+      {DType::uint8, 255.5f, 255.0f},
+      {DType::int16, 2.5f, 2.0f},
+      {DType::uint16, -1.0f, 0.0f},
+      {DType::int32, 16777217.0f, 16777216.0f},
+      {DType::uint32, 3.5f, 4.0f},
   };
   for (const Case& c : cases) {
     uint8_t buf[4] = {};

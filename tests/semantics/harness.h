@@ -153,8 +153,7 @@ inline std::vector<int64_t> random_ints(size_t n, uint32_t seed, int64_t lo, int
       stmt;                                                                                        \
       ADD_FAILURE() << "expected a fault containing: " << (part);                                  \
     } catch (const ::nisa::interp::Fault& f) {                                                     \
-      EXPECT_NE(std::string(f.what()).find(part), std::string::npos)                              \
-          << "message: " << f.what();                                                              \
+      EXPECT_NE(std::string(f.what()).find(part), std::string::npos) << "message: " << f.what();   \
     }                                                                                              \
   } while (0)
 

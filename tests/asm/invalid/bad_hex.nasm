@@ -1,0 +1,1 @@
+.equ X = 0x1G ; CHECK: :[[@LINE]]:10: error: invalid number '0x1G'

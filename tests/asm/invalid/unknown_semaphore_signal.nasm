@@ -1,0 +1,2 @@
+.sem s_in
+  sp.nop @signal(done) ; CHECK: :[[@LINE]]:18: error: unknown semaphore 'done'

@@ -1,0 +1,102 @@
+// `nisa run` end to end through the binary: exit codes and messages.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "builders.h"
+#include "interp/npy.h"
+
+namespace nisa::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Cli : ::testing::Test {
+  fs::path dir;
+  void SetUp() override {
+    dir = fs::temp_directory_path() / ("nisa_cli_" + std::to_string(::getpid()));
+    fs::create_directories(dir);
+    std::vector<float> x = random_floats(4 * 8, 31);
+    interp::write_npy(p("x.npy"), DType::fp32, {4, 8}, as_bytes(x).data());
+  }
+  void TearDown() override { fs::remove_all(dir); }
+  std::string p(const std::string& f) const { return (dir / f).string(); }
+  void write(const std::string& f, const std::string& text) { std::ofstream(p(f)) << text; }
+  // Runs nisa with the arguments; returns the exit code, stderr in `err`.
+  int nisa(const std::string& args, std::string& err) {
+    std::string cmd =
+        std::string(NISA_BINARY) + " " + args + " 2> " + p("err.txt") + " > " + p("out.txt");
+    int rc = std::system(cmd.c_str());
+    std::ifstream f(p("err.txt"));
+    std::stringstream ss;
+    ss << f.rdbuf();
+    err = ss.str();
+    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+  }
+};
+
+constexpr const char* kCopy = R"(.kernel copy
+.hbm x : fp32[4, 8] input
+.hbm y : fp32[4, 8] output
+.sbuf t : fp32[4, 8]
+.sem s
+        sp.dma q0, t, x @signal(s)
+        act.dma q1, y, t @wait(s >= 1)
+)";
+
+TEST_F(Cli, RunSucceedsAndWritesOutputs) {
+  write("copy.nasm", kCopy);
+  std::string err;
+  ASSERT_EQ(nisa("run " + p("copy.nasm") + " --in x=" + p("x.npy") + " --out y=" + p("y.npy") +
+                     " --stats --timeline " + p("t.json"),
+                 err),
+            0)
+      << err;
+  auto x = interp::read_npy(p("x.npy")), y = interp::read_npy(p("y.npy"));
+  EXPECT_EQ(x.data, y.data);
+  EXPECT_TRUE(fs::exists(p("t.json")));
+}
+
+TEST_F(Cli, InputErrorsExitOne) {
+  write("copy.nasm", kCopy);
+  std::string err;
+  EXPECT_EQ(nisa("run " + p("copy.nasm") + " --out y=" + p("y.npy"), err), 1);
+  EXPECT_NE(err.find("input 'x' is not bound"), std::string::npos) << err;
+  EXPECT_EQ(nisa("run " + p("copy.nasm") + " --in q=" + p("x.npy"), err), 1);
+  EXPECT_NE(err.find("the kernel has no tensor 'q'"), std::string::npos) << err;
+  EXPECT_EQ(nisa("run " + p("copy.nasm") + " --in x=" + p("x.npy") + " --lnc 3", err), 1);
+  EXPECT_NE(err.find("--lnc must be 1 or 2"), std::string::npos) << err;
+  EXPECT_EQ(nisa("run " + p("copy.nasm") + " --in x=" + p("x.npy") + " --schedule sometimes", err),
+            1);
+  EXPECT_EQ(nisa("run " + p("nope.nasm"), err), 1);
+  EXPECT_EQ(nisa("debug", err), 1);
+  EXPECT_NE(err.find("not implemented yet (issue 6)"), std::string::npos);
+}
+
+TEST_F(Cli, DeadlockExitsTwo) {
+  write("dl.nasm", R"(.kernel dl
+.sem a, b
+        act.nop @wait(a >= 1) @signal(b)
+        dve.nop @wait(b >= 1) @signal(a)
+)");
+  std::string err;
+  EXPECT_EQ(nisa("run " + p("dl.nasm"), err), 2);
+  EXPECT_NE(err.find("deadlock"), std::string::npos) << err;
+  EXPECT_NE(err.find("dl.nasm:3:"), std::string::npos) << err;
+  EXPECT_NE(err.find("wait-for cycle"), std::string::npos) << err;
+}
+
+TEST_F(Cli, FaultExitsThree) {
+  write("f.nasm", ".kernel f\n.target trn2\n        pool.core_barrier\n");
+  std::string err;
+  EXPECT_EQ(nisa("run " + p("f.nasm"), err), 3);
+  EXPECT_NE(err.find("f.nasm:3:"), std::string::npos) << err;
+  EXPECT_NE(err.find("needs two cores (--lnc 2)"), std::string::npos) << err;
+  EXPECT_EQ(nisa("run " + p("f.nasm") + " --lnc 2", err), 0) << err;
+}
+
+} // namespace
+} // namespace nisa::test
