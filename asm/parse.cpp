@@ -1,5 +1,8 @@
 #include "asm/parse.h"
 
+#include <algorithm>
+#include <optional>
+
 #include <fmt/format.h>
 
 #include "NeuronAsmLexer.h"
@@ -73,6 +76,20 @@ bool check_shape(ParsedFile& f) {
   return true;
 }
 
+// The ANTLR input stream decodes UTF-8 and throws on malformed bytes: find them first.
+std::optional<size_t> invalid_utf8(std::string_view s) {
+  for (size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    const int n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+    if (n == 0 || i + n > s.size()) return i;
+    for (int k = 1; k < n; ++k)
+      if ((static_cast<unsigned char>(s[i + k]) >> 6) != 2) return i;
+    if ((n == 2 && c < 0xc2) || (n == 4 && c > 0xf4)) return i;
+    i += static_cast<size_t>(n);
+  }
+  return std::nullopt;
+}
+
 } // namespace
 
 std::unique_ptr<ParsedFile> parse_source(std::string name, std::string text) {
@@ -83,7 +100,21 @@ std::unique_ptr<ParsedFile> parse_source(std::string name, std::string text) {
   // Every statement ends with NL: make sure the last one does.
   std::string src = f->text;
   if (src.empty() || src.back() != '\n') src.push_back('\n');
-  f->input = std::make_unique<antlr4::ANTLRInputStream>(src);
+  if (auto bad = invalid_utf8(src)) {
+    const size_t line_start = src.rfind('\n', *bad == 0 ? 0 : *bad - 1);
+    const auto line = static_cast<uint32_t>(
+        std::count(src.begin(), src.begin() + static_cast<long>(*bad), '\n') + 1);
+    const auto col = static_cast<uint32_t>(
+        line_start == std::string::npos || *bad == 0 ? *bad + 1 : *bad - line_start);
+    f->errors.push_back({line, col, "invalid UTF-8 byte in the source"});
+    return f;
+  }
+  try {
+    f->input = std::make_unique<antlr4::ANTLRInputStream>(src);
+  } catch (const std::exception& e) {
+    f->errors.push_back({1, 1, std::string("cannot read the source: ") + e.what()});
+    return f;
+  }
   f->lexer = std::make_unique<nisa_grammar::NeuronAsmLexer>(f->input.get());
   f->lexer->removeErrorListeners();
   f->tokens = std::make_unique<antlr4::CommonTokenStream>(f->lexer.get());

@@ -305,6 +305,7 @@ private:
     }
     const PInst& P = E.prog[E.pc];
     cur_core_ = c, cur_eng_ = e, cur_pc_ = E.pc;
+    if (P.kind == Kind::bad) throw Fault((*msgs_)[P.bad]); // before its waits: they may be bad
     if (!waits_hold(E.cx.state->sems, *P.in)) {
       if (E.st != St::blocked) {
         E.st = St::blocked;
@@ -318,7 +319,6 @@ private:
       if constexpr (kSlow) record(TimelineEvent::wait, c, e, e, E.since, now_ - E.since, 0);
     }
     switch (P.kind) {
-    case Kind::bad: throw Fault((*msgs_)[P.bad]);
     case Kind::barrier: return arrive(c, e, 0, e);
     case Kind::sendrecv: return arrive(c, e, 1, P.in->ops[2].i);
     case Kind::cc: return arrive(c, e, 2, P.in->ops[2].i);
@@ -366,6 +366,10 @@ private:
     if (in.signals.empty() && !force_wake) return;
     auto& sems = m_.cores[c].st.sems;
     for (const Signal& s : in.signals) sems[s.sem] += s.delta;
+    if (o_.timeline) { // semaphore counter tracks
+      for (const Signal& s : in.signals) record_sem(c, s.sem);
+      if (force_wake && in.op == Opcode::sem_set) record_sem(c, uint16_t(in.ops[0].i));
+    }
     wake(c);
   }
 
@@ -545,6 +549,13 @@ private:
       for (size_t j = 0; j < d.operands.size(); ++j)
         if (d.operands[j].kind == OperandKind::Enum && d.operands[j].enum_type == EnumType::OobMode)
           skip = in.ops[j].i == static_cast<int>(OobMode::skip);
+      if (reads && o.ap.dyn == DynKind::vec) { // the index tile is read too (one per row)
+        const VecIndex& vi = o.ap.vidx;
+        for (uint32_t p = 0; p < o.ap.part_count && vi.part_start + p < kNumPartitions; ++p)
+          f("vector index",
+            cx.state->sbuf + (vi.part_start + p) * cx.state->sbuf_part_bytes + vi.offset,
+            dtype_bytes(vi.dtype));
+      }
       View v = cx.view(o.ap, reads ? Access::read : Access::write, skip);
       uint32_t w = dtype_bytes(v.dtype);
       for (uint32_t p = 0; p < v.parts; ++p) {
@@ -581,6 +592,17 @@ private:
     ev.start = start;
     ev.dur = dur;
     ev.bytes = bytes;
+    res_.timeline.push_back(ev);
+  }
+
+  void record_sem(int c, uint16_t sem) {
+    TimelineEvent ev;
+    ev.kind = TimelineEvent::sem;
+    ev.core = uint16_t(c);
+    ev.track = 0;
+    ev.pc = sem;
+    ev.start = now_;
+    ev.bytes = m_.cores[c].st.sems[sem];
     res_.timeline.push_back(ev);
   }
 

@@ -33,9 +33,10 @@ struct Stats {
   uint64_t total_insts() const;
 };
 
-// A timeline slice. track: 0..5 = engine, 6 + q = DMA queue q.
+// A timeline slice. track: 0..5 = engine, 6 + q = DMA queue q. Kind sem is a semaphore
+// value change: pc = the semaphore, bytes = its new value.
 struct TimelineEvent {
-  enum Kind : uint8_t { inst, wait, dma };
+  enum Kind : uint8_t { inst, wait, dma, sem };
   Kind kind = inst;
   uint16_t core = 0; // rank * lnc + core
   uint8_t track = 0;

@@ -44,7 +44,8 @@ void write_timeline(std::ostream& os, const Machine& m, const std::vector<Timeli
   std::set<std::pair<int, int>> tracks;
   for (size_t c = 0; c < m.cores.size(); ++c)
     for (int e = 0; e < kNumEngines; ++e) tracks.insert({int(c), e});
-  for (const TimelineEvent& e : ev) tracks.insert({e.core, e.track});
+  for (const TimelineEvent& e : ev)
+    if (e.kind != TimelineEvent::sem) tracks.insert({e.core, e.track});
   for (size_t c = 0; c < m.cores.size(); ++c) {
     sep();
     os << fmt::format(
@@ -61,7 +62,21 @@ void write_timeline(std::ostream& os, const Machine& m, const std::vector<Timeli
         R"({{"ph":"M","name":"thread_sort_index","pid":{},"tid":{},"args":{{"sort_index":{}}}}})",
         c, t, t);
   }
+  for (size_t c = 0; c < m.cores.size(); ++c) // initial semaphore values
+    for (const SemDecl& sd : mod.sems) {
+      sep();
+      os << fmt::format(R"({{"ph":"C","name":"sem {}","pid":{},"ts":0,"args":{{"value":{}}}}})",
+                        json_escape(sd.name), c, sd.init);
+    }
   for (const TimelineEvent& e : ev) {
+    if (e.kind == TimelineEvent::sem) { // a counter track per semaphore and core
+      sep();
+      std::string sn = e.pc < mod.sems.size() ? mod.sems[e.pc].name : fmt::format("#{}", e.pc);
+      os << fmt::format(
+          R"({{"ph":"C","name":"sem {}","pid":{},"ts":{:.4f},"args":{{"value":{}}}}})",
+          json_escape(sn), e.core, ticks_to_ns(e.start) / 1000.0, e.bytes);
+      continue;
+    }
     const Inst& in = mod.streams[int(e.engine)][e.pc];
     std::string mn(desc(in.op).mnemonic);
     std::string name = e.kind == TimelineEvent::wait ? "wait " + mn : mn;

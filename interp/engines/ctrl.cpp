@@ -117,6 +117,7 @@ void sem_halt(ExecCtx& cx, const Inst&) { cx.next_pc = cx.stream_len; }
 // Ring order is the order of the rank's list in the replica group: step s processes the data of
 // the rank s positions before this one (own rank at step 0).
 void sem_ring_rank(ExecCtx& cx, const Inst& in) {
+  if (!cx.machine) throw Fault("ring_rank needs the machine's replica groups");
   const Module& m = *cx.machine->mod;
   int64_t g = in.ops[2].i;
   if (g < 0 || size_t(g) >= m.groups.size())

@@ -114,6 +114,8 @@ void apply_scalar(AluOp op, float* out, const float* x, uint64_t n, float s, boo
 
 void check_alu_op(const ExecCtx& cx, const Inst& in, std::string_view name, AluOp op,
                   bool allow_bitvec) {
+  if (name_of(op).empty())
+    fault(in, name, fmt::format("{} is not an ALU operator", static_cast<int>(op)));
   if (op == AluOp::average) fault(in, name, "average is a partition-reduce operator only");
   if (!allow_bitvec && is_bitvec(op))
     fault(in, name,

@@ -142,5 +142,21 @@ TEST(Diagnostics, ErrorLimitStopsTheAssembly) {
   EXPECT_EQ(r.diags.back().message, "too many errors (20); stopping");
 }
 
+TEST(Diagnostics, MalformedBytesAndDeepNestingAreErrorsNotCrashes) {
+  auto bad = assemble_string("sp.nop\n  sp.nop \xff\n", "bytes.nasm");
+  ASSERT_EQ(bad.diags.size(), 1u);
+  EXPECT_EQ(bad.diags[0].line, 2u);
+  EXPECT_EQ(bad.diags[0].col, 10u);
+  EXPECT_EQ(bad.diags[0].message, "invalid UTF-8 byte in the source");
+  auto deep = assemble_string(
+      ".equ X = " + std::string(100, '(') + "1" + std::string(100, ')') + "\n", "deep.nasm");
+  ASSERT_EQ(deep.diags.size(), 1u);
+  EXPECT_EQ(deep.diags[0].message, "brackets nested deeper than 64");
+  std::string chain = ".equ X = 1";
+  for (int k = 0; k < 1500; ++k) chain += " + 1";
+  auto ok = assemble_string(chain + "\n.if X != 1501\n.error \"wrong\"\n.endif\n", "chain.nasm");
+  EXPECT_TRUE(ok.ok()) << ok.diagnostics_text();
+}
+
 } // namespace
 } // namespace nisa::nasm

@@ -1,7 +1,12 @@
 // Collectives across ranks, ring_rank, and per-rank inputs/outputs.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <sstream>
+#include <unistd.h>
+
 #include "builders.h"
+#include "interp/run.h"
 
 namespace nisa::test {
 namespace {
@@ -139,6 +144,34 @@ TEST(Collectives, RankOutsideTheGroupFaults) {
   EXPECT_EQ(r.status, RunStatus::fault);
   EXPECT_NE(r.report.find("rank 2 is in no list of replica group 'g'"), std::string::npos)
       << r.report;
+}
+
+} // namespace
+} // namespace nisa::test
+
+namespace nisa::test {
+namespace {
+
+TEST(Collectives, PerRankInputFilesAndStackedOutputs) {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::temp_directory_path() / ("nisa_ranks_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  KB k = cc_kernel(Opcode::all_reduce, {2, C}, {{0, 1}}, int(AluOp::add));
+  auto in = random_floats(2 * 2 * C, 41); // [2 ranks, 2, C]
+  interp::write_npy((dir / "x.npy").string(), DType::fp32, {2, 2, C}, as_bytes(in).data());
+  interp::RunConfig cfg;
+  cfg.machine.ranks = 2;
+  cfg.inputs = {{"x", (dir / "x.npy").string()}};
+  cfg.outputs = {{"y", (dir / "y.npy").string()}};
+  std::ostringstream out, err;
+  ASSERT_EQ(interp::run_module(k.m, cfg, out, err), 0) << err.str();
+  interp::NpyArray y = interp::read_npy((dir / "y.npy").string());
+  EXPECT_EQ(y.shape, (std::vector<int64_t>{2, 2, C}));
+  std::vector<float> got(4 * C);
+  std::memcpy(got.data(), y.data.data(), got.size() * 4);
+  for (int r = 0; r < 2; ++r)
+    for (int j = 0; j < 2 * C; ++j) EXPECT_EQ(got[r * 2 * C + j], in[j] + in[2 * C + j]);
+  fs::remove_all(dir);
 }
 
 } // namespace

@@ -31,7 +31,9 @@ TEST(Fault, DmaOutOfBounds) {
   k.add(Engine::sp, dma(Engine::sp, 0, sbuf_ap(0, 4, 0, DType::fp32, 8), src));
   auto r = run_one(k);
   expect_fault(r, "fault: hbm read of bytes", "k.nasm:402:1");
-  EXPECT_NE(r.report.find("sp[1]: sp.dma q0, ap(sbuf, fp32, 0, 4, 0x0, [[1, 8]]), ap(hbm"), std::string::npos) << r.report;
+  EXPECT_NE(r.report.find("sp[1]: sp.dma q0, ap(sbuf, fp32, 0, 4, 0x0, [[1, 8]]), ap(hbm"),
+            std::string::npos)
+      << r.report;
 }
 
 TEST(Fault, PsumIsNeverADmaOperand) {
@@ -113,6 +115,9 @@ TEST(Fault, UndeclaredSemaphore) {
   KB k;
   k.add(Engine::sp, with_signal(nop(Engine::sp), 3));
   expect_fault(run_one(k), "semaphore #3 is not declared", "k.nasm:401:1");
+  KB k2;
+  k2.add(Engine::act, with_wait(nop(Engine::act), 7, 1));
+  expect_fault(run_one(k2), "semaphore #7 is not declared", "k.nasm:101:1");
 }
 
 } // namespace

@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <sstream>
+#include <unistd.h>
 
 #include "builders.h"
 #include "interp/cost.h"
@@ -223,8 +224,11 @@ TEST(Output, TimelineIsJsonWithOneTrackPerEngine) {
   const auto& ev = j.obj["traceEvents"].arr;
   std::map<std::pair<int, int>, std::string> threads;
   int slices = 0, waits = 0, dmas = 0;
+  std::map<std::string, std::vector<double>> counters;
   for (const Json& e : ev) {
     auto ph = e.obj.at("ph").str;
+    if (ph == "C" && e.obj.at("pid").num == 0)
+      counters[e.obj.at("name").str].push_back(e.obj.at("args").obj.at("value").num);
     if (ph == "M" && e.obj.at("name").str == "thread_name")
       threads[{int(e.obj.at("pid").num), int(e.obj.at("tid").num)}] =
           e.obj.at("args").obj.at("name").str;
@@ -250,6 +254,9 @@ TEST(Output, TimelineIsJsonWithOneTrackPerEngine) {
   EXPECT_EQ(slices, 2 * (3 + 2 + 2)); // per core: 3 instructions, 2 waits, 2 transfers
   EXPECT_EQ(waits, 4);
   EXPECT_EQ(dmas, 4);
+  // Semaphore value changes of core 0: loaded 0 -> 1 (DMA), found 0 -> 1 (max8).
+  EXPECT_EQ(counters["sem loaded"], (std::vector<double>{0, 1}));
+  EXPECT_EQ(counters["sem found"], (std::vector<double>{0, 1}));
 }
 
 struct TmpDir {
