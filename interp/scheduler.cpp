@@ -15,6 +15,16 @@
 #include "isa/print.h"
 
 namespace nisa::interp {
+
+struct SchedulerImpl {
+  virtual ~SchedulerImpl() = default;
+  virtual bool step() = 0;
+  virtual std::optional<StepEvent> peek() const = 0;
+  virtual int64_t now() const = 0;
+  virtual bool finished() const = 0;
+  virtual const RunResult& result() const = 0;
+};
+
 namespace {
 
 // What the scheduler does with an instruction besides running its semantics.
@@ -105,6 +115,7 @@ public:
       heap_.push(e);
     }
   }
+  const Event& top() const { return has_front_ ? front_ : heap_.top(); }
   Event pop() {
     if (has_front_) {
       has_front_ = false;
@@ -133,16 +144,14 @@ struct Party {
   std::vector<std::pair<int, int>> arrived; // (core index, engine)
 };
 
-class Sched {
+class Sched final : public SchedulerImpl {
 public:
   Sched(Machine& m, const SchedOptions& o) : m_(m), o_(o), mod_(*m.mod) {}
 
   RunResult run() {
     auto t0 = std::chrono::steady_clock::now();
-    predecode();
-    setup();
-    res_.stats.cores.assign(m_.cores.size(), CoreStats{});
     try {
+      start();
       if (o_.timeline || m_.opt.check_uninit)
         loop<true>();
       else
@@ -151,13 +160,67 @@ public:
     } catch (const Fault& f) {
       fault(f.what());
     }
-    res_.stats.makespan_ticks = makespan_;
-    res_.stats.wall_seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    finished_ = true;
+    finish_stats(t0);
     return std::move(res_);
   }
 
+  // ---- single stepping (the debugger) ---------------------------------------------------------
+  bool step() override {
+    if (finished_) return false;
+    auto t0 = std::chrono::steady_clock::now();
+    try {
+      if (!started_) start();
+      if (!heap_.empty() && !stopped_) process<true>(heap_.pop());
+      if (heap_.empty() && !stopped_) check_deadlock();
+    } catch (const Fault& f) {
+      fault(f.what());
+    }
+    finished_ = stopped_ || heap_.empty();
+    finish_stats(t0);
+    return !finished_;
+  }
+  std::optional<StepEvent> peek() const override {
+    if (finished_ || heap_.empty()) return std::nullopt;
+    const Event& ev = heap_.top();
+    int c = int(ev.agent / kAgentsPerCore), a = int(ev.agent % kAgentsPerCore);
+    StepEvent se;
+    se.core = c;
+    se.time = ev.t;
+    if (a < kNumEngines) {
+      se.engine = Engine(a);
+      se.pc = cores_[c].eng[a].pc;
+    } else {
+      const Xfer& x = cores_[c].queue[a - kNumEngines].q.front();
+      se.engine = Engine(x.eng);
+      se.pc = x.pc;
+      se.dma_queue = a - kNumEngines;
+    }
+    return se;
+  }
+  int64_t now() const override { return now_; }
+  bool finished() const override { return finished_; }
+  const RunResult& result() const override { return res_; }
+
 private:
+  void start() {
+    started_ = true;
+    predecode();
+    setup();
+    res_.stats.cores.assign(m_.cores.size(), CoreStats{});
+    for (size_t c = 0; c < cores_.size(); ++c)
+      for (int e = 0; e < kNumEngines; ++e)
+        if (o_.timeline || m_.opt.check_uninit)
+          try_issue<true>(int(c), e);
+        else
+          try_issue<false>(int(c), e);
+  }
+  void finish_stats(std::chrono::steady_clock::time_point t0) {
+    res_.stats.makespan_ticks = makespan_;
+    res_.stats.wall_seconds +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
+
   Machine& m_;
   SchedOptions o_;
   const Module& mod_;
@@ -167,7 +230,7 @@ private:
   EventQueue heap_;
   uint64_t seq_ = 0;
   int64_t now_ = 0, makespan_ = 0;
-  bool stopped_ = false;
+  bool stopped_ = false, started_ = false, finished_ = false;
   RunResult res_;
   // Fault context: which instruction is executing.
   int cur_core_ = -1, cur_eng_ = 0;
@@ -274,17 +337,15 @@ private:
   }
 
   template <bool kSlow> void loop() {
-    for (size_t c = 0; c < cores_.size(); ++c)
-      for (int e = 0; e < kNumEngines; ++e) try_issue<kSlow>(int(c), e);
-    while (!heap_.empty() && !stopped_) {
-      Event ev = heap_.pop();
-      now_ = ev.t;
-      int c = int(ev.agent / kAgentsPerCore), a = int(ev.agent % kAgentsPerCore);
-      if (a < kNumEngines)
-        complete<kSlow>(c, a);
-      else
-        dma_done<kSlow>(c, a - kNumEngines);
-    }
+    while (!heap_.empty() && !stopped_) process<kSlow>(heap_.pop());
+  }
+  template <bool kSlow> void process(const Event& ev) {
+    now_ = ev.t;
+    int c = int(ev.agent / kAgentsPerCore), a = int(ev.agent % kAgentsPerCore);
+    if (a < kNumEngines)
+      complete<kSlow>(c, a);
+    else
+      dma_done<kSlow>(c, a - kNumEngines);
   }
 
   // ---- engines --------------------------------------------------------------------------------
@@ -747,5 +808,13 @@ std::string source_of(const Module& m, Engine e, int64_t pc) {
 }
 
 RunResult run(Machine& m, const SchedOptions& o) { return Sched(m, o).run(); }
+
+Scheduler::Scheduler(Machine& m, const SchedOptions& o) : impl_(std::make_unique<Sched>(m, o)) {}
+Scheduler::~Scheduler() = default;
+bool Scheduler::step() { return impl_->step(); }
+std::optional<StepEvent> Scheduler::peek() const { return impl_->peek(); }
+int64_t Scheduler::now() const { return impl_->now(); }
+bool Scheduler::finished() const { return impl_->finished(); }
+const RunResult& Scheduler::result() const { return impl_->result(); }
 
 } // namespace nisa::interp

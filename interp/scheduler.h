@@ -5,6 +5,8 @@
 // pseudo-random order (with seeded latency jitter) under ScheduleMode::random.
 #pragma once
 #include <cstdint>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,6 +39,31 @@ struct RunResult {
 // Runs the machine's module to completion (or deadlock / fault) from its current state.
 // The machine is usually fresh (constructed or reset()) with inputs written.
 RunResult run(Machine& m, const SchedOptions& o = {});
+
+// Stepping for the debugger: one event at a time (an engine's instruction or a DMA transfer
+// completing: its semantics run, then its signals apply). Always runs the slow path, so
+// timelines and --check-uninit work while stepping.
+struct StepEvent {
+  int core = 0;               // rank * lnc + core
+  Engine engine = Engine::sp; // the stream holding the instruction (the trigger for a DMA)
+  int64_t pc = 0;
+  int64_t time = 0;   // ticks at which it completes
+  int dma_queue = -1; // >= 0: a DMA transfer completing on this queue
+};
+struct SchedulerImpl;
+class Scheduler {
+public:
+  Scheduler(Machine& m, const SchedOptions& o = {});
+  ~Scheduler();
+  // Processes the next event; false once the run is over (ok, deadlock or fault: result()).
+  bool step();
+  std::optional<StepEvent> peek() const; // what step() would process next
+  int64_t now() const;                   // ticks
+  bool finished() const;
+  const RunResult& result() const; // status, report, stats and timeline so far
+private:
+  std::unique_ptr<SchedulerImpl> impl_;
+};
 
 // One-line text of an instruction (mnemonic, operands, waits, signals) and its source
 // location ("file:line:col", plus the expansion chain), for reports.

@@ -1,7 +1,6 @@
 // Little-endian byte writer and bounds-checked reader shared by the instruction codec and the
 // object format. Internal to isa/ (encode.cpp, object.cpp).
 #pragma once
-#include <algorithm>
 #include <bit>
 #include <cstdint>
 #include <cstring>
@@ -55,8 +54,10 @@ public:
   void patch_u64(size_t at, uint64_t v) { store(at, v, 8); }
 
 private:
+  // Constant slack: the vector's own capacity doubling keeps appends amortized O(1), and a
+  // size-proportional slack would zero-fill O(size) per instruction.
   void grow(size_t n) {
-    if (len_ + n > out_.size()) out_.resize(std::max(2 * out_.size(), len_ + n + 256));
+    if (len_ + n > out_.size()) out_.resize(len_ + n + 256);
   }
   void put(uint64_t v, int n) {
     grow(static_cast<size_t>(n));

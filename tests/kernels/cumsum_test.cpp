@@ -1,0 +1,97 @@
+// cumsum.nasm against an inclusive prefix sum written from the math.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "tests/kernels/harness.h"
+
+namespace nisa::kt {
+namespace {
+
+struct CumsumCase {
+  Target target;
+  int lnc;
+  DType dt;
+  int64_t rows, cols;
+};
+
+std::string case_name(const testing::TestParamInfo<CumsumCase>& i) {
+  const CumsumCase& c = i.param;
+  return std::string(target_name(c.target)) + "_lnc" + std::to_string(c.lnc) + "_" +
+         dt_name(c.dt) + "_" + std::to_string(c.rows) + "x" + std::to_string(c.cols);
+}
+
+class Cumsum : public testing::TestWithParam<CumsumCase> {};
+
+std::vector<float> run_cumsum(const CumsumCase& c, const std::vector<float>& x) {
+  Assembled a = assemble_kernel("cumsum.nasm",
+                                {{"ROWS", std::to_string(c.rows)},
+                                 {"COLS", std::to_string(c.cols)},
+                                 {"DT", dt_name(c.dt)}},
+                                c.target);
+  EXPECT_TRUE(a.ok) << a.diagnostics;
+  if (!a.ok) return {};
+  RunOutput r = run_kernel(a.module, c.target, c.lnc, {{"x", to_bytes(x, c.dt)}});
+  EXPECT_EQ(r.status, interp::RunStatus::ok) << r.report;
+  return from_bytes(r.tensors["y"], c.dt);
+}
+
+TEST_P(Cumsum, MatchesPrefixSum) {
+  const CumsumCase& c = GetParam();
+  const auto n = static_cast<size_t>(c.rows * c.cols);
+  const std::vector<float> x = random_values(n, c.dt, 1234u + static_cast<uint32_t>(n));
+  const std::vector<float> y = run_cumsum(c, x);
+  ASSERT_EQ(y.size(), n);
+  for (int64_t r = 0; r < c.rows; ++r) {
+    const float* xr = &x[size_t(r * c.cols)];
+    const float* yr = &y[size_t(r * c.cols)];
+    if (c.dt == DType::fp32) {
+      // fp32: the scan computes r = (1 * r) + x[i] with fp32 state; 1 * r is exact, so each
+      // step is one correctly rounded fp32 add, in the same order as a sequential loop. The
+      // carry across 2048-wide tiles is the fp32 last column copied bit-exactly. Hence the
+      // result equals the sequential fp32 prefix sum bit for bit.
+      float s = 0.0f;
+      for (int64_t i = 0; i < c.cols; ++i) {
+        s += xr[i];
+        ASSERT_EQ(f32_bits(yr[i]), f32_bits(s)) << "row " << r << " col " << i;
+      }
+      continue;
+    }
+    // bf16: exact prefix S_i (double) of the bf16 inputs. Errors of the kernel:
+    //  - every output is S_i' rounded to bf16: <= 2^-9 |S_i'| (half an 8-bit-mantissa ulp);
+    //  - at every 2048 boundary b the carry is re-read from the bf16 result: <= 2^-9 |S_b'|,
+    //    and these errors add up over the boundaries already crossed;
+    //  - the fp32 state within a tile: <= (i+1) 2^-24 sum_k |x_k| (recursive summation).
+    // Tolerance = the sum of the three, with |S'| bounded by |S| + the previous terms.
+    double s = 0, abs_sum = 0, carry_err = 0;
+    for (int64_t i = 0; i < c.cols; ++i) {
+      s += xr[i];
+      abs_sum += std::fabs(xr[i]);
+      const double fp32_err = double(i + 1) * std::ldexp(1.0, -24) * abs_sum;
+      const double pre = std::fabs(s) + carry_err + fp32_err;
+      const double tol = std::ldexp(pre, -9) + carry_err + fp32_err;
+      ASSERT_LE(std::fabs(double(yr[i]) - s), tol) << "row " << r << " col " << i;
+      if ((i + 1) % 2048 == 0) carry_err += std::ldexp(pre, -9);
+    }
+  }
+}
+
+constexpr Target T1 = Target::trn1, T2 = Target::trn2;
+constexpr DType F32 = DType::fp32, B16 = DType::bf16;
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, Cumsum,
+    testing::Values(
+        // COLS > 2048 and not a multiple of 2048; ROWS not a multiple of 128
+        CumsumCase{T2, 1, F32, 130, 4500}, CumsumCase{T2, 2, F32, 130, 4500},
+        CumsumCase{T1, 1, F32, 130, 4500}, CumsumCase{T2, 1, B16, 130, 4500},
+        CumsumCase{T2, 2, B16, 130, 4500}, CumsumCase{T1, 1, B16, 130, 4500},
+        // degenerate shapes
+        CumsumCase{T2, 1, F32, 1, 2049}, CumsumCase{T2, 2, B16, 1, 6145},
+        CumsumCase{T2, 1, F32, 7, 1}, CumsumCase{T1, 1, B16, 1, 1},
+        // the one large case: three partition tiles, several free tiles
+        CumsumCase{T2, 2, F32, 300, 5000}),
+    case_name);
+
+} // namespace
+} // namespace nisa::kt

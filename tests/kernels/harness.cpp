@@ -1,0 +1,116 @@
+#include "tests/kernels/harness.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "asm/asm.h"
+#include "interp/machine.h"
+#include "interp/target.h"
+
+namespace nisa::kt {
+
+Assembled assemble_kernel(const std::string& file, const Defines& defines, Target target) {
+  nasm::AsmOptions o;
+  o.defines = defines;
+  o.include_dirs = {std::string(NISA_SOURCE_DIR) + "/kernels_asm/lib"};
+  o.target = target;
+  nasm::AsmResult r = nasm::assemble_file(std::string(NISA_SOURCE_DIR) + "/kernels_asm/" + file, o);
+  Assembled a;
+  a.ok = r.ok();
+  a.diagnostics = r.diagnostics_text();
+  if (r.module) a.module = std::move(*r.module);
+  return a;
+}
+
+RunOutput run_kernel(const Module& m, Target target, int lnc,
+                     const std::map<std::string, std::vector<uint8_t>>& inputs,
+                     bool timeline) {
+  interp::MachineOptions mo;
+  mo.target = target;
+  mo.lnc = lnc;
+  interp::Machine machine(m, mo);
+  for (const auto& [name, bytes] : inputs) {
+    const TensorDecl* t = machine.find_tensor(name);
+    if (!t) throw std::runtime_error("kernel has no tensor '" + name + "'");
+    if (bytes.size() != interp::Machine::tensor_bytes(*t))
+      throw std::runtime_error("input '" + name + "' has the wrong size");
+    machine.write_tensor(*t, bytes.data());
+  }
+  interp::SchedOptions so;
+  so.timeline = timeline;
+  interp::RunResult r = interp::run(machine, so);
+  RunOutput out;
+  out.status = r.status;
+  out.report = r.report;
+  out.stats = r.stats;
+  out.timeline = std::move(r.timeline);
+  for (const TensorDecl& t : m.tensors) {
+    if (t.space != MemSpace::hbm || t.role != Role::output) continue;
+    const uint8_t* p = machine.hbm_tensor(0, t);
+    out.tensors[t.name].assign(p, p + interp::Machine::tensor_bytes(t));
+  }
+  return out;
+}
+
+int64_t dve_cycles_of(const Module& m, Target target, const RunOutput& r,
+                      const std::vector<Opcode>& ops) {
+  const auto& dve = m.streams[int(Engine::dve)];
+  int64_t ticks = 0;
+  for (const interp::TimelineEvent& e : r.timeline) {
+    if (e.kind != interp::TimelineEvent::inst || e.core != 0 || e.engine != Engine::dve) continue;
+    if (std::find(ops.begin(), ops.end(), dve.at(e.pc).op) != ops.end()) ticks += e.dur;
+  }
+  return ticks / interp::target_params(target).ticks_per_cycle[int(Engine::dve)];
+}
+
+std::vector<uint8_t> to_bytes(const std::vector<float>& v, DType dt) {
+  std::vector<uint8_t> b;
+  if (dt == DType::fp32) {
+    b.resize(v.size() * 4);
+    std::memcpy(b.data(), v.data(), b.size());
+  } else {
+    b.resize(v.size() * 2);
+    for (size_t i = 0; i < v.size(); ++i) {
+      const uint16_t h = f32_to_bf16(v[i]);
+      std::memcpy(&b[2 * i], &h, 2);
+    }
+  }
+  return b;
+}
+
+std::vector<float> from_bytes(const std::vector<uint8_t>& b, DType dt) {
+  std::vector<float> v;
+  if (dt == DType::fp32) {
+    v.resize(b.size() / 4);
+    std::memcpy(v.data(), b.data(), v.size() * 4);
+  } else {
+    v.resize(b.size() / 2);
+    for (size_t i = 0; i < v.size(); ++i) {
+      uint16_t h;
+      std::memcpy(&h, &b[2 * i], 2);
+      v[i] = bf16_to_f32(h);
+    }
+  }
+  return v;
+}
+
+std::vector<uint32_t> u32_from_bytes(const std::vector<uint8_t>& b) {
+  std::vector<uint32_t> v(b.size() / 4);
+  std::memcpy(v.data(), b.data(), v.size() * 4);
+  return v;
+}
+
+std::vector<float> random_values(size_t n, DType dt, uint32_t seed, float scale) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> nd(0.0f, scale);
+  std::vector<float> v(n);
+  for (float& x : v) x = dt == DType::bf16 ? bf16_to_f32(f32_to_bf16(nd(rng))) : nd(rng);
+  return v;
+}
+
+const char* dt_name(DType dt) { return dt == DType::fp32 ? "fp32" : "bf16"; }
+const char* target_name(Target t) {
+  return t == Target::trn1 ? "trn1" : t == Target::trn2 ? "trn2" : "trn3";
+}
+
+} // namespace nisa::kt

@@ -1,0 +1,57 @@
+// Kernel test harness: assemble kernels_asm/NAME.nasm with -D parameters, bind inputs from
+// memory, run on the modelled machine (target, lnc) and read the outputs back.
+#pragma once
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "interp/scheduler.h"
+#include "isa/dtype.h"
+#include "isa/module.h"
+
+namespace nisa::kt {
+
+using Defines = std::vector<std::pair<std::string, std::string>>;
+
+struct Assembled {
+  bool ok = false;
+  std::string diagnostics; // every error, formatted (empty when ok)
+  Module module;
+};
+
+// Assembles kernels_asm/<file> (with kernels_asm/lib on the include path).
+Assembled assemble_kernel(const std::string& file, const Defines& defines, Target target);
+
+struct RunOutput {
+  interp::RunStatus status = interp::RunStatus::ok;
+  std::string report;                                 // fault / deadlock text
+  interp::Stats stats;
+  std::vector<interp::TimelineEvent> timeline;         // only when asked for
+  std::map<std::string, std::vector<uint8_t>> tensors; // every HBM output, raw bytes
+};
+
+// Runs `m` with the given raw input bytes (name -> bytes, little-endian elements).
+RunOutput run_kernel(const Module& m, Target target, int lnc,
+                     const std::map<std::string, std::vector<uint8_t>>& inputs,
+                     bool timeline = false);
+
+// DVE cycles of core 0 spent in instructions with the given opcodes (from the timeline).
+int64_t dve_cycles_of(const Module& m, Target target, const RunOutput& r,
+                      const std::vector<Opcode>& ops);
+
+// Raw bytes <-> values.
+std::vector<uint8_t> to_bytes(const std::vector<float>& v, DType dt); // fp32 or bf16
+std::vector<float> from_bytes(const std::vector<uint8_t>& b, DType dt);
+std::vector<uint32_t> u32_from_bytes(const std::vector<uint8_t>& b);
+
+// Values representable in `dt` (fp32 or bf16), drawn from a seeded normal distribution.
+std::vector<float> random_values(size_t n, DType dt, uint32_t seed, float scale = 1.0f);
+
+const char* dt_name(DType dt);
+const char* target_name(Target t);
+
+} // namespace nisa::kt

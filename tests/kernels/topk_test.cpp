@@ -1,0 +1,165 @@
+// topk.nasm against a top-K written from the math.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <functional>
+#include <set>
+
+#include "tests/kernels/harness.h"
+
+namespace nisa::kt {
+namespace {
+
+struct TopkCase {
+  Target target;
+  int lnc;
+  DType dt;
+  int64_t bxs, v, k;
+  int sorted;
+  std::string method;
+};
+
+std::string case_name(const testing::TestParamInfo<TopkCase>& i) {
+  const TopkCase& c = i.param;
+  return std::string(target_name(c.target)) + "_lnc" + std::to_string(c.lnc) + "_" +
+         dt_name(c.dt) + "_" + std::to_string(c.bxs) + "x" + std::to_string(c.v) + "_k" +
+         std::to_string(c.k) + (c.sorted ? "_sorted_" : "_unsorted_") + c.method;
+}
+
+Defines topk_defines(const TopkCase& c) {
+  return {{"BXS", std::to_string(c.bxs)}, {"V", std::to_string(c.v)},
+          {"K", std::to_string(c.k)},     {"SORTED", std::to_string(c.sorted)},
+          {"DT", dt_name(c.dt)},          {"METHOD", c.method},
+          {"GEN", c.target == Target::trn1 ? "2" : "3"}};
+}
+
+struct TopkResult {
+  Module module;
+  std::vector<float> values;
+  std::vector<uint32_t> indices;
+  RunOutput run;
+};
+
+TopkResult run_topk(const TopkCase& c, const std::vector<float>& x, bool timeline = false) {
+  Assembled a = assemble_kernel("topk.nasm", topk_defines(c), c.target);
+  EXPECT_TRUE(a.ok) << a.diagnostics;
+  if (!a.ok) return {};
+  TopkResult t;
+  t.run = run_kernel(a.module, c.target, c.lnc, {{"x", to_bytes(x, c.dt)}}, timeline);
+  EXPECT_EQ(t.run.status, interp::RunStatus::ok) << t.run.report;
+  t.values = from_bytes(t.run.tensors["values"], c.dt);
+  t.indices = u32_from_bytes(t.run.tensors["indices"]);
+  t.module = std::move(a.module);
+  return t;
+}
+
+// Reference: the K largest values of the row, descending. Indices are checked by gather
+// (x[index] == value, all distinct), so any order of equal values is accepted.
+void check_topk(const TopkCase& c, const std::vector<float>& x, const TopkResult& r) {
+  ASSERT_EQ(r.values.size(), size_t(c.bxs * c.k));
+  ASSERT_EQ(r.indices.size(), size_t(c.bxs * c.k));
+  for (int64_t b = 0; b < c.bxs; ++b) {
+    const float* row = &x[size_t(b * c.v)];
+    std::vector<float> ref(row, row + c.v);
+    std::sort(ref.begin(), ref.end(), std::greater<float>());
+    ref.resize(size_t(c.k));
+    std::vector<float> got(r.values.begin() + b * c.k, r.values.begin() + (b + 1) * c.k);
+    if (c.sorted)
+      EXPECT_TRUE(std::is_sorted(got.begin(), got.end(), std::greater<float>())) << "row " << b;
+    std::vector<float> got_sorted = got;
+    std::sort(got_sorted.begin(), got_sorted.end(), std::greater<float>());
+    ASSERT_EQ(got_sorted, ref) << "row " << b;
+    std::set<uint32_t> seen;
+    for (int64_t j = 0; j < c.k; ++j) {
+      const uint32_t i = r.indices[size_t(b * c.k + j)];
+      ASSERT_LT(i, uint32_t(c.v)) << "row " << b << " slot " << j;
+      EXPECT_EQ(row[i], got[size_t(j)]) << "row " << b << " slot " << j;
+      EXPECT_TRUE(seen.insert(i).second) << "row " << b << ": index " << i << " twice";
+    }
+  }
+}
+
+class Topk : public testing::TestWithParam<TopkCase> {};
+
+TEST_P(Topk, MatchesReference) {
+  const TopkCase& c = GetParam();
+  const std::vector<float> x = random_values(size_t(c.bxs * c.v), c.dt,
+                                             11u + uint32_t(c.bxs * 131 + c.v * 7 + c.k), 2.0f);
+  check_topk(c, x, run_topk(c, x));
+}
+
+constexpr Target T1 = Target::trn1, T2 = Target::trn2;
+constexpr DType F32 = DType::fp32, B16 = DType::bf16;
+
+INSTANTIATE_TEST_SUITE_P(
+    Scanning, Topk,
+    testing::Values(
+        // K % 8 != 0, odd row counts, both dtypes, lnc 1 / 2, trn1 (gen2 forms) / trn2
+        TopkCase{T2, 1, F32, 3, 1000, 20, 1, "scanning"},
+        TopkCase{T2, 2, F32, 3, 1000, 20, 1, "scanning"},
+        TopkCase{T1, 1, F32, 3, 1000, 20, 1, "scanning"},
+        TopkCase{T2, 2, B16, 7, 3000, 37, 1, "scanning"},
+        TopkCase{T1, 1, B16, 7, 3000, 37, 0, "scanning"},
+        TopkCase{T2, 2, F32, 65, 500, 24, 0, "scanning"},
+        TopkCase{T2, 1, B16, 129, 700, 13, 1, "scanning"},
+        TopkCase{T2, 2, F32, 1024, 300, 16, 1, "scanning"}, // 4 row tiles per core
+        TopkCase{T2, 2, F32, 1, 16384, 40, 1, "scanning"},  // BXS = 1, the search limit
+        // K <= 8: the router path
+        TopkCase{T2, 2, F32, 5, 100, 1, 1, "scanning"},
+        TopkCase{T2, 1, B16, 5, 100, 5, 1, "scanning"},
+        TopkCase{T1, 1, F32, 5, 100, 8, 1, "auto"},
+        // K == V: the unsorted shortcut and the sorted strike-out; V < 8 pads with -inf
+        TopkCase{T2, 2, F32, 3, 64, 64, 0, "scanning"},
+        TopkCase{T2, 1, B16, 3, 64, 64, 1, "scanning"},
+        TopkCase{T2, 1, F32, 2, 5, 5, 1, "scanning"},
+        TopkCase{T2, 1, F32, 2, 5, 3, 1, "auto"},
+        // K = 2048
+        TopkCase{T2, 2, F32, 3, 4096, 2048, 1, "scanning"}),
+    case_name);
+
+// The strike-out instructions (max8, match_replace8, find_index8) of the scanning method
+// cost ceil(K/8) * 2 * (V + 144) DVE cycles per row tile (issue 4, the seed's cost_estimate).
+TEST(TopkCost, ScanningStrikeOutCycles) {
+  for (int64_t k : {20, 8, 64}) {
+    const TopkCase c{T2, 1, F32, 130, 1000, k, 1, "scanning"}; // two row tiles on core 0
+    const std::vector<float> x = random_values(size_t(c.bxs * c.v), c.dt, 5u);
+    const TopkResult r = run_topk(c, x, /*timeline=*/true);
+    const int64_t tiles = 2;
+    const int64_t expect = tiles * ((k + 7) / 8) * 2 * (c.v + 144);
+    EXPECT_EQ(dve_cycles_of(r.module, c.target, r.run,
+                            {Opcode::max8, Opcode::match_replace8, Opcode::find_index8}),
+              expect)
+        << "K = " << k;
+  }
+}
+
+void expect_error(const Defines& d, const std::string& message) {
+  Assembled a = assemble_kernel("topk.nasm", d, Target::trn2);
+  EXPECT_FALSE(a.ok) << "expected: " << message;
+  EXPECT_NE(a.diagnostics.find(message), std::string::npos) << a.diagnostics;
+}
+
+TEST(TopkEnvelope, EachLimitHasItsError) {
+  auto d = [](std::string bxs, std::string v, std::string k, Defines more = {}) {
+    Defines r{{"BXS", bxs}, {"V", v}, {"K", k}};
+    r.insert(r.end(), more.begin(), more.end());
+    return r;
+  };
+  expect_error(d("2", "100", "4", {{"DT", "int8"}}), "DT must be fp32 or bf16");
+  expect_error(d("2", "100", "4", {{"METHOD", "bitonic"}}), "METHOD must be");
+  expect_error(d("2", "100", "4", {{"SORTED", "2"}}), "SORTED must be 0 or 1");
+  expect_error(d("2", "100", "4", {{"GEN", "4"}}), "GEN must be 2");
+  expect_error(d("0", "100", "4"), "BXS must be in [1, 1024]");
+  expect_error(d("1025", "100", "4"), "BXS must be in [1, 1024]");
+  expect_error(d("2", "151937", "4"), "V must be in [1, 151936]");
+  expect_error(d("2", "4096", "2049"), "K must be in [1, 2048]");
+  expect_error(d("2", "100", "0"), "K must be in [1, 2048]");
+  expect_error(d("2", "100", "101"), "K must be <= V");
+  expect_error(d("2", "16385", "16", {{"METHOD", "scanning"}}), "scanning needs V <= 16384");
+  EXPECT_TRUE(assemble_kernel("topk.nasm", d("1024", "16384", "2048", {{"METHOD", "scanning"}}),
+                              T2)
+                  .ok);
+}
+
+} // namespace
+} // namespace nisa::kt
