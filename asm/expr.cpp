@@ -226,13 +226,16 @@ Value Assembler::eval_index(P::IndexExprContext* x) {
   for (auto* s : x->slice()) {
     SliceIndex si;
     if (auto* r = dynamic_cast<P::RangeSliceContext*>(s)) {
-      si.kind = SliceIndex::Range;
-      if (r->lo) si.has_lo = true, si.lo = eval_int(r->lo, "slice start");
-      if (r->hi) si.has_hi = true, si.hi = eval_int(r->hi, "slice stop");
-      if (r->step) si.step = eval_int(r->step, "slice step");
-    } else if (auto* p = dynamic_cast<P::PointSliceContext*>(s)) {
-      si.kind = SliceIndex::Point;
-      si.lo = eval_int(p->expr(), "index");
+      if (!r->c1) {
+        if (!r->lo) fail(s, "empty index: write ':' for a whole dimension");
+        si.kind = SliceIndex::Point;
+        si.lo = eval_int(r->lo, "index");
+      } else {
+        si.kind = SliceIndex::Range;
+        if (r->lo) si.has_lo = true, si.lo = eval_int(r->lo, "slice start");
+        if (r->hi) si.has_hi = true, si.hi = eval_int(r->hi, "slice stop");
+        if (r->step) si.step = eval_int(r->step, "slice step");
+      }
     } else if (auto* d = dynamic_cast<P::DynSliceContext*>(s)) {
       auto* call = dynamic_cast<P::PrimaryExprContext*>(d->expr());
       auto* cp = call ? dynamic_cast<P::CallPrimContext*>(call->primary()) : nullptr;

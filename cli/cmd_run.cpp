@@ -53,9 +53,9 @@ int cmd_run(int argc, char** argv) {
       "SPMD ranks, each with its own HBM")("stats", "print per-engine and per-queue statistics")(
       "timeline", po::value(&timeline), "write a Chrome trace (Perfetto) JSON file")(
       "schedule", po::value(&schedule)->default_value("fixed"),
-      "fixed | random: how ties at equal modelled time are broken")(
-      "seed", po::value(&seed)->default_value(0),
-      "seed of --schedule random")("check-uninit", "fault on reads of memory never written");
+      "fixed | random: random orders ties and stretches latencies by --seed (exposes missing "
+      "waits)")("seed", po::value(&seed)->default_value(0), "seed of --schedule random")(
+      "check-uninit", "fault on reads of memory never written");
   po::options_description hidden;
   hidden.add_options()("kernel", po::value(&kernel));
   po::options_description all;

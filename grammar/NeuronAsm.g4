@@ -76,11 +76,11 @@ primary
 
 callArg : (name=ID '=')? expr ;
 
-// One index of a tensor slice: a:b:s, an integer, @reg, @vec(tile).
+// One index of a tensor slice: a:b:s, an integer, @reg, @vec(tile). A single alternative
+// with optional parts keeps every decision LL(1) (the walker tells a:b from an integer).
 slice
-  : '@' expr                                          # dynSlice
-  | lo=expr? ':' hi=expr? (':' step=expr?)?           # rangeSlice
-  | expr                                              # pointSlice
+  : '@' expr                                                    # dynSlice
+  | lo=expr? (c1=':' hi=expr? (c2=':' step=expr?)?)?            # rangeSlice
   ;
 
 // ---- lexer ------------------------------------------------------------------------------------

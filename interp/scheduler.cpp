@@ -18,6 +18,7 @@ namespace nisa::interp {
 
 struct SchedulerImpl {
   virtual ~SchedulerImpl() = default;
+  virtual void begin() = 0;
   virtual bool step() = 0;
   virtual std::optional<StepEvent> peek() const = 0;
   virtual int64_t now() const = 0;
@@ -42,6 +43,9 @@ struct PInst {
   uint64_t bytes = 0;
   uint32_t rows = 0;
   uint32_t bad = 0; // Kind::bad: index of the fault message in Program::msgs
+  // Waits and signals, copied into Program's flat arrays (stream order: cache friendly).
+  uint32_t wait0 = 0, sig0 = 0;
+  uint8_t nwaits = 0, nsigs = 0;
 };
 
 } // namespace
@@ -50,6 +54,8 @@ struct PInst {
 struct Program {
   std::array<std::vector<PInst>, kNumEngines> prog;
   std::vector<std::string> msgs;
+  std::vector<Wait> waits;
+  std::vector<Signal> sigs;
 };
 
 namespace {
@@ -166,6 +172,18 @@ public:
   }
 
   // ---- single stepping (the debugger) ---------------------------------------------------------
+  // Issues every engine's first instruction (time 0) so that peek() shows the first event.
+  void begin() override {
+    auto t0 = std::chrono::steady_clock::now();
+    try {
+      start();
+      if (heap_.empty() && !stopped_) check_deadlock();
+    } catch (const Fault& f) {
+      fault(f.what());
+    }
+    finished_ = stopped_ || heap_.empty();
+    finish_stats(t0);
+  }
   bool step() override {
     if (finished_) return false;
     auto t0 = std::chrono::steady_clock::now();
@@ -226,6 +244,8 @@ private:
   const Module& mod_;
   std::shared_ptr<const Program> program_;
   const std::vector<std::string>* msgs_ = nullptr;
+  const Wait* waits_ = nullptr;
+  const Signal* sigs_ = nullptr;
   std::vector<CoreRt> cores_;
   EventQueue heap_;
   uint64_t seq_ = 0;
@@ -245,12 +265,23 @@ private:
       for (int e = 0; e < kNumEngines; ++e) {
         const auto& s = mod_.streams[e];
         p->prog[e].resize(s.size());
-        for (size_t i = 0; i < s.size(); ++i) p->prog[e][i] = decode_one(s[i], tp, p->msgs);
+        for (size_t i = 0; i < s.size(); ++i) {
+          PInst& pi = p->prog[e][i];
+          pi = decode_one(s[i], tp, p->msgs);
+          pi.wait0 = uint32_t(p->waits.size());
+          pi.nwaits = uint8_t(std::min<size_t>(s[i].waits.size(), 255));
+          p->waits.insert(p->waits.end(), s[i].waits.begin(), s[i].waits.begin() + pi.nwaits);
+          pi.sig0 = uint32_t(p->sigs.size());
+          pi.nsigs = uint8_t(std::min<size_t>(s[i].signals.size(), 255));
+          p->sigs.insert(p->sigs.end(), s[i].signals.begin(), s[i].signals.begin() + pi.nsigs);
+        }
       }
       m_.program = std::move(p);
     }
     program_ = m_.program;
     msgs_ = &program_->msgs;
+    waits_ = program_->waits.data();
+    sigs_ = program_->sigs.data();
   }
 
   PInst decode_one(const Inst& in, const TargetParams& tp, std::vector<std::string>& msgs) {
@@ -349,14 +380,13 @@ private:
   }
 
   // ---- engines --------------------------------------------------------------------------------
-  bool waits_hold(const std::vector<uint32_t>& sems, const Inst& in) const {
-    for (const Wait& w : in.waits) {
-      uint32_t v = sems[w.sem];
-      if (w.cmp == WaitCmp::ge ? v < w.value : v != w.value) return false;
+  bool waits_hold(const std::vector<uint32_t>& sems, const PInst& P) const {
+    for (const Wait *w = waits_ + P.wait0, *end = w + P.nwaits; w != end; ++w) {
+      uint32_t v = sems[w->sem];
+      if (w->cmp == WaitCmp::ge ? v < w->value : v != w->value) return false;
     }
     return true;
   }
-
   template <bool kSlow> void try_issue(int c, int e) {
     CoreRt& C = cores_[c];
     EngRt& E = C.eng[e];
@@ -367,7 +397,7 @@ private:
     const PInst& P = E.prog[E.pc];
     cur_core_ = c, cur_eng_ = e, cur_pc_ = E.pc;
     if (P.kind == Kind::bad) throw Fault((*msgs_)[P.bad]); // before its waits: they may be bad
-    if (!waits_hold(E.cx.state->sems, *P.in)) {
+    if (!waits_hold(E.cx.state->sems, P)) {
       if (E.st != St::blocked) {
         E.st = St::blocked;
         E.since = now_;
@@ -409,7 +439,7 @@ private:
     }
     E.pc = E.cx.next_pc;
     E.st = St::idle;
-    if (P.kind != Kind::dma) signal(c, *P.in, P.sets_sems);
+    if (P.kind != Kind::dma) signal(c, P);
     if (!stopped_) try_issue<kSlow>(c, e);
   }
 
@@ -423,13 +453,14 @@ private:
     }
   }
 
-  void signal(int c, const Inst& in, bool force_wake) {
-    if (in.signals.empty() && !force_wake) return;
+  void signal(int c, const PInst& P) {
+    if (!P.nsigs && !P.sets_sems) return;
     auto& sems = m_.cores[c].st.sems;
-    for (const Signal& s : in.signals) sems[s.sem] += s.delta;
+    const Signal *s0 = sigs_ + P.sig0, *end = s0 + P.nsigs;
+    for (const Signal* s = s0; s != end; ++s) sems[s->sem] += s->delta;
     if (o_.timeline) { // semaphore counter tracks
-      for (const Signal& s : in.signals) record_sem(c, s.sem);
-      if (force_wake && in.op == Opcode::sem_set) record_sem(c, uint16_t(in.ops[0].i));
+      for (const Signal* s = s0; s != end; ++s) record_sem(c, s->sem);
+      if (P.sets_sems) record_sem(c, uint16_t(P.in->ops[0].i));
     }
     wake(c);
   }
@@ -441,7 +472,7 @@ private:
       int e = __builtin_ctz(mask);
       mask &= mask - 1;
       EngRt& E = C.eng[e];
-      if (waits_hold(E.cx.state->sems, *E.prog[E.pc].in)) {
+      if (waits_hold(E.cx.state->sems, E.prog[E.pc])) {
         C.blocked &= ~(1u << e);
         if (o_.timeline || m_.opt.check_uninit)
           try_issue<true>(c, e);
@@ -489,7 +520,7 @@ private:
     if constexpr (kSlow)
       record(TimelineEvent::dma, c, kTrackQueue0 + q, x.eng, x.begin, x.end - x.begin, x.pi->bytes,
              x.pc);
-    signal(c, *x.pi->in, false);
+    signal(c, *x.pi);
   }
 
   // ---- rendezvous: core_barrier (per engine), send_recv (per pipe), collectives ----------------
@@ -809,7 +840,9 @@ std::string source_of(const Module& m, Engine e, int64_t pc) {
 
 RunResult run(Machine& m, const SchedOptions& o) { return Sched(m, o).run(); }
 
-Scheduler::Scheduler(Machine& m, const SchedOptions& o) : impl_(std::make_unique<Sched>(m, o)) {}
+Scheduler::Scheduler(Machine& m, const SchedOptions& o) : impl_(std::make_unique<Sched>(m, o)) {
+  impl_->begin();
+}
 Scheduler::~Scheduler() = default;
 bool Scheduler::step() { return impl_->step(); }
 std::optional<StepEvent> Scheduler::peek() const { return impl_->peek(); }

@@ -53,6 +53,7 @@ struct StepEvent {
 struct SchedulerImpl;
 class Scheduler {
 public:
+  // Starts the run: every engine issues its first instruction at time 0.
   Scheduler(Machine& m, const SchedOptions& o = {});
   ~Scheduler();
   // Processes the next event; false once the run is over (ok, deadlock or fault: result()).

@@ -55,6 +55,7 @@
 .hbm  x       : DT[BXS, V]     input
 .hbm  values  : DT[BXS, 1]     output
 .hbm  indices : uint32[BXS, 1] output
+.view x3      = x as DT[BXS, 1, V]     ; row slices stay one HBM row (lib/fold.inc)
 ; pinned small tiles, read through 0-stride (broadcast) access patterns below
 .sbuf mx0   : fp32[128, 1] @ 0x0          ; per-partition maxima, tile 0 / 1
 .sbuf mx1   : fp32[128, 1] @ 0x40
@@ -99,14 +100,14 @@
     .set NLD = nr * (1 + (S > 1))
   .endif
         dve.memset vals[0:NP, :], FILL  @signal(f)
-        folded_load vals, x, row0, nr, V, S, C, f, 1, l
+        folded_load vals, x3, row0, nr, V, S, C, f, 1, l
         ; level 1: leaf max and its first occurrence per stage chunk
         dve.tensor_reduce ap(sbuf, fp32, 0, NP, MXO, [[1, 1]]), vals[0:NP, :], op=max  @wait(l >= NLD)
         dve.find_index8 ix[0:NP, :], vals[0:NP, :], ap(sbuf, fp32, 0, NP, MXO, [[0, 8]])
         dve.copy ixf[0:NP, :], ix[0:NP, 0:1]  @signal(d)
         ; level 2: transpose maxima and local indices onto partition 0's free axis
-        pe.matmul psi[0:1, 0:NP], ixf[0:NP, :], ident[0:NP, 0:NP], transpose=1  @wait(d >= 1, s_const >= 2)
-        pe.matmul psv[0:1, 0:NP], ap(sbuf, fp32, 0, NP, MXO, [[1, 1]]), ident[0:NP, 0:NP], transpose=1  @signal(p)
+        pe.matmul psi[0:1, 0:NP], ixf[0:NP, :], ident[0:NP, 0:NP], acc=overwrite, transpose=1  @wait(d >= 1, s_const >= 2)
+        pe.matmul psv[0:1, 0:NP], ap(sbuf, fp32, 0, NP, MXO, [[1, 1]]), ident[0:NP, 0:NP], acc=overwrite, transpose=1  @signal(p)
         dve.tensor_tensor gix[0:1, 0:NP], psi[0:1, 0:NP], offs, op=add  @wait(p >= 1)
         ; grouped mask-select argmax over the S stages of each row
         dve.tensor_reduce ap(sbuf, fp32, 0, 1, GMO, [[1, T]]), psv3, op=max

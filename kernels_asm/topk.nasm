@@ -32,6 +32,7 @@
 .param GEN    = 3
 .include "lnc.inc"
 .include "topk.inc"
+.include "fold.inc"
 
 .if DT != fp32 && DT != bf16
   .error "topk: DT must be fp32 or bf16"
@@ -58,20 +59,94 @@
   .error "topk: K must be <= V"
 .endif
 
-.set M = METHOD
-.if M == auto
-  .set M = scanning
-.endif
+.equ H  = cdiv(BXS, 2)              ; rows per half (one LNC2 core's share)
+.equ NH = cdiv(BXS, H)              ; halves: 1 or 2
 .set SHORTCUT = K == V && SORTED == 0
+
+; ---- configuration of the folded methods, computed here at assembly time ----------------------
+; rotational (seed _calculate_rotational_constants): for T rows per tile,
+;   n_stages S = max(min(128 / T, ceil(min(K, V) / 8)), ceil(V / 16384)),
+;   k per stage KP = align_up(ceil(K / S), 8), chunk C = ceil(V / S),
+;   valid if S*T <= 128, C + S*KP <= 16384 (the max8 operand), KP <= C.
+; cascaded (our two-stage design): local top-KP (KP = min(align_up(K, 8), C)) of each of S
+;   chunks, then the top-K of the S*KP candidates; valid if S*T <= 128, C <= 16384,
+;   S*KP <= 16384; S is chosen by the cost below.
+; Cost (DVE cycles, seed _estimate_dve_cost): stages * ceil(KP/8) * 2 * (width + 144), plus
+; the final sort/combine ceil(K/8) * 2 * (S*KP + 144), divided by T / 128 (it wants all 128
+; channels); times the number of row tiles. Per-core rows R <= 128 use T = R when valid (as
+; the seed); otherwise T is searched over 1..min(128, R) (seed _find_optimal_tile_size).
+.equ R     = H
+.equ MINHW = cdiv(V, 16384)
+.set CFG_T = 0
+.set CFG_COST = 0
+.macro try_config t, m
+  .set TS = 0
+  .set TKP = 0
+  .set TCOST = 0
+  .if m == rotational
+    .set TS = max(min(128 / t, cdiv(min(K, V), 8)), MINHW)
+    .set TKP = align_up(cdiv(K, TS), 8)
+    .set TC = cdiv(V, TS)
+    .if TS >= 2 && TS * t <= 128 && TC + TS * TKP <= 16384 && TKP <= TC
+      .set TCOST = TS * cdiv(TKP, 8) * 2 * (TC + 144)
+      .if SORTED || TS * TKP != K
+        .set TCOST = TCOST + cdiv(K, 8) * 2 * (TS * TKP + 144) * 128 / t
+      .endif
+    .endif
+  .else
+    .for s in max(2, MINHW) .. 128 / t + 1
+      .set SC = cdiv(V, s)
+      .set SKP = min(align_up(K, 8), SC)
+      .if SC <= 16384 && s * SKP <= 16384 && SKP >= 8 && K <= s * SKP
+        .set SCOST = cdiv(SKP, 8) * 2 * (SC + 144) + cdiv(K, 8) * 2 * (s * SKP + 144) * 128 / t
+        .if TCOST == 0 || SCOST < TCOST
+          .set TCOST = SCOST
+          .set TS = s
+          .set TKP = SKP
+        .endif
+      .endif
+    .endfor
+  .endif
+  .if TCOST > 0
+    .set TCOST = TCOST * cdiv(R, t)
+    .if CFG_T == 0 || TCOST < CFG_COST
+      .set CFG_T = t
+      .set CFG_COST = TCOST
+      .set CFG_S = TS
+      .set CFG_KP = TKP
+    .endif
+  .endif
+.endm
+
+.set M = METHOD
+.if M == auto                       ; scanning when a row fits the search limit
+  .set M = rotational
+  .if V <= 16384
+    .set M = scanning
+  .endif
+.endif
+.if SHORTCUT || (K <= 8 && V <= 16384)
+  .set M = scanning                 ; the K == V shortcut and the router path (seed)
+.endif
 .if M == rotational || M == cascaded
-  .error "topk: METHOD rotational / cascaded: not implemented yet"
+  .if R <= 128
+    try_config R, M
+  .endif
+  .if CFG_T == 0
+    .for t in 1 .. min(128, R) + 1
+      try_config t, M
+    .endfor
+  .endif
+  .if CFG_T == 0 && V <= 16384
+    .set M = scanning               ; one stage (e.g. K <= 8): the seed falls back to scanning
+  .elif CFG_T == 0
+    .error "topk: rotational / cascaded: no tile of rows fits 128 partitions and the 16384-element search limit (reduce V, K or BXS)"
+  .endif
 .endif
 .if M == scanning && V > 16384 && !SHORTCUT
   .error "topk: scanning needs V <= 16384 (the max8 / match_replace8 search limit)"
 .endif
 
-.equ H  = cdiv(BXS, 2)              ; rows per half (one LNC2 core's share)
-.equ NH = cdiv(BXS, H)              ; halves: 1 or 2
 .equ W  = max(V, 8)                 ; max8 reads at least 8 elements: pad with -inf
 
 .hbm  x       : DT[BXS, V]     input
@@ -87,9 +162,9 @@
         sp.dma q0, data[0:nr, 0:V], x[row0 : row0+nr, :]  @wait(dn >= j) @signal(ld)
         dve.nop  @wait(ld >= j+1, st >= 2*j)
   .if K <= 8
-        top8_tail data, nr, vals, inds, 0, K, t8v, t8i
+        top8_tail data, nr, W, vals, inds, 0, K, t8v, t8i
   .else
-        topk_core data, nr, K, vals, inds, t8v, t8i, GEN
+        topk_core data, nr, W, K, vals, inds, t8v, t8i, GEN
   .endif
         dve.nop  @signal(dn)
         sp.dma q1, values[row0 : row0+nr, :], vals[0:nr, :]  @wait(dn >= j+1) @signal(st)
@@ -117,6 +192,7 @@
   .endfor
 .endm
 
+.if M == scanning
 .equ PR = min(128, H)               ; partitions per tile
 .for h in 0 .. 2
   .if h == 0
@@ -151,3 +227,170 @@ skip0:
         topk_half H, BXS - H, data1, vals1, inds1, t8v1, t8i1, ld1, dn1, st1
 .endif
 skip1:
+.elif CFG_T > 0                     ; (no configuration: the .error above)
+; ==== rotational / cascaded ========================================================================
+.equ T    = CFG_T                   ; rows per tile
+.equ S    = CFG_S                   ; n_stages (fold factor)
+.equ KP   = CFG_KP                  ; top-k per stage (rotational) / per chunk (cascaded)
+.equ C    = cdiv(V, S)              ; stage chunk
+.equ NP   = T * S                   ; partitions per tile (p = row * S + stage)
+.equ NSTG = 1 + (M == rotational) * (S - 1)   ; stages: S (rotational) or 1
+.equ WV   = C + (NSTG - 1) * KP     ; the window after all inserts
+.equ WB   = max(WV, S * KP)         ; also holds the S*KP candidates of the final sort
+.equ SORT = M == cascaded || SORTED || S * KP != K
+.equ FILL = -9948.0                 ; the seed's padding sentinel
+.equ PW   = KP + (KP > 512) * (align_up(KP, 512) - KP)   ; PSUM: whole banks beyond one
+
+.view x3 = x as DT[BXS, 1, V]       ; row slices stay one HBM row (lib/fold.inc)
+.sbuf vb  : DT[NP, WB]              ; folded values, then the inserted winners; final candidates
+.sbuf ib  : fp32[NP, WB]            ; global indices of vb (exact in fp32 below 2^24)
+.sbuf lv  : DT[NP, KP]              ; a stage's winners
+.sbuf li  : uint32[NP, KP]          ; their positions in the window
+.sbuf gi  : fp32[NP, KP]            ; their global indices (n_gather through ib)
+.sbuf gu  : uint32[NP, KP]
+.sbuf t8v : DT[NP, 8]
+.sbuf t8i : uint32[NP, 8]
+.sbuf ov  : DT[T, K]
+.sbuf oi  : uint32[T, K]
+.sbuf og  : fp32[T, K]
+.sbuf ou  : uint32[T, K]
+.sbuf pf  : fp32[NP, NP]            ; rotation: kron(I_T, circulant shift-by-1 of S)
+.sbuf pv  : DT[NP, NP]
+.psum psv : fp32[NP, PW]
+.psum psi : fp32[NP, PW]
+.if SORT
+.hbm  scr_v : DT[BXS, S * KP]   scratch   ; the seed's private-HBM reshape round trip
+.hbm  scr_i : fp32[BXS, S * KP] scratch
+.endif
+.sem  go, rp, rf, rl, rm, rc, rg, rr, rw, rw2, rst
+
+; Rotation matrix (every core): pf[k, m] = 1 iff m is the next stage of k's row,
+; (r, s) -> (r, (s + 1) mod S), i.e. kron(I_T, circulant shift-by-1 of S). Compute engines
+; address partition ranges from 0 (or a quadrant), so it is built on all NP partitions with
+; affine_select over the columns viewed as (r', s'): the superdiagonal m == k + 1, then the
+; columns s' == 0 (a row's first stage) are rewritten: 1 where m == k - (S - 1), else 0.
+.if NSTG > 1
+.sbuf pone : fp32[NP, T]
+.view pf3 = pf as fp32[NP, T, S]
+        pool.memset pf[0:NP, 0:NP], 1.0
+        pool.memset pone[0:NP, 0:T], 1.0
+        pool.affine_select pf3[0:NP, :, :], pf3[0:NP, :, :], [[S, T], [1, S]], offset=-1, pmul=-1, cmp=eq, on_false=0.0
+        pool.affine_select pf3[0:NP, :, 0], pone[0:NP, 0:T], [[S, T]], offset=S-1, pmul=-1, cmp=eq, on_false=0.0
+        pool.copy pv[0:NP, 0:NP], pf[0:NP, 0:NP]  @signal(rp)
+.endif
+
+; One tile: rows ROW0 .. ROW0+NR-1 (NR <= T); J = this core's tile counter. Every semaphore
+; counts per tile: rf 1; rm 1 + NDBL; rl the loads; rc, rg NSTG + 1; rr NSTG - 1; rw, rw2, rst 2.
+.set LB = 0                         ; loads signalled up to the current tile
+.set MB = 0                         ; rm signals (index map steps) up to the current step
+.equ NDBL = log2(2 * T - 1)         ; doubling steps: ceil(log2(T))
+.macro rot_tile j, row0, nr, half
+  .set NLD = 1
+  .if V != S * C
+    .set NLD = nr * (1 + (S > 1))
+  .endif
+  .set LB = LB + NLD
+  .set CF = j * (NSTG + 1) + NSTG
+        dve.memset vb[0:NP, 0:C], FILL  @wait(go >= half + 1) @signal(rf)
+        folded_load vb, x3, row0, nr, V, S, C, rf, j + 1, rl
+  ; global index map ib[r*S + s, c] = s*C + c: one iota for row 0 (partitions 0 .. S-1),
+  ; then DMA copies doubling the rows (DMAs address any partition; compute engines do not)
+        pool.iota ib[0:S, 0:C], [[1, C]], pmul=C  @wait(go >= half + 1) @signal(rm)
+  .set MB = MB + 1
+  .for dd in 0 .. NDBL
+    .set D0 = 1 << dd
+    .set D1 = min(T, 2 * D0)
+        sp.dma q1, ib[D0*S : D1*S, 0:C], ib[0 : (D1-D0)*S, 0:C]  @wait(rm >= MB) @signal(rm)
+    .set MB = MB + 1
+  .endfor
+  .for i in 0 .. NSTG
+    .set CS = j * (NSTG + 1) + i
+    .set WI = C + i * KP
+    .if i == 0 && SORT
+        dve.nop  @wait(rl >= LB, rw >= 2*j)
+        pool.nop  @wait(rw >= 2*j)
+    .elif i == 0
+        dve.nop  @wait(rl >= LB, rst >= 2*j)
+    .else
+        dve.nop  @wait(rr >= j*(NSTG-1) + i, rg >= CS)
+        pool.nop  @wait(rr >= j*(NSTG-1) + i)
+    .endif
+        topk_core vb, NP, WI, KP, lv, li, t8v, t8i, GEN
+        dve.nop  @signal(rc)
+        pool.n_gather gi[0:NP, :], ib[0:NP, 0:WI], li[0:NP, :]  @wait(rc >= CS + 1, rm >= MB) @signal(rg)
+    .if i < NSTG - 1
+      ; rotate the winners one stage on (PE permutation matmul, 512 columns per bank)
+      .for c0 in 0 .. KP step 512
+        .set CE = min(KP, c0 + 512)
+        pe.matmul psv[0:NP, c0:CE], pv[0:NP, 0:NP], lv[0:NP, c0:CE], acc=overwrite  @wait(rc >= CS + 1, rp >= 1)
+        pe.matmul psi[0:NP, c0:CE], pf[0:NP, 0:NP], gi[0:NP, c0:CE], acc=overwrite  @wait(rg >= CS + 1)
+      .endfor
+        pe.nop  @signal(rr)
+      ; insert them as the next columns of the window
+        dve.copy vb[0:NP, WI : WI+KP], psv[0:NP, 0:KP]  @wait(rr >= j*(NSTG-1) + i + 1)
+        dve.copy ib[0:NP, WI : WI+KP], psi[0:NP, 0:KP]
+    .endif
+  .endfor
+  .if SORT
+        ; flatten [NR*S, KP] -> [NR, S*KP] through HBM, then top-K of the candidates
+        sp.dma q0, scr_v[row0 : row0+nr, :], lv[0 : nr*S, :]  @wait(rc >= CF) @signal(rw)
+        sp.dma q1, scr_i[row0 : row0+nr, :], gi[0 : nr*S, :]  @wait(rg >= CF) @signal(rw)
+        sp.dma q0, vb[0:nr, 0 : S*KP], scr_v[row0 : row0+nr, :]  @wait(rw >= 2*j + 2) @signal(rw2)
+        sp.dma q1, ib[0:nr, 0 : S*KP], scr_i[row0 : row0+nr, :]  @signal(rw2)
+        dve.nop  @wait(rw2 >= 2*j + 2, rst >= 2*j)
+        topk_core vb, nr, S*KP, K, ov, oi, t8v, t8i, GEN
+        dve.nop  @signal(rc)
+        pool.n_gather og[0:nr, :], ib[0:nr, 0 : S*KP], oi[0:nr, :]  @wait(rc >= CF + 1, rst >= 2*j)
+        pool.copy ou[0:nr, :], og[0:nr, :]  @signal(rg)
+        sp.dma q2, values[row0 : row0+nr, :], ov[0:nr, :]  @wait(rc >= CF + 1) @signal(rst)
+        sp.dma q3, indices[row0 : row0+nr, :], ou[0:nr, :]  @wait(rg >= CF + 1) @signal(rst)
+  .else
+        ; unfolded store: partition (r, s) holds columns s*KP .. of row r
+        dve.nop  @signal(rc)
+        pool.copy gu[0:NP, :], gi[0:NP, :]  @wait(rst >= 2*j) @signal(rg)
+        sp.dma q2, values[row0 : row0+nr, :], lv[0 : nr*S, :]  @wait(rc >= CF) @signal(rst)
+        sp.dma q3, indices[row0 : row0+nr, :], gu[0 : nr*S, :]  @wait(rg >= CF + 1) @signal(rst)
+  .endif
+.endm
+
+.set TJ = 0                         ; tiles of this core so far
+.macro rot_half half, row0, nr
+        sp.nop  @signal(go)
+  .for jj in 0 .. cdiv(nr, T)
+        rot_tile TJ, row0 + jj*T, min(T, nr - jj*T), half
+    .set TJ = TJ + 1
+  .endfor
+.endm
+
+        lnc_regs sp
+        lnc_regs dve
+        lnc_regs pool
+        lnc_regs pe
+        sp.bnz r1, skip0
+        dve.bnz r1, skip0
+        pool.bnz r1, skip0
+        pe.bnz r1, skip0
+        rot_half 0, 0, H
+skip0:
+  ; a core that skipped half 0 moves the semaphores to where half 0 leaves them
+        sp.bz r1, noset0
+        sp.sem_set rf, TJ
+        sp.sem_set rl, LB
+        sp.sem_set rm, MB
+        sp.sem_set rc, TJ * (NSTG + 1)
+        sp.sem_set rg, TJ * (NSTG + 1)
+        sp.sem_set rr, TJ * (NSTG - 1)
+        sp.sem_set rw, 2 * TJ * SORT
+        sp.sem_set rw2, 2 * TJ * SORT
+        sp.sem_set rst, 2 * TJ
+        sp.sem_set go, 1
+noset0:
+  .if NH == 2
+        sp.bnz r3, skip1
+        dve.bnz r3, skip1
+        pool.bnz r3, skip1
+        pe.bnz r3, skip1
+        rot_half 1, H, BXS - H
+  .endif
+skip1:
+.endif

@@ -201,8 +201,9 @@ void sem_matmul(ExecCtx& cx, const Inst& in) {
     fault(in, fmt::format("fp32 inputs pair only with fp32 (stationary {}, moving {})",
                           dtype_name(st.dtype), dtype_name(mv.dtype)));
   if (!gen4) { // one 2 KiB bank per matmul on gen2/3
-    const AccessPattern& ap = operand(in, "dst").ap;
-    const uint64_t first = ap.offset, last = ap.offset + N * dtype_bytes(d.dtype) - 1;
+    // Byte offset within the partition after any dynamic offset.
+    const uint64_t first = uint64_t(d.base - cx.state->psum) % cx.state->psum_part_bytes;
+    const uint64_t last = first + N * dtype_bytes(d.dtype) - 1;
     if (!d.contiguous() || first / 2048 != last / 2048)
       fault(in, "dst",
             fmt::format("bytes {}..{} must be contiguous within one 2 KiB psum bank", first, last));

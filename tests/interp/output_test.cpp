@@ -259,6 +259,47 @@ TEST(Output, TimelineIsJsonWithOneTrackPerEngine) {
   EXPECT_EQ(counters["sem found"], (std::vector<double>{0, 1}));
 }
 
+TEST(Output, SchedulerStepsOneEventAtATime) {
+  KB k = pipeline(32);
+  auto in = random_floats(8 * 32, 8);
+  Machine m(k.m, {});
+  m.write_tensor(k.m.tensors[0], as_bytes(in).data());
+  interp::Scheduler s(m);
+  std::vector<interp::StepEvent> seen;
+  int64_t last = 0;
+  while (true) {
+    auto next = s.peek();
+    bool more = s.step();
+    if (next) {
+      EXPECT_GE(next->time, last);
+      last = next->time;
+      seen.push_back(*next);
+    }
+    if (!more) break;
+  }
+  ASSERT_TRUE(s.finished());
+  EXPECT_EQ(s.result().status, RunStatus::ok) << s.result().report;
+  // Events in time order: sp's trigger, its transfer on q0, max8, act's trigger, q1 transfer.
+  ASSERT_EQ(seen.size(), 5u);
+  EXPECT_EQ(seen[0].engine, Engine::sp); // the trigger
+  EXPECT_EQ(seen[0].dma_queue, -1);
+  EXPECT_EQ(seen[1].engine, Engine::sp); // its transfer
+  EXPECT_EQ(seen[1].dma_queue, 0);
+  EXPECT_EQ(seen[2].engine, Engine::dve);
+  EXPECT_EQ(seen[2].pc, 0);
+  EXPECT_EQ(seen[3].engine, Engine::act);
+  EXPECT_EQ(seen[3].dma_queue, -1);
+  EXPECT_EQ(seen[4].dma_queue, 1);
+  EXPECT_EQ(s.now(), seen[4].time);
+  // Same final state and makespan as an uninterrupted run.
+  Machine m2(k.m, {});
+  m2.write_tensor(k.m.tensors[0], as_bytes(in).data());
+  auto r = interp::run(m2);
+  EXPECT_EQ(s.result().stats.makespan_ticks, r.stats.makespan_ticks);
+  EXPECT_EQ(read_f32(m, k.m.tensors[1]), read_f32(m2, k.m.tensors[1]));
+  EXPECT_FALSE(s.step());
+}
+
 struct TmpDir {
   std::filesystem::path p;
   TmpDir() {

@@ -1,8 +1,9 @@
 // Decoder robustness: random bytes, truncations and bit flips of valid instruction streams and
 // objects never crash and always either decode or name an offset inside the buffer.
-// Case counts (about 110k in total): 20k random instruction bytes, every truncation of 300
-// instructions (~25k), 20k instruction bit flips, every truncation of 6 objects (~12k), 20k
-// object flips behind a repaired checksum, 5k flips caught by the checksum, 8k random objects.
+// Case counts (about 125k in total): 20k random instruction buffers, every truncation of 300
+// instructions (~35k), 20k instruction bit flips, every truncation of 6 objects (~17k), 20k
+// object flips behind a repaired checksum, 5k flips caught by the checksum, 8k random objects
+// read twice (with and without the checksum).
 #include <gtest/gtest.h>
 
 #include <random>

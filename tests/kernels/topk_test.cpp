@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <cstdio>
 #include <set>
 
 #include "tests/kernels/harness.h"
@@ -17,13 +18,15 @@ struct TopkCase {
   int64_t bxs, v, k;
   int sorted;
   std::string method;
+  int pattern = 0; // 0 random rows, 1 each row sorted ascending, 2 descending
 };
 
 std::string case_name(const testing::TestParamInfo<TopkCase>& i) {
   const TopkCase& c = i.param;
   return std::string(target_name(c.target)) + "_lnc" + std::to_string(c.lnc) + "_" +
          dt_name(c.dt) + "_" + std::to_string(c.bxs) + "x" + std::to_string(c.v) + "_k" +
-         std::to_string(c.k) + (c.sorted ? "_sorted_" : "_unsorted_") + c.method;
+         std::to_string(c.k) + (c.sorted ? "_sorted_" : "_unsorted_") + c.method +
+         (c.pattern == 1 ? "_ascending" : c.pattern == 2 ? "_descending" : "");
 }
 
 Defines topk_defines(const TopkCase& c) {
@@ -64,8 +67,9 @@ void check_topk(const TopkCase& c, const std::vector<float>& x, const TopkResult
     std::sort(ref.begin(), ref.end(), std::greater<float>());
     ref.resize(size_t(c.k));
     std::vector<float> got(r.values.begin() + b * c.k, r.values.begin() + (b + 1) * c.k);
-    if (c.sorted)
+    if (c.sorted) {
       EXPECT_TRUE(std::is_sorted(got.begin(), got.end(), std::greater<float>())) << "row " << b;
+    }
     std::vector<float> got_sorted = got;
     std::sort(got_sorted.begin(), got_sorted.end(), std::greater<float>());
     ASSERT_EQ(got_sorted, ref) << "row " << b;
@@ -83,8 +87,15 @@ class Topk : public testing::TestWithParam<TopkCase> {};
 
 TEST_P(Topk, MatchesReference) {
   const TopkCase& c = GetParam();
-  const std::vector<float> x = random_values(size_t(c.bxs * c.v), c.dt,
-                                             11u + uint32_t(c.bxs * 131 + c.v * 7 + c.k), 2.0f);
+  std::vector<float> x = random_values(size_t(c.bxs * c.v), c.dt,
+                                       11u + uint32_t(c.bxs * 131 + c.v * 7 + c.k), 2.0f);
+  // Sorted rows put the whole top-K into one fold chunk (the first or the last): the
+  // folded methods must still find all of it.
+  for (int64_t b = 0; b < c.bxs && c.pattern != 0; ++b) {
+    auto first = x.begin() + b * c.v, last = first + c.v;
+    if (c.pattern == 1) std::sort(first, last);
+    else std::sort(first, last, std::greater<float>());
+  }
   check_topk(c, x, run_topk(c, x));
 }
 
@@ -116,6 +127,57 @@ INSTANTIATE_TEST_SUITE_P(
         // K = 2048
         TopkCase{T2, 2, F32, 3, 4096, 2048, 1, "scanning"}),
     case_name);
+
+INSTANTIATE_TEST_SUITE_P(
+    Folded, Topk,
+    testing::Values(
+        // rotational: BXS = 1 (the rotation cycles the stages of the one row), V = 151936
+        TopkCase{T2, 1, F32, 1, 151936, 256, 1, "rotational", 1},
+        TopkCase{T2, 2, B16, 3, 5000, 20, 1, "rotational", 1},
+        // S * KP == K and unsorted: the unfolded store
+        TopkCase{T2, 2, F32, 7, 20001, 64, 0, "rotational", 2},
+        TopkCase{T1, 1, F32, 7, 20001, 64, 0, "rotational", 0},
+        TopkCase{T1, 1, B16, 7, 20001, 13, 1, "rotational", 1},
+        TopkCase{T2, 2, F32, 65, 3000, 37, 1, "rotational", 1},
+        // more rows per core than partitions: the tile search
+        TopkCase{T2, 1, B16, 129, 2000, 100, 1, "rotational", 0},
+        TopkCase{T2, 2, F32, 1024, 500, 16, 1, "rotational", 1},
+        TopkCase{T2, 2, F32, 2, 20000, 2048, 1, "rotational", 0}, // K = 2048
+        // cascaded: fold -> local top-K -> combine
+        TopkCase{T2, 2, F32, 3, 5000, 20, 1, "cascaded", 1},
+        TopkCase{T2, 2, B16, 129, 2000, 100, 0, "cascaded", 2},
+        TopkCase{T2, 1, B16, 1, 151936, 256, 1, "cascaded", 0},
+        TopkCase{T1, 1, F32, 7, 20001, 64, 1, "cascaded", 2},
+        // auto: V > 16384 goes rotational; K <= 8 there too
+        TopkCase{T2, 2, F32, 5, 100000, 5, 1, "auto", 1}),
+    case_name);
+
+// DVE cycles of the whole kernel, scanning beside rotational (docs figure, issue 4): the
+// rotational method re-scans only the V / n_stages chunk plus the growing window.
+TEST(TopkCost, RotationalBesideScanning) {
+  auto dve_cycles = [](const TopkCase& c) {
+    const std::vector<float> x = random_values(size_t(c.bxs * c.v), c.dt, 21u);
+    const TopkResult r = run_topk(c, x);
+    check_topk(c, x, r);
+    return r.run.stats.cores.at(0).eng[int(Engine::dve)].cycles;
+  };
+  const int64_t scan = dve_cycles({T2, 1, F32, 1, 16384, 256, 1, "scanning"});
+  const int64_t rot = dve_cycles({T2, 1, F32, 1, 16384, 256, 1, "rotational"});
+  const int64_t rot_big = dve_cycles({T2, 1, F32, 1, 151936, 256, 1, "rotational"});
+  // scanning: the strike-out plus a few 4-cycle control instructions (registers, nops)
+  EXPECT_GE(scan, 32 * 2 * (16384 + 144));
+  EXPECT_LE(scan, 32 * 2 * (16384 + 144) + 64);
+  EXPECT_LT(rot * 4, scan);
+  // V = 151936 cannot run scanning (search limit); its formula: 32 * 2 * (V + 144)
+  EXPECT_LT(rot_big * 10, int64_t(32) * 2 * (151936 + 144));
+  RecordProperty("scanning_16384_k256_dve_cycles", std::to_string(scan));
+  RecordProperty("rotational_16384_k256_dve_cycles", std::to_string(rot));
+  RecordProperty("rotational_151936_k256_dve_cycles", std::to_string(rot_big));
+  std::printf("DVE cycles, K = 256: scanning V=16384 %lld, rotational V=16384 %lld, "
+              "rotational V=151936 %lld (scanning formula %lld)\n",
+              (long long)scan, (long long)rot, (long long)rot_big,
+              (long long)(int64_t(32) * 2 * (151936 + 144)));
+}
 
 // The strike-out instructions (max8, match_replace8, find_index8) of the scanning method
 // cost ceil(K/8) * 2 * (V + 144) DVE cycles per row tile (issue 4, the seed's cost_estimate).
@@ -156,6 +218,7 @@ TEST(TopkEnvelope, EachLimitHasItsError) {
   expect_error(d("2", "100", "0"), "K must be in [1, 2048]");
   expect_error(d("2", "100", "101"), "K must be <= V");
   expect_error(d("2", "16385", "16", {{"METHOD", "scanning"}}), "scanning needs V <= 16384");
+  expect_error(d("1", "151936", "2048", {{"METHOD", "cascaded"}}), "no tile of rows fits");
   EXPECT_TRUE(assemble_kernel("topk.nasm", d("1024", "16384", "2048", {{"METHOD", "scanning"}}),
                               T2)
                   .ok);
