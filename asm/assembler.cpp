@@ -419,18 +419,18 @@ void Assembler::exec_macro_call(P::MacroCallContext* s) {
   bool named = false;
   for (auto* op : s->operand()) {
     std::string pn;
-    if (op->name) {
+    if (antlr4::Token* ntok = operand_name(op)) {
       named = true;
-      pn = op->name->getText();
+      pn = ntok->getText();
       auto pit = std::find_if(m.params.begin(), m.params.end(),
                               [&](auto* p) { return p->name->getText() == pn; });
       if (pit == m.params.end()) {
         std::vector<std::string> c;
         for (auto* p : m.params) c.push_back(p->name->getText());
-        fail(loc(op->name),
+        fail(loc(op->lhs),
              fmt::format("macro '{}' has no parameter '{}'{}", name, pn, did_you_mean(pn, c)));
       }
-      if (args.count(pn)) fail(loc(op->name), fmt::format("argument '{}' given twice", pn));
+      if (args.count(pn)) fail(loc(op->lhs), fmt::format("argument '{}' given twice", pn));
     } else {
       if (named) fail(op, "positional argument after a named one");
       if (pos >= m.params.size())
@@ -438,7 +438,7 @@ void Assembler::exec_macro_call(P::MacroCallContext* s) {
                              m.params.size(), join(pnames)));
       pn = m.params[pos++]->name->getText();
     }
-    args[pn] = Var{eval(op->expr()), Var::Arg, loc(op)};
+    args[pn] = Var{eval(operand_value(op)), Var::Arg, loc(op)};
   }
   if (++depth_ > opts_.max_depth) {
     --depth_;

@@ -98,6 +98,12 @@ private:
   AccessPattern to_ap(const Value& v, Parser::ExprContext* e, bool& raw);
   uint16_t sem_index(const std::string& name, Loc loc);
 
+  // `name=value` operands: the name token (nullptr when positional) and the value.
+  antlr4::Token* operand_name(Parser::OperandContext* op) const;
+  static Parser::ExprContext* operand_value(Parser::OperandContext* op) {
+    return op->rhs ? op->rhs : op->lhs;
+  }
+
   // ---- expressions
   Value eval(Parser::ExprContext* e);
   Value eval_primary(Parser::PrimaryContext* p);

@@ -65,6 +65,14 @@ std::optional<int> prefixed_index(const std::string& s, char prefix, int limit) 
 
 } // namespace
 
+antlr4::Token* Assembler::operand_name(P::OperandContext* op) const {
+  if (!op->rhs) return nullptr;
+  auto* pe = dynamic_cast<P::PrimaryExprContext*>(op->lhs);
+  auto* np = pe ? dynamic_cast<P::NamePrimContext*>(pe->primary()) : nullptr;
+  if (!np) fail(op->lhs, "expected an operand name before '='");
+  return np->name;
+}
+
 uint16_t Assembler::sem_index(const std::string& name, Loc l) {
   auto it = sems_.find(name);
   if (it == sems_.end()) {
@@ -119,24 +127,24 @@ void Assembler::exec_inst(P::InstStmtContext* s) {
   size_t pos = 0;
   bool named = false;
   for (auto* op : s->operand()) {
-    if (op->name) {
+    if (antlr4::Token* name = operand_name(op)) {
       named = true;
-      const std::string on = op->name->getText();
+      const std::string on = name->getText();
       size_t k = 0;
       while (k < n && d->operands[k].name != on) ++k;
       if (k == n) {
         std::vector<std::string> names;
         for (const auto& o : d->operands) names.emplace_back(o.name);
-        fail(loc(op->name), fmt::format("{} has no operand '{}'{} (operands: {})", dotted, on,
-                                        did_you_mean(on, names), operand_list(*d)));
+        fail(loc(name), fmt::format("{} has no operand '{}'{} (operands: {})", dotted, on,
+                                    did_you_mean(on, names), operand_list(*d)));
       }
-      if (bound[k]) fail(loc(op->name), fmt::format("operand '{}' given twice", on));
-      bound[k] = op->expr();
+      if (bound[k]) fail(loc(name), fmt::format("operand '{}' given twice", on));
+      bound[k] = operand_value(op);
     } else {
       if (named) fail(op, "positional operand after a named one");
       if (pos >= n)
         fail(op, fmt::format("too many operands: {} takes {} ({})", dotted, n, operand_list(*d)));
-      bound[pos++] = op->expr();
+      bound[pos++] = operand_value(op);
     }
   }
   Inst in;
@@ -342,39 +350,33 @@ void Assembler::parse_sync(P::SyncContext* s, Inst& in) {
   if (kind != "wait" && kind != "signal")
     fail(s, fmt::format("unknown sync clause '@{}'{}", kind,
                         did_you_mean("@" + kind, {"@wait", "@signal"})));
+  auto sem_of = [&](P::ExprContext* e) {
+    auto* pe = dynamic_cast<P::PrimaryExprContext*>(e);
+    auto* np = pe ? dynamic_cast<P::NamePrimContext*>(pe->primary()) : nullptr;
+    if (!np) fail(e, "expected a semaphore name");
+    std::string n = np->name->getText();
+    if (const Var* v = lookup(n); v && v->v.kind == Value::Name) n = v->v.s;
+    return sem_index(n, loc(np));
+  };
   for (auto* a : s->syncArg()) {
     if (kind == "signal") {
       Signal sig;
-      if (auto* add = dynamic_cast<P::SyncAddContext*>(a)) {
-        sig.sem = sem_index(add->name->getText(), loc(add->name));
-        int64_t dv = eval_int(add->expr(), "signal increment");
-        if (dv < 0 || dv > UINT32_MAX) fail(add->expr(), "signal increment must fit in 32 bits");
+      sig.sem = sem_of(a->lhs);
+      if (a->rhs) {
+        int64_t dv = eval_int(a->rhs, "signal increment");
+        if (dv < 0 || dv > UINT32_MAX) fail(a->rhs, "signal increment must fit in 32 bits");
         sig.delta = static_cast<uint32_t>(dv);
-      } else {
-        auto* e = dynamic_cast<P::SyncExprContext*>(a)->expr();
-        auto* pe = dynamic_cast<P::PrimaryExprContext*>(e);
-        auto* np = pe ? dynamic_cast<P::NamePrimContext*>(pe->primary()) : nullptr;
-        if (!np) fail(a, "@signal takes semaphores: @signal(s) or @signal(s += n)");
-        std::string n = np->name->getText();
-        if (const Var* v = lookup(n); v && v->v.kind == Value::Name) n = v->v.s;
-        sig.sem = sem_index(n, loc(np));
       }
       if (in.signals.size() >= kMaxSignals) fail(a, fmt::format("at most {} signals", kMaxSignals));
       in.signals.push_back(sig);
       continue;
     }
-    auto* se = dynamic_cast<P::SyncExprContext*>(a);
-    auto* b = se ? dynamic_cast<P::BinaryExprContext*>(se->expr()) : nullptr;
+    auto* b = a->rhs ? nullptr : dynamic_cast<P::BinaryExprContext*>(a->lhs);
     const std::string op = b ? b->op->getText() : "";
     if (!b || (op != ">=" && op != "=="))
       fail(a, "@wait takes conditions 'sem >= value' or 'sem == value'");
-    auto* pe = dynamic_cast<P::PrimaryExprContext*>(b->expr(0));
-    auto* np = pe ? dynamic_cast<P::NamePrimContext*>(pe->primary()) : nullptr;
-    if (!np) fail(b->expr(0), "expected a semaphore name");
-    std::string n = np->name->getText();
-    if (const Var* v = lookup(n); v && v->v.kind == Value::Name) n = v->v.s;
     Wait w;
-    w.sem = sem_index(n, loc(np));
+    w.sem = sem_of(b->expr(0));
     w.cmp = op == ">=" ? WaitCmp::ge : WaitCmp::eq;
     int64_t val = eval_int(b->expr(1), "wait value");
     if (val < 0 || val > UINT32_MAX)

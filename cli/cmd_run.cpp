@@ -33,7 +33,8 @@ bool ends_with(const std::string& s, const std::string& suf) {
 } // namespace
 
 int cmd_run(int argc, char** argv) {
-  std::string kernel, target, schedule = "fixed", timeline;
+  std::string kernel, target, schedule = "fixed", timeline, trace, trace_engines;
+  double trace_from = -1, trace_to = -1;
   std::vector<std::string> defines, includes, ins, outs;
   int lnc = 1, ranks = 1;
   uint64_t seed = 0;
@@ -41,7 +42,7 @@ int cmd_run(int argc, char** argv) {
       "usage: nisa run KERNEL.(nasm|nbin) [-D NAME=VALUE]... --in NAME=FILE.npy... "
       "--out NAME=FILE.npy... [options]\n\n"
       "Runs a kernel on the modelled machine (docs/machine.md). Exit codes: 0 ok, 1 usage or "
-      "input error, 2 deadlock, 3 fault.\n\noptions");
+      "input error, 2 deadlock, 3 fault, 4 races found (--check-races).\n\noptions");
   opts.add_options()("help,h", "show this help")("define,D", po::value(&defines)->composing(),
                                                  "NAME=VALUE: set a .param (.nasm only)")(
       "include,I", po::value(&includes)->composing(), "include directory (.nasm only)")(
@@ -55,7 +56,15 @@ int cmd_run(int argc, char** argv) {
       "schedule", po::value(&schedule)->default_value("fixed"),
       "fixed | random: random orders ties and stretches latencies by --seed (exposes missing "
       "waits)")("seed", po::value(&seed)->default_value(0), "seed of --schedule random")(
-      "check-uninit", "fault on reads of memory never written");
+      "check-uninit", "fault on reads of memory never written")(
+      "check-races", "report accesses of different engines to the same bytes that no semaphore, "
+                     "barrier or program order orders (exit code 4; docs/debugger.md)")(
+      "trace", po::value(&trace), "write one line per executed instruction to FILE "
+                                  "(docs/trace-format.md)")(
+      "trace-from", po::value(&trace_from), "trace: first modelled time kept (ns)")(
+      "trace-to", po::value(&trace_to), "trace: last modelled time kept (ns)")(
+      "trace-engines", po::value(&trace_engines), "trace: only these engines/queues "
+                                                  "(e.g. dve,sp,q0,dma)");
   po::options_description hidden;
   hidden.add_options()("kernel", po::value(&kernel));
   po::options_description all;
@@ -85,6 +94,18 @@ int cmd_run(int argc, char** argv) {
   cfg.machine.check_uninit = vm.count("check-uninit") > 0;
   cfg.stats = vm.count("stats") > 0;
   cfg.timeline_path = timeline;
+  cfg.check_races = vm.count("check-races") > 0;
+  cfg.trace_path = trace;
+  if (trace_from >= 0) cfg.trace_filter.from = int64_t(trace_from * interp::kTickMHz / 1000.0);
+  if (trace_to >= 0) cfg.trace_filter.to = int64_t(trace_to * interp::kTickMHz / 1000.0 + 0.5);
+  if (!trace_engines.empty()) {
+    try {
+      cfg.trace_filter.engines = interp::parse_trace_engines(trace_engines);
+    } catch (const std::exception& e) {
+      std::cerr << "nisa run: " << e.what() << "\n";
+      return 1;
+    }
+  }
   if (!target.empty()) {
     const interp::TargetParams* tp = interp::find_target(target);
     if (!tp) {

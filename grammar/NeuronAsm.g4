@@ -38,14 +38,13 @@ stmt
 macroParam : name=ID ('=' expr)? ;
 semDecl : name=ID ('=' expr)? ;
 
-operand : (name=ID '=')? expr ;
+// `value` or `name=value`; written so that the decision is LL(1) (the walker checks `name`).
+operand : lhs=expr ('=' rhs=expr)? ;
 
 // @wait(s >= 3, t == 1) @signal(s) @signal(s += 2)
 sync : '@' kind=ID '(' syncArg (COMMA syncArg)* ')' ;
-syncArg
-  : name=ID '+=' expr   # syncAdd
-  | expr                # syncExpr
-  ;
+// `sem >= n`, `sem == n`, `sem`, `sem += n` (LL(1); the walker checks which is which).
+syncArg : lhs=expr ('+=' rhs=expr)? ;
 
 exprList : expr (COMMA expr)* ;
 

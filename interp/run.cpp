@@ -94,8 +94,35 @@ int run_module(const Module& mod, const RunConfig& cfg, std::ostream& out, std::
   }
   SchedOptions so = cfg.sched;
   so.timeline = so.timeline || !cfg.timeline_path.empty();
+  // Observers run on the slow path only when asked for.
+  std::unique_ptr<RaceChecker> races;
+  std::unique_ptr<TraceRecorder> trace;
+  std::ofstream trace_file;
+  ObserverList observers;
+  if (cfg.check_races) {
+    races = std::make_unique<RaceChecker>(*m);
+    observers.list.push_back(races.get());
+  }
+  if (!cfg.trace_path.empty()) {
+    trace_file.open(cfg.trace_path);
+    if (!trace_file) {
+      err << "nisa run: error: " << cfg.trace_path << ": cannot create file\n";
+      return kExitUsage;
+    }
+    trace_file << trace_header(*m);
+    trace = std::make_unique<TraceRecorder>(*m, cfg.trace_filter, &trace_file, false);
+    observers.list.push_back(trace.get());
+  }
+  if (!observers.list.empty()) so.observer = &observers;
   RunResult r = run(*m, so);
   if (!r.report.empty()) err << r.report;
+  if (races) {
+    for (const RaceReport& rr : races->races()) err << races->report_text(rr);
+    if (!races->races().empty()) {
+      err << fmt::format("nisa run: {} race(s) found\n", races->races().size());
+      if (r.exit_code == kExitOk) r.exit_code = kExitRace;
+    }
+  }
   if (cfg.stats) print_stats(out, *m, r.stats);
   try {
     if (!cfg.timeline_path.empty()) {

@@ -8,6 +8,7 @@
 #include "interp/machine.h"
 #include "interp/npy.h"
 #include "interp/scheduler.h"
+#include "interp/trace.h"
 
 namespace nisa::interp {
 
@@ -23,7 +24,13 @@ struct RunConfig {
   std::vector<IoSpec> inputs, outputs;
   bool stats = false;        // print the --stats table to `out`
   std::string timeline_path; // write a Chrome trace when not empty
+  bool check_races = false;  // report unordered conflicting accesses (interp/race.h)
+  std::string trace_path;    // write the instruction trace (docs/trace-format.md)
+  TraceFilter trace_filter;
 };
+
+// Exit code of a run that finished but found races (--check-races).
+inline constexpr int kExitRace = 4;
 
 // Copies every input into each rank's HBM. Every input tensor must be bound exactly once;
 // unknown names, non-input tensors, dtype or shape mismatches throw std::runtime_error
@@ -33,7 +40,8 @@ void bind_inputs(Machine& m, const std::vector<IoSpec>& inputs);
 // Writes each requested HBM tensor (rank 0's, or [R, ...shape] with R > 1 ranks).
 void write_outputs(const Machine& m, const std::vector<IoSpec>& outputs);
 
-// The whole run; returns the exit code (0 ok, 1 usage/input error, 2 deadlock, 3 fault) and
+// The whole run; returns the exit code (0 ok, 1 usage/input error, 2 deadlock, 3 fault,
+// 4 races found) and
 // prints errors and reports to `err`, stats to `out`.
 int run_module(const Module& mod, const RunConfig& cfg, std::ostream& out, std::ostream& err);
 

@@ -24,6 +24,7 @@ struct SchedulerImpl {
   virtual int64_t now() const = 0;
   virtual bool finished() const = 0;
   virtual const RunResult& result() const = 0;
+  virtual std::vector<AgentState> agents() const = 0;
 };
 
 namespace {
@@ -69,7 +70,8 @@ struct EngRt {
   int64_t len = 0;
   int64_t pc = 0;
   St st = St::idle;
-  int64_t since = 0; // blocked since (ticks)
+  int64_t since = 0;  // blocked since (ticks)
+  int64_t issued = 0; // slow path: when the current instruction issued
   ExecCtx cx;
 };
 
@@ -158,7 +160,7 @@ public:
     auto t0 = std::chrono::steady_clock::now();
     try {
       start();
-      if (o_.timeline || m_.opt.check_uninit)
+      if (slow())
         loop<true>();
       else
         loop<false>();
@@ -218,6 +220,40 @@ public:
   }
   int64_t now() const override { return now_; }
   bool finished() const override { return finished_; }
+  std::vector<AgentState> agents() const override {
+    std::vector<AgentState> out;
+    for (size_t c = 0; c < cores_.size(); ++c)
+      for (int e = 0; e < kNumEngines; ++e) {
+        const EngRt& E = cores_[c].eng[e];
+        AgentState a;
+        a.core = int(c);
+        a.engine = Engine(e);
+        a.pc = E.pc;
+        a.since = E.since;
+        a.state = E.pc >= E.len || E.st == St::done ? AgentState::done
+                  : E.st == St::running             ? AgentState::running
+                  : E.st == St::blocked             ? AgentState::waiting
+                  : E.st == St::rendezvous          ? AgentState::rendezvous
+                                                    : AgentState::idle;
+        out.push_back(std::move(a));
+      }
+    for (size_t c = 0; c < cores_.size(); ++c)
+      for (int q = 0; q < kNumDmaQueues; ++q) {
+        const QueueRt& Q = cores_[c].queue[q];
+        if (Q.q.empty() && Q.last_end == 0) continue;
+        AgentState a;
+        a.core = int(c);
+        a.queue = q;
+        a.state = Q.q.empty() ? AgentState::idle : AgentState::running;
+        if (!Q.q.empty()) a.engine = Engine(Q.q.front().eng), a.pc = Q.q.front().pc;
+        for (const Xfer& x : Q.q) {
+          a.queued.emplace_back(Engine(x.eng), int64_t(x.pc));
+          a.spans.emplace_back(x.begin, x.end);
+        }
+        out.push_back(std::move(a));
+      }
+    return out;
+  }
   const RunResult& result() const override { return res_; }
 
 private:
@@ -228,7 +264,7 @@ private:
     res_.stats.cores.assign(m_.cores.size(), CoreStats{});
     for (size_t c = 0; c < cores_.size(); ++c)
       for (int e = 0; e < kNumEngines; ++e)
-        if (o_.timeline || m_.opt.check_uninit)
+        if (slow())
           try_issue<true>(int(c), e);
         else
           try_issue<false>(int(c), e);
@@ -252,6 +288,7 @@ private:
   int64_t now_ = 0, makespan_ = 0;
   bool stopped_ = false, started_ = false, finished_ = false;
   RunResult res_;
+  bool slow() const { return o_.timeline || m_.opt.check_uninit || o_.observer; }
   // Fault context: which instruction is executing.
   int cur_core_ = -1, cur_eng_ = 0;
   int64_t cur_pc_ = 0;
@@ -405,6 +442,10 @@ private:
       }
       return;
     }
+    if constexpr (kSlow) {
+      E.issued = now_;
+      if (o_.observer) o_.observer->issue(c, Engine(e), E.pc);
+    }
     if (E.st == St::blocked) {
       res_.stats.cores[c].eng[e].wait_ticks += now_ - E.since;
       if constexpr (kSlow) record(TimelineEvent::wait, c, e, e, E.since, now_ - E.since, 0);
@@ -432,6 +473,13 @@ private:
     cur_core_ = c, cur_eng_ = e, cur_pc_ = E.pc;
     makespan_ = std::max(makespan_, now_);
     E.cx.next_pc = E.pc + 1;
+    ExecEvent ev;
+    if constexpr (kSlow) {
+      if (o_.observer) {
+        ev = ExecEvent{c, Engine(e), E.pc, -1, E.issued, now_, P.kind == Kind::plain};
+        o_.observer->exec(ev, E.cx, *P.in);
+      }
+    }
     if (P.kind == Kind::plain) {
       exec<kSlow>(E.cx, P);
     } else if (P.kind == Kind::dma) {
@@ -440,6 +488,9 @@ private:
     E.pc = E.cx.next_pc;
     E.st = St::idle;
     if (P.kind != Kind::dma) signal(c, P);
+    if constexpr (kSlow) {
+      if (o_.observer) o_.observer->done(ev);
+    }
     if (!stopped_) try_issue<kSlow>(c, e);
   }
 
@@ -458,6 +509,13 @@ private:
     auto& sems = m_.cores[c].st.sems;
     const Signal *s0 = sigs_ + P.sig0, *end = s0 + P.nsigs;
     for (const Signal* s = s0; s != end; ++s) sems[s->sem] += s->delta;
+    if (o_.observer) {
+      for (const Signal* s = s0; s != end; ++s) o_.observer->sem(c, s->sem, sems[s->sem], false);
+      if (P.sets_sems) {
+        uint16_t k = uint16_t(P.in->ops[0].i);
+        if (k < sems.size()) o_.observer->sem(c, k, sems[k], true);
+      }
+    }
     if (o_.timeline) { // semaphore counter tracks
       for (const Signal* s = s0; s != end; ++s) record_sem(c, s->sem);
       if (P.sets_sems) record_sem(c, uint16_t(P.in->ops[0].i));
@@ -474,7 +532,7 @@ private:
       EngRt& E = C.eng[e];
       if (waits_hold(E.cx.state->sems, E.prog[E.pc])) {
         C.blocked &= ~(1u << e);
-        if (o_.timeline || m_.opt.check_uninit)
+        if (slow())
           try_issue<true>(c, e);
         else
           try_issue<false>(c, e);
@@ -491,6 +549,7 @@ private:
     x.eng = uint8_t(e);
     x.pc = uint32_t(C.eng[e].pc);
     std::memcpy(x.regs, C.eng[e].cx.regs, sizeof x.regs);
+    if (o_.observer) o_.observer->enqueue(c, Engine(e), x.pc, P.queue);
     DmaTime t = dma_transfer(*m_.tp, P.bytes, P.rows);
     int64_t t0 = std::max(now_, Q.data_free);
     int64_t begin = std::max(t0, C.link_free);
@@ -516,11 +575,21 @@ private:
     makespan_ = std::max(makespan_, now_);
     ExecCtx cx = cores_[c].eng[x.eng].cx;
     cx.regs = x.regs;
+    ExecEvent ev;
+    if constexpr (kSlow) {
+      if (o_.observer) {
+        ev = ExecEvent{c, Engine(x.eng), int64_t(x.pc), q, x.begin, x.end, true};
+        o_.observer->exec(ev, cx, *x.pi->in);
+      }
+    }
     exec<kSlow>(cx, *x.pi);
     if constexpr (kSlow)
       record(TimelineEvent::dma, c, kTrackQueue0 + q, x.eng, x.begin, x.end - x.begin, x.pi->bytes,
              x.pc);
     signal(c, *x.pi);
+    if constexpr (kSlow) {
+      if (o_.observer) o_.observer->done(ev);
+    }
   }
 
   // ---- rendezvous: core_barrier (per engine), send_recv (per pipe), collectives ----------------
@@ -612,6 +681,7 @@ private:
       run_collective(cx, in);
       extra = cc_transfer_ticks(*m_.tp, dma_bytes(*in[0]));
     }
+    if (o_.observer) o_.observer->rendezvous(go);
     for (auto [c, e] : go) {
       EngRt& E = cores_[c].eng[e];
       const PInst& P = E.prog[E.pc];
@@ -625,6 +695,7 @@ private:
         record(TimelineEvent::inst, c, e, e, now_, P.lat + extra, 0);
       }
       E.st = St::running;
+      E.issued = now_;
       push(now_ + P.lat + extra, uint32_t(c * kAgentsPerCore + e));
     }
   }
@@ -849,5 +920,11 @@ std::optional<StepEvent> Scheduler::peek() const { return impl_->peek(); }
 int64_t Scheduler::now() const { return impl_->now(); }
 bool Scheduler::finished() const { return impl_->finished(); }
 const RunResult& Scheduler::result() const { return impl_->result(); }
+std::vector<AgentState> Scheduler::agents() const { return impl_->agents(); }
+
+std::string_view name_of(AgentState::State s) {
+  static constexpr std::string_view names[] = {"idle", "running", "waiting", "rendezvous", "done"};
+  return names[s];
+}
 
 } // namespace nisa::interp

@@ -8,6 +8,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "interp/machine.h"
@@ -17,10 +19,45 @@ namespace nisa::interp {
 
 enum class ScheduleMode : uint8_t { fixed, random };
 
+// One completed instruction or DMA transfer, for observers (debugger, race checker, trace).
+struct ExecEvent {
+  int core = 0;               // rank * lnc + core
+  Engine engine = Engine::sp; // the stream holding the instruction
+  int64_t pc = 0;
+  int queue = -1;             // >= 0: a DMA transfer completing on this queue
+  int64_t start = 0, end = 0; // modelled ticks
+  bool runs_semantics = true; // false: a DMA trigger (enqueue) or a rendezvous completion
+};
+
+// Hooks of the slow path (interp/debug/ uses them). The fast path never calls them: a
+// non-null SchedOptions::observer selects the slow path, like `timeline`.
+struct ExecObserver {
+  virtual ~ExecObserver() = default;
+  // The instruction's waits hold and it issues (or arrives at a rendezvous).
+  virtual void issue(int core, Engine e, int64_t pc) { (void)core, (void)e, (void)pc; }
+  // Before the semantics run (cx resolves the instruction's access patterns).
+  virtual void exec(const ExecEvent& ev, ExecCtx& cx, const Inst& in) {
+    (void)ev, (void)cx, (void)in;
+  }
+  // After the semantics and the signals of the event.
+  virtual void done(const ExecEvent& ev) { (void)ev; }
+  // A semaphore changed by a signal (delta) or a sem_set (set = true) of the current event.
+  virtual void sem(int core, uint16_t s, uint32_t value, bool set) {
+    (void)core, (void)s, (void)value, (void)set;
+  }
+  // A DMA instruction put its transfer on a queue (completes later, FIFO per queue).
+  virtual void enqueue(int core, Engine e, int64_t pc, int queue) {
+    (void)core, (void)e, (void)pc, (void)queue;
+  }
+  // The participants (core, engine) of a barrier, send_recv or collective meet.
+  virtual void rendezvous(const std::vector<std::pair<int, int>>& who) { (void)who; }
+};
+
 struct SchedOptions {
   ScheduleMode mode = ScheduleMode::fixed;
   uint64_t seed = 0;
-  bool timeline = false; // record TimelineEvents (slow path)
+  bool timeline = false;            // record TimelineEvents (slow path)
+  ExecObserver* observer = nullptr; // slow path hooks (debugger, race checker, trace)
 };
 
 enum class RunStatus : uint8_t { ok, deadlock, fault };
@@ -50,6 +87,19 @@ struct StepEvent {
   int64_t time = 0;   // ticks at which it completes
   int dma_queue = -1; // >= 0: a DMA transfer completing on this queue
 };
+// What an engine or a DMA queue is doing, for the debugger's `info engines`.
+struct AgentState {
+  int core = 0;
+  Engine engine = Engine::sp; // queue >= 0: the engine that triggered the front transfer
+  int queue = -1;             // >= 0: a DMA queue
+  int64_t pc = 0;             // the current instruction (engines; the front transfer of queues)
+  enum State : uint8_t { idle, running, waiting, rendezvous, done } state = idle;
+  int64_t since = 0;                              // waiting since (ticks)
+  std::vector<std::pair<Engine, int64_t>> queued; // queues: pending transfers, front first
+  std::vector<std::pair<int64_t, int64_t>> spans; // queues: [begin, end) of each transfer
+};
+std::string_view name_of(AgentState::State s);
+
 struct SchedulerImpl;
 class Scheduler {
 public:
@@ -62,6 +112,8 @@ public:
   int64_t now() const;                   // ticks
   bool finished() const;
   const RunResult& result() const; // status, report, stats and timeline so far
+  // Every engine of every core, then every DMA queue that is busy or has ever been used.
+  std::vector<AgentState> agents() const;
 private:
   std::unique_ptr<SchedulerImpl> impl_;
 };

@@ -14,7 +14,7 @@ template <class... T> constexpr std::array<OperandDesc, sizeof...(T)> make_ops(T
 
 // Names used by the table columns (see the legend at the top of insts.def).
 constexpr uint8_t H = kSpaceH, S = kSpaceS, P = kSpaceP, HS = H | S, SP = S | P;
-constexpr uint8_t G2 = kGen2, G3 = kGen3, G4 = kGen4, GALL = kGenAll;
+[[maybe_unused]] constexpr uint8_t G2 = kGen2, G3 = kGen3, G4 = kGen4, GALL = kGenAll;
 constexpr uint8_t PE = 1 << 0, ACT = 1 << 1, DVE = 1 << 2, POOL = 1 << 3, CC = 1 << 5, ANY = 0x3f;
 using K = OperandKind;
 constexpr bool required(std::string_view d) { return d.empty(); }

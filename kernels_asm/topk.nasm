@@ -5,23 +5,43 @@
 ;             GEN (3: trn2/trn3 forms, default; 2: trn1 forms, see below).
 ; Inputs:     x : DT[BXS, V]
 ; Outputs:    values : DT[BXS, K], indices : uint32[BXS, K]
-; Envelope:   1 <= BXS <= 1024, 1 <= K <= min(V, 2048), V <= 151936 (seed); finite inputs.
-;             scanning: V <= 16384 (the max8 / match_replace8 search limit).
-; Order:      the strike-out yields the values in descending order, so every method's
-;             output is sorted (SORTED = 0 allows any order, SORTED = 1 asks for it), except
-;             the K == V shortcut with SORTED = 0, which returns the row as it is.
-; GEN:        the assembler has no way to ask the target, and match_replace8 idx= (the fused
-;             form) does not exist on trn1: assemble with -D GEN=2 for trn1.
+; Envelope:   1 <= BXS <= 1024, 1 <= K <= min(V, 2048), V <= 151936 (seed); finite inputs
+;             above -9948.0 (the fold's padding sentinel). scanning: V <= 16384 (the max8 /
+;             match_replace8 search limit); rotational / cascaded: a tile configuration within
+;             128 partitions and that limit must exist (see the configuration below).
+; Order:      SORTED = 1: descending. SORTED = 0: any order; the scanning strike-out and the
+;             final sort are descending anyway, the rotational unfolded store (when its padded
+;             K equals K) gives each stage's 8-aligned group, and K == V returns the row as is.
+;             Equal values: any of their indices (each index once).
+; GEN:        the assembler cannot test the target, and match_replace8 idx= (the fused form)
+;             does not exist on trn1: assemble with -D GEN=2 for trn1 (the seed's gen2 form,
+;             find_index8 then match_replace8; also used by the final sort, as the seed).
 ;
-; Idea (seed 002, "rotational_topk" / "naive_scanning_topk" / router_topk):
+; Idea (seed 002, "rotational_topk", "naive_scanning_topk", router_topk):
 ;   strike-out core (lib/topk.inc topk_core): per group of 8, max8 gives the next 8 largest,
 ;   match_replace8 overwrites them with -inf and writes their positions (idx=); a ragged last
 ;   group (K % 8) uses max8 + find_index8 and keeps K % 8 columns.
 ;   scanning: rows on partitions (tiles of <= 128 rows), topk_core over the whole row; DVE
-;   cost ceil(K/8) * 2 * (V + 144) cycles per row tile.
-;   K <= 8: the router path, one max8 + find_index8.
-;   K == V (unsorted): the input itself and iota indices.
+;     cost ceil(K/8) * 2 * (V + 144) cycles per row tile.
+;   K <= 8 (V <= 16384): the router path, one max8 + find_index8.
+;   K == V, unsorted: the input itself and iota indices.
+;   rotational: V folded over S partitions per row (p = row*S + stage; memset -9948.0 + the
+;     folded load), a global index map (iota + doubling DMA copies), then S stages: strike-out
+;     top-KP over the stage's growing window, n_gather of the winners' global indices, a PE
+;     permutation matmul kron(I_T, circulant shift-by-1 of S) moving every stage's winners to
+;     the next stage of the same row (values in DT, indices in fp32), and ScalarE copies
+;     inserting them as new window columns. The last stage's S*KP winners per row hold the
+;     top-K: unsorted and S*KP == K -> unfolded store; else the seed's private-HBM round trip
+;     to [rows, S*KP] and a final strike-out sort with n_gather. (The seed's rotation is
+;     kron(I_S, circulant(BxS)), which moves winners between rows of this layout and is the
+;     identity for BxS = 1; ours rotates within a row, so BXS = 1 needs no special case.)
+;   cascaded (the seed's registry wires cascaded_2_stage_topk, with no readable source; our
+;     design): the same fold, one local top-KP (KP = min(align8(K), C)) per chunk, then the
+;     rotational's final combine (HBM round trip + strike-out + n_gather). S by the cost model.
+;   auto: scanning when V <= 16384, else rotational.
 ; LNC: rows split ceil(BXS/2) per core (lib/lnc.inc); with --lnc 1 core 0 runs both halves.
+;   The folded methods share one buffer set: a core that skips half 0 moves the semaphores
+;   to where half 0 leaves them (sp sem_set) before half 1.
 .kernel topk
 .param BXS    = 4
 .param V      = 1000
@@ -262,7 +282,7 @@ skip1:
 .hbm  scr_v : DT[BXS, S * KP]   scratch   ; the seed's private-HBM reshape round trip
 .hbm  scr_i : fp32[BXS, S * KP] scratch
 .endif
-.sem  go, rp, rf, rl, rm, rc, rg, rr, rw, rw2, rst
+.sem  go, rp, rf, rl, rm, rc, rg, rr, ri, rw, rw2, rst
 
 ; Rotation matrix (every core): pf[k, m] = 1 iff m is the next stage of k's row,
 ; (r, s) -> (r, (s + 1) mod S), i.e. kron(I_T, circulant shift-by-1 of S). Compute engines
@@ -280,7 +300,8 @@ skip1:
 .endif
 
 ; One tile: rows ROW0 .. ROW0+NR-1 (NR <= T); J = this core's tile counter. Every semaphore
-; counts per tile: rf 1; rm 1 + NDBL; rl the loads; rc, rg NSTG + 1; rr NSTG - 1; rw, rw2, rst 2.
+; counts per tile: rf 1; rm 1 + NDBL; rl the loads; rc, rg NSTG + 1; rr, ri NSTG - 1;
+; rw, rw2, rst 2.
 .set LB = 0                         ; loads signalled up to the current tile
 .set MB = 0                         ; rm signals (index map steps) up to the current step
 .equ NDBL = log2(2 * T - 1)         ; doubling steps: ceil(log2(T))
@@ -312,8 +333,8 @@ skip1:
     .elif i == 0
         dve.nop  @wait(rl >= LB, rst >= 2*j)
     .else
-        dve.nop  @wait(rr >= j*(NSTG-1) + i, rg >= CS)
-        pool.nop  @wait(rr >= j*(NSTG-1) + i)
+        dve.nop  @wait(ri >= j*(NSTG-1) + i, rg >= CS)
+        pool.nop  @wait(ri >= j*(NSTG-1) + i)
     .endif
         topk_core vb, NP, WI, KP, lv, li, t8v, t8i, GEN
         dve.nop  @signal(rc)
@@ -326,9 +347,9 @@ skip1:
         pe.matmul psi[0:NP, c0:CE], pf[0:NP, 0:NP], gi[0:NP, c0:CE], acc=overwrite  @wait(rg >= CS + 1)
       .endfor
         pe.nop  @signal(rr)
-      ; insert them as the next columns of the window
-        dve.copy vb[0:NP, WI : WI+KP], psv[0:NP, 0:KP]  @wait(rr >= j*(NSTG-1) + i + 1)
-        dve.copy ib[0:NP, WI : WI+KP], psi[0:NP, 0:KP]
+      ; insert them as the next columns of the window (ScalarE copies, as the seed)
+        act.copy vb[0:NP, WI : WI+KP], psv[0:NP, 0:KP]  @wait(rr >= j*(NSTG-1) + i + 1)
+        act.copy ib[0:NP, WI : WI+KP], psi[0:NP, 0:KP]  @signal(ri)
     .endif
   .endfor
   .if SORT
@@ -366,10 +387,12 @@ skip1:
         lnc_regs dve
         lnc_regs pool
         lnc_regs pe
+        lnc_regs act
         sp.bnz r1, skip0
         dve.bnz r1, skip0
         pool.bnz r1, skip0
         pe.bnz r1, skip0
+        act.bnz r1, skip0
         rot_half 0, 0, H
 skip0:
   ; a core that skipped half 0 moves the semaphores to where half 0 leaves them
@@ -380,6 +403,7 @@ skip0:
         sp.sem_set rc, TJ * (NSTG + 1)
         sp.sem_set rg, TJ * (NSTG + 1)
         sp.sem_set rr, TJ * (NSTG - 1)
+        sp.sem_set ri, TJ * (NSTG - 1)
         sp.sem_set rw, 2 * TJ * SORT
         sp.sem_set rw2, 2 * TJ * SORT
         sp.sem_set rst, 2 * TJ
@@ -390,6 +414,7 @@ noset0:
         dve.bnz r3, skip1
         pool.bnz r3, skip1
         pe.bnz r3, skip1
+        act.bnz r3, skip1
         rot_half 1, H, BXS - H
   .endif
 skip1:

@@ -17,8 +17,8 @@ struct CmaxCase {
 
 std::string case_name(const testing::TestParamInfo<CmaxCase>& i) {
   const CmaxCase& c = i.param;
-  return std::string(target_name(c.target)) + "_lnc" + std::to_string(c.lnc) + "_" +
-         dt_name(c.dt) + "_" + std::to_string(c.bxs) + "x" + std::to_string(c.v);
+  return std::string(target_name(c.target)) + "_lnc" + std::to_string(c.lnc) + "_" + dt_name(c.dt) +
+         "_" + std::to_string(c.bxs) + "x" + std::to_string(c.v);
 }
 
 Defines cmax_defines(int64_t bxs, int64_t v, DType dt) {
@@ -31,11 +31,13 @@ struct CmaxResult {
   interp::Stats stats;
 };
 
-CmaxResult run_cmax(const CmaxCase& c, const std::vector<float>& x) {
+CmaxResult run_cmax(const CmaxCase& c, const std::vector<float>& x, uint64_t random_seed = 0,
+                    bool check_uninit = false) {
   Assembled a = assemble_kernel("cascaded_max.nasm", cmax_defines(c.bxs, c.v, c.dt), c.target);
   EXPECT_TRUE(a.ok) << a.diagnostics;
   if (!a.ok) return {};
-  RunOutput r = run_kernel(a.module, c.target, c.lnc, {{"x", to_bytes(x, c.dt)}});
+  RunOutput r = run_kernel(a.module, c.target, c.lnc, {{"x", to_bytes(x, c.dt)}}, false,
+                           random_seed, check_uninit);
   EXPECT_EQ(r.status, interp::RunStatus::ok) << r.report;
   return {from_bytes(r.tensors["values"], c.dt), u32_from_bytes(r.tensors["indices"]), r.stats};
 }
@@ -95,8 +97,29 @@ INSTANTIATE_TEST_SUITE_P(
                     CmaxCase{T1, 1, F32, 7, 20001}, CmaxCase{T2, 2, F32, 65, 40000},
                     CmaxCase{T2, 1, B16, 65, 40000}, CmaxCase{T2, 2, B16, 129, 5000},
                     CmaxCase{T1, 1, F32, 129, 5000}, CmaxCase{T2, 2, F32, 2, 151936},
-                    CmaxCase{T2, 1, F32, 5, 100}),
+                    CmaxCase{T2, 1, F32, 5, 100},
+                    // chunks wider than the find_index8 limit (C = 37984: three pieces)
+                    CmaxCase{T2, 2, F32, 64, 151936}, CmaxCase{T1, 1, B16, 64, 151936}),
     case_name);
+
+// A chunk searched in 16384-wide pieces: the maximum twice in the last piece and once in the
+// second piece of the same chunk; the first occurrence (second piece) wins.
+TEST(CascadedMaxTies, FirstOccurrenceAcrossPieces) {
+  const CmaxCase c{T2, 1, F32, 64, 151936}; // T = 32, S = 4, C = 37984
+  std::vector<float> x = random_values(size_t(c.bxs * c.v), c.dt, 8u);
+  const int64_t chunk = stage_chunk(c.bxs, c.v);
+  ASSERT_EQ(chunk, 37984);
+  for (int64_t b = 0; b < c.bxs; ++b) {
+    float* row = &x[size_t(b * c.v)];
+    row[chunk + 16384 + 7] = 70.0f;     // chunk 1, piece 1
+    row[chunk + 2 * 16384 + 3] = 70.0f; // chunk 1, piece 2
+    row[chunk + 2 * 16384 + 9] = 70.0f;
+  }
+  const CmaxResult r = run_cmax(c, x);
+  ASSERT_EQ(r.indices.size(), size_t(c.bxs));
+  for (int64_t b = 0; b < c.bxs; ++b) EXPECT_EQ(r.indices[b], chunk + 16384 + 7) << "row " << b;
+  check_rows(c, x, r);
+}
 
 // Planted ties: the maximum appears twice inside one chunk and once in an earlier chunk.
 TEST(CascadedMaxTies, LastChunkFirstOccurrence) {
@@ -117,6 +140,23 @@ TEST(CascadedMaxTies, LastChunkFirstOccurrence) {
   EXPECT_EQ(r.indices[1], 3 * chunk + 4);
   EXPECT_EQ(r.indices[2], 5u);
   check_rows(c, x, r);
+}
+
+// Missing waits would show up under random schedules (shared buffers across the two tiles
+// with --lnc 1, the semaphore fast-forward of core 1 with --lnc 2, several pieces).
+TEST(CascadedMaxSync, RandomSchedules) {
+  for (int lnc : {1, 2}) {
+    const CmaxCase c{T2, lnc, F32, 7, 40001};
+    const std::vector<float> x = random_values(size_t(c.bxs * c.v), c.dt, 31u);
+    for (uint64_t seed : {1u, 2u}) check_rows(c, x, run_cmax(c, x, seed));
+  }
+}
+
+TEST(CascadedMaxUninit, ReadsOnlyWrittenMemory) {
+  for (const CmaxCase& c : {CmaxCase{T2, 2, F32, 3, 1000}, CmaxCase{T2, 1, B16, 64, 151936}}) {
+    const std::vector<float> x = random_values(size_t(c.bxs * c.v), c.dt, 51u);
+    check_rows(c, x, run_cmax(c, x, 0, /*check_uninit=*/true));
+  }
 }
 
 // BXS == 1 runs on one core: core 1 only reads its registers and branches.
@@ -152,9 +192,12 @@ TEST(CascadedMaxEnvelope, EachLimitHasItsError) {
   expect_error({{"BXS", "0"}, {"V", "1000"}}, "BXS must be in [1, 256]");
   expect_error({{"BXS", "257"}, {"V", "1000"}}, "BXS must be in [1, 256]");
   expect_error({{"BXS", "2"}, {"V", "7"}}, "V must be >= 8");
-  expect_error({{"BXS", "129"}, {"V", "16385"}}, "16384-element search limit");
+  // one row per partition (S = 1): the chunk is the whole row, 4 bytes per fp32 element
+  expect_error({{"BXS", "129"}, {"V", "44033"}}, "does not fit one SBUF partition");
+  expect_error({{"BXS", "129"}, {"V", "88065"}, {"DT", "bf16"}}, "does not fit one SBUF partition");
   // the largest valid neighbours assemble
-  EXPECT_TRUE(assemble_kernel("cascaded_max.nasm", cmax_defines(129, 16384, F32), T2).ok);
+  EXPECT_TRUE(assemble_kernel("cascaded_max.nasm", cmax_defines(129, 44032, F32), T2).ok);
+  EXPECT_TRUE(assemble_kernel("cascaded_max.nasm", cmax_defines(129, 88064, B16), T2).ok);
   EXPECT_TRUE(assemble_kernel("cascaded_max.nasm", cmax_defines(256, 8, F32), T2).ok);
 }
 

@@ -17,21 +17,22 @@ struct CumsumCase {
 
 std::string case_name(const testing::TestParamInfo<CumsumCase>& i) {
   const CumsumCase& c = i.param;
-  return std::string(target_name(c.target)) + "_lnc" + std::to_string(c.lnc) + "_" +
-         dt_name(c.dt) + "_" + std::to_string(c.rows) + "x" + std::to_string(c.cols);
+  return std::string(target_name(c.target)) + "_lnc" + std::to_string(c.lnc) + "_" + dt_name(c.dt) +
+         "_" + std::to_string(c.rows) + "x" + std::to_string(c.cols);
 }
 
 class Cumsum : public testing::TestWithParam<CumsumCase> {};
 
-std::vector<float> run_cumsum(const CumsumCase& c, const std::vector<float>& x) {
-  Assembled a = assemble_kernel("cumsum.nasm",
-                                {{"ROWS", std::to_string(c.rows)},
-                                 {"COLS", std::to_string(c.cols)},
-                                 {"DT", dt_name(c.dt)}},
-                                c.target);
+std::vector<float> run_cumsum(const CumsumCase& c, const std::vector<float>& x,
+                              uint64_t random_schedule_seed = 0) {
+  Assembled a = assemble_kernel(
+      "cumsum.nasm",
+      {{"ROWS", std::to_string(c.rows)}, {"COLS", std::to_string(c.cols)}, {"DT", dt_name(c.dt)}},
+      c.target);
   EXPECT_TRUE(a.ok) << a.diagnostics;
   if (!a.ok) return {};
-  RunOutput r = run_kernel(a.module, c.target, c.lnc, {{"x", to_bytes(x, c.dt)}});
+  RunOutput r = run_kernel(a.module, c.target, c.lnc, {{"x", to_bytes(x, c.dt)}}, false,
+                           random_schedule_seed);
   EXPECT_EQ(r.status, interp::RunStatus::ok) << r.report;
   return from_bytes(r.tensors["y"], c.dt);
 }
@@ -77,22 +78,47 @@ TEST_P(Cumsum, MatchesPrefixSum) {
   }
 }
 
+// Semaphores order every load, scan, store and carry: random tie orders and durations must
+// give the same bits.
+TEST(CumsumSync, RandomSchedules) {
+  const CumsumCase c{Target::trn2, 2, DType::fp32, 130, 4500};
+  const std::vector<float> x = random_values(size_t(c.rows * c.cols), c.dt, 77u);
+  const std::vector<float> ref = run_cumsum(c, x);
+  for (uint64_t seed : {1u, 2u, 3u}) EXPECT_EQ(run_cumsum(c, x, seed), ref) << "seed " << seed;
+}
+
 constexpr Target T1 = Target::trn1, T2 = Target::trn2;
 constexpr DType F32 = DType::fp32, B16 = DType::bf16;
 
-INSTANTIATE_TEST_SUITE_P(
-    Shapes, Cumsum,
-    testing::Values(
-        // COLS > 2048 and not a multiple of 2048; ROWS not a multiple of 128
-        CumsumCase{T2, 1, F32, 130, 4500}, CumsumCase{T2, 2, F32, 130, 4500},
-        CumsumCase{T1, 1, F32, 130, 4500}, CumsumCase{T2, 1, B16, 130, 4500},
-        CumsumCase{T2, 2, B16, 130, 4500}, CumsumCase{T1, 1, B16, 130, 4500},
-        // degenerate shapes
-        CumsumCase{T2, 1, F32, 1, 2049}, CumsumCase{T2, 2, B16, 1, 6145},
-        CumsumCase{T2, 1, F32, 7, 1}, CumsumCase{T1, 1, B16, 1, 1},
-        // the one large case: three partition tiles, several free tiles
-        CumsumCase{T2, 2, F32, 300, 5000}),
-    case_name);
+INSTANTIATE_TEST_SUITE_P(Shapes, Cumsum,
+                         testing::Values(
+                             // COLS > 2048 and not a multiple of 2048; ROWS not a multiple of 128
+                             CumsumCase{T2, 1, F32, 130, 4500}, CumsumCase{T2, 2, F32, 130, 4500},
+                             CumsumCase{T1, 1, F32, 130, 4500}, CumsumCase{T2, 1, B16, 130, 4500},
+                             CumsumCase{T2, 2, B16, 130, 4500}, CumsumCase{T1, 1, B16, 130, 4500},
+                             // degenerate shapes
+                             CumsumCase{T2, 1, F32, 1, 2049}, CumsumCase{T2, 2, B16, 1, 6145},
+                             CumsumCase{T2, 1, F32, 7, 1}, CumsumCase{T1, 1, B16, 1, 1},
+                             // the one large case: three partition tiles, several free tiles
+                             CumsumCase{T2, 2, F32, 300, 5000}),
+                         case_name);
+
+} // namespace
+} // namespace nisa::kt
+
+namespace nisa::kt {
+namespace {
+
+TEST(CumsumEnvelope, EachLimitHasItsError) {
+  auto error_of = [](const Defines& d) {
+    Assembled a = assemble_kernel("cumsum.nasm", d, Target::trn2);
+    EXPECT_FALSE(a.ok);
+    return a.diagnostics;
+  };
+  EXPECT_NE(error_of({{"DT", "fp16"}}).find("DT must be fp32 or bf16"), std::string::npos);
+  EXPECT_NE(error_of({{"ROWS", "0"}}).find("ROWS and COLS must be positive"), std::string::npos);
+  EXPECT_NE(error_of({{"COLS", "0"}}).find("ROWS and COLS must be positive"), std::string::npos);
+}
 
 } // namespace
 } // namespace nisa::kt

@@ -23,11 +23,12 @@ Assembled assemble_kernel(const std::string& file, const Defines& defines, Targe
 }
 
 RunOutput run_kernel(const Module& m, Target target, int lnc,
-                     const std::map<std::string, std::vector<uint8_t>>& inputs,
-                     bool timeline) {
+                     const std::map<std::string, std::vector<uint8_t>>& inputs, bool timeline,
+                     uint64_t random_schedule_seed) {
   interp::MachineOptions mo;
   mo.target = target;
   mo.lnc = lnc;
+  mo.check_uninit = check_uninit;
   interp::Machine machine(m, mo);
   for (const auto& [name, bytes] : inputs) {
     const TensorDecl* t = machine.find_tensor(name);
@@ -38,6 +39,10 @@ RunOutput run_kernel(const Module& m, Target target, int lnc,
   }
   interp::SchedOptions so;
   so.timeline = timeline;
+  if (random_schedule_seed != 0) {
+    so.mode = interp::ScheduleMode::random;
+    so.seed = random_schedule_seed;
+  }
   interp::RunResult r = interp::run(machine, so);
   RunOutput out;
   out.status = r.status;

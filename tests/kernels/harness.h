@@ -28,7 +28,7 @@ Assembled assemble_kernel(const std::string& file, const Defines& defines, Targe
 
 struct RunOutput {
   interp::RunStatus status = interp::RunStatus::ok;
-  std::string report;                                 // fault / deadlock text
+  std::string report; // fault / deadlock text
   interp::Stats stats;
   std::vector<interp::TimelineEvent> timeline;         // only when asked for
   std::map<std::string, std::vector<uint8_t>> tensors; // every HBM output, raw bytes
@@ -37,7 +37,11 @@ struct RunOutput {
 // Runs `m` with the given raw input bytes (name -> bytes, little-endian elements).
 RunOutput run_kernel(const Module& m, Target target, int lnc,
                      const std::map<std::string, std::vector<uint8_t>>& inputs,
-                     bool timeline = false);
+                     bool timeline = false, uint64_t random_schedule_seed = 0,
+                     bool check_uninit = false);
+// (random_schedule_seed != 0: `--schedule random --seed N`, which reorders ties and stretches
+// durations: a missing wait shows up as a wrong result. check_uninit: `--check-uninit`, a
+// read of never-written memory is a fault.)
 
 // DVE cycles of core 0 spent in instructions with the given opcodes (from the timeline).
 int64_t dve_cycles_of(const Module& m, Target target, const RunOutput& r,

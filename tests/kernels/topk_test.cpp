@@ -2,8 +2,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <functional>
 #include <cstdio>
+#include <functional>
 #include <set>
 
 #include "tests/kernels/harness.h"
@@ -23,16 +23,21 @@ struct TopkCase {
 
 std::string case_name(const testing::TestParamInfo<TopkCase>& i) {
   const TopkCase& c = i.param;
-  return std::string(target_name(c.target)) + "_lnc" + std::to_string(c.lnc) + "_" +
-         dt_name(c.dt) + "_" + std::to_string(c.bxs) + "x" + std::to_string(c.v) + "_k" +
-         std::to_string(c.k) + (c.sorted ? "_sorted_" : "_unsorted_") + c.method +
-         (c.pattern == 1 ? "_ascending" : c.pattern == 2 ? "_descending" : "");
+  return std::string(target_name(c.target)) + "_lnc" + std::to_string(c.lnc) + "_" + dt_name(c.dt) +
+         "_" + std::to_string(c.bxs) + "x" + std::to_string(c.v) + "_k" + std::to_string(c.k) +
+         (c.sorted ? "_sorted_" : "_unsorted_") + c.method +
+         (c.pattern == 1   ? "_ascending"
+          : c.pattern == 2 ? "_descending"
+                           : "");
 }
 
 Defines topk_defines(const TopkCase& c) {
-  return {{"BXS", std::to_string(c.bxs)}, {"V", std::to_string(c.v)},
-          {"K", std::to_string(c.k)},     {"SORTED", std::to_string(c.sorted)},
-          {"DT", dt_name(c.dt)},          {"METHOD", c.method},
+  return {{"BXS", std::to_string(c.bxs)},
+          {"V", std::to_string(c.v)},
+          {"K", std::to_string(c.k)},
+          {"SORTED", std::to_string(c.sorted)},
+          {"DT", dt_name(c.dt)},
+          {"METHOD", c.method},
           {"GEN", c.target == Target::trn1 ? "2" : "3"}};
 }
 
@@ -43,12 +48,14 @@ struct TopkResult {
   RunOutput run;
 };
 
-TopkResult run_topk(const TopkCase& c, const std::vector<float>& x, bool timeline = false) {
+TopkResult run_topk(const TopkCase& c, const std::vector<float>& x, bool timeline = false,
+                    uint64_t random_seed = 0, bool check_uninit = false) {
   Assembled a = assemble_kernel("topk.nasm", topk_defines(c), c.target);
   EXPECT_TRUE(a.ok) << a.diagnostics;
   if (!a.ok) return {};
   TopkResult t;
-  t.run = run_kernel(a.module, c.target, c.lnc, {{"x", to_bytes(x, c.dt)}}, timeline);
+  t.run = run_kernel(a.module, c.target, c.lnc, {{"x", to_bytes(x, c.dt)}}, timeline, random_seed,
+                     check_uninit);
   EXPECT_EQ(t.run.status, interp::RunStatus::ok) << t.run.report;
   t.values = from_bytes(t.run.tensors["values"], c.dt);
   t.indices = u32_from_bytes(t.run.tensors["indices"]);
@@ -87,14 +94,16 @@ class Topk : public testing::TestWithParam<TopkCase> {};
 
 TEST_P(Topk, MatchesReference) {
   const TopkCase& c = GetParam();
-  std::vector<float> x = random_values(size_t(c.bxs * c.v), c.dt,
-                                       11u + uint32_t(c.bxs * 131 + c.v * 7 + c.k), 2.0f);
+  std::vector<float> x =
+      random_values(size_t(c.bxs * c.v), c.dt, 11u + uint32_t(c.bxs * 131 + c.v * 7 + c.k), 2.0f);
   // Sorted rows put the whole top-K into one fold chunk (the first or the last): the
   // folded methods must still find all of it.
   for (int64_t b = 0; b < c.bxs && c.pattern != 0; ++b) {
     auto first = x.begin() + b * c.v, last = first + c.v;
-    if (c.pattern == 1) std::sort(first, last);
-    else std::sort(first, last, std::greater<float>());
+    if (c.pattern == 1)
+      std::sort(first, last);
+    else
+      std::sort(first, last, std::greater<float>());
   }
   check_topk(c, x, run_topk(c, x));
 }
@@ -117,13 +126,11 @@ INSTANTIATE_TEST_SUITE_P(
         TopkCase{T2, 2, F32, 1, 16384, 40, 1, "scanning"},  // BXS = 1, the search limit
         // K <= 8: the router path
         TopkCase{T2, 2, F32, 5, 100, 1, 1, "scanning"},
-        TopkCase{T2, 1, B16, 5, 100, 5, 1, "scanning"},
-        TopkCase{T1, 1, F32, 5, 100, 8, 1, "auto"},
+        TopkCase{T2, 1, B16, 5, 100, 5, 1, "scanning"}, TopkCase{T1, 1, F32, 5, 100, 8, 1, "auto"},
         // K == V: the unsorted shortcut and the sorted strike-out; V < 8 pads with -inf
         TopkCase{T2, 2, F32, 3, 64, 64, 0, "scanning"},
         TopkCase{T2, 1, B16, 3, 64, 64, 1, "scanning"},
-        TopkCase{T2, 1, F32, 2, 5, 5, 1, "scanning"},
-        TopkCase{T2, 1, F32, 2, 5, 3, 1, "auto"},
+        TopkCase{T2, 1, F32, 2, 5, 5, 1, "scanning"}, TopkCase{T2, 1, F32, 2, 5, 3, 1, "auto"},
         // K = 2048
         TopkCase{T2, 2, F32, 3, 4096, 2048, 1, "scanning"}),
     case_name);
@@ -148,9 +155,43 @@ INSTANTIATE_TEST_SUITE_P(
         TopkCase{T2, 2, B16, 129, 2000, 100, 0, "cascaded", 2},
         TopkCase{T2, 1, B16, 1, 151936, 256, 1, "cascaded", 0},
         TopkCase{T1, 1, F32, 7, 20001, 64, 1, "cascaded", 2},
+        TopkCase{T2, 2, F32, 1024, 600, 40, 1, "cascaded", 1},
+        TopkCase{T2, 1, F32, 3, 8000, 2048, 1, "cascaded", 0}, // K = 2048
         // auto: V > 16384 goes rotational; K <= 8 there too
         TopkCase{T2, 2, F32, 5, 100000, 5, 1, "auto", 1}),
     case_name);
+
+// Every method under random schedules (tie order and durations): a missing wait between the
+// engines (sp loads, dve strike-out, pool gathers, pe rotations, act inserts) shows up here.
+TEST(TopkSync, RandomSchedules) {
+  const TopkCase cases[] = {{T2, 1, F32, 300, 500, 20, 1, "scanning"},
+                            {T2, 2, F32, 130, 2000, 100, 1, "rotational"},
+                            {T2, 1, F32, 130, 2000, 100, 1, "rotational"},
+                            {T2, 2, F32, 7, 20001, 64, 0, "rotational"},
+                            {T2, 1, F32, 130, 2000, 100, 1, "cascaded"}};
+  for (const TopkCase& c : cases) {
+    const std::vector<float> x = random_values(size_t(c.bxs * c.v), c.dt, 41u);
+    for (uint64_t seed : {1u, 2u}) {
+      SCOPED_TRACE(c.method + " lnc " + std::to_string(c.lnc) + " seed " + std::to_string(seed));
+      check_topk(c, x, run_topk(c, x, false, seed));
+    }
+  }
+}
+
+// No instruction reads memory the kernel never wrote (the fold's fill, the index map, the
+// inserted columns and the padding of V < 8 all cover what the searches read).
+TEST(TopkUninit, EveryMethodReadsOnlyWrittenMemory) {
+  const TopkCase cases[] = {{T2, 2, F32, 3, 5, 3, 1, "scanning"},
+                            {T2, 1, F32, 3, 64, 64, 0, "scanning"},
+                            {T2, 2, B16, 3, 5001, 20, 1, "rotational"},
+                            {T2, 2, F32, 7, 20001, 64, 0, "rotational"},
+                            {T2, 1, F32, 130, 2000, 100, 1, "cascaded"}};
+  for (const TopkCase& c : cases) {
+    SCOPED_TRACE(c.method);
+    const std::vector<float> x = random_values(size_t(c.bxs * c.v), c.dt, 43u);
+    check_topk(c, x, run_topk(c, x, false, 0, /*check_uninit=*/true));
+  }
+}
 
 // DVE cycles of the whole kernel, scanning beside rotational (docs figure, issue 4): the
 // rotational method re-scans only the V / n_stages chunk plus the growing window.
@@ -219,9 +260,8 @@ TEST(TopkEnvelope, EachLimitHasItsError) {
   expect_error(d("2", "100", "101"), "K must be <= V");
   expect_error(d("2", "16385", "16", {{"METHOD", "scanning"}}), "scanning needs V <= 16384");
   expect_error(d("1", "151936", "2048", {{"METHOD", "cascaded"}}), "no tile of rows fits");
-  EXPECT_TRUE(assemble_kernel("topk.nasm", d("1024", "16384", "2048", {{"METHOD", "scanning"}}),
-                              T2)
-                  .ok);
+  EXPECT_TRUE(
+      assemble_kernel("topk.nasm", d("1024", "16384", "2048", {{"METHOD", "scanning"}}), T2).ok);
 }
 
 } // namespace

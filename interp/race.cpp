@@ -1,0 +1,237 @@
+#include "interp/race.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+namespace nisa::interp {
+
+Region Region::intersect(const Region& o) const {
+  Region r = *this;
+  r.p0 = std::max(p0, o.p0), r.p1 = std::min(p1, o.p1);
+  r.b0 = std::max(b0, o.b0), r.b1 = std::min(b1, o.b1);
+  return r;
+}
+
+std::string region_text(const Machine& m, const Region& r) {
+  std::string s;
+  if (r.kind == MemKind::hbm) {
+    s = fmt::format("hbm{} bytes [{:#x}, {:#x})",
+                    m.opt.ranks > 1 ? fmt::format(" rank {}", r.unit) : "", r.b0, r.b1);
+  } else {
+    std::string who = m.num_cores() > 1 ? fmt::format(" core {}", r.unit) : "";
+    s = fmt::format("{}{} partitions {}..{} bytes [{:#x}, {:#x})",
+                    r.kind == MemKind::sbuf ? "sbuf" : "psum", who, r.p0, r.p1 - 1, r.b0, r.b1);
+  }
+  MemSpace want = r.kind == MemKind::hbm    ? MemSpace::hbm
+                  : r.kind == MemKind::sbuf ? MemSpace::sbuf
+                                            : MemSpace::psum;
+  for (const TensorDecl& t : m.mod->tensors) {
+    if (t.space != want) continue;
+    uint64_t bytes = Machine::tensor_bytes(t);
+    if (want == MemSpace::hbm) {
+      if (t.address < r.b1 && r.b0 < t.address + bytes) s += fmt::format(" (tensor {})", t.name);
+    } else {
+      uint64_t rows = t.shape.empty() ? 1 : uint64_t(t.shape[0]);
+      uint64_t per = rows ? bytes / rows : 0;
+      if (t.part_start < r.p1 && r.p0 < t.part_start + rows && t.address < r.b1 &&
+          r.b0 < t.address + per)
+        s += fmt::format(" (tensor {})", t.name);
+    }
+  }
+  return s;
+}
+
+namespace {
+
+// Adds row p's extent [a, a + n) (host address) of a view to out, merging with the previous
+// rectangle when it continues it.
+void add_row(const Machine& m, int core, ExecCtx& cx, const uint8_t* a, uint64_t n, bool write,
+             std::vector<Region>& out) {
+  Region r;
+  r.write = write;
+  const CoreState& st = *cx.state;
+  uint64_t sb = uint64_t(kNumPartitions) * st.sbuf_part_bytes;
+  uint64_t pb = uint64_t(kNumPartitions) * st.psum_part_bytes;
+  if (a >= st.sbuf && a < st.sbuf + sb) {
+    uint64_t o = uint64_t(a - st.sbuf);
+    r.kind = MemKind::sbuf, r.unit = uint16_t(core);
+    r.p0 = uint32_t(o / st.sbuf_part_bytes), r.p1 = r.p0 + 1;
+    r.b0 = o % st.sbuf_part_bytes, r.b1 = r.b0 + n;
+  } else if (a >= st.psum && a < st.psum + pb) {
+    uint64_t o = uint64_t(a - st.psum);
+    r.kind = MemKind::psum, r.unit = uint16_t(core);
+    r.p0 = uint32_t(o / st.psum_part_bytes), r.p1 = r.p0 + 1;
+    r.b0 = o % st.psum_part_bytes, r.b1 = r.b0 + n;
+  } else if (a >= cx.hbm && a < cx.hbm + cx.hbm_bytes) {
+    r.kind = MemKind::hbm, r.unit = uint16_t(m.cores[size_t(core)].rank);
+    r.p0 = 0, r.p1 = 1;
+    r.b0 = uint64_t(a - cx.hbm), r.b1 = r.b0 + n;
+  } else {
+    return; // not machine memory (cannot happen for a resolved view)
+  }
+  if (!out.empty()) {
+    Region& b = out.back();
+    if (b.kind == r.kind && b.unit == r.unit && b.write == write) {
+      if (r.kind == MemKind::hbm && r.b0 >= b.b0 && r.b0 <= b.b1) {
+        b.b1 = std::max(b.b1, r.b1);
+        return;
+      }
+      if (r.kind != MemKind::hbm && b.b0 == r.b0 && b.b1 == r.b1 && b.p1 == r.p0) {
+        b.p1 = r.p1;
+        return;
+      }
+    }
+  }
+  out.push_back(r);
+}
+
+void add_view(const Machine& m, int core, ExecCtx& cx, const View& v, bool write,
+              std::vector<Region>& out) {
+  int64_t lo = 0, hi = dtype_bytes(v.dtype);
+  for (int k = 0; k < 4; ++k) {
+    int64_t span = int64_t(v.count[k] ? v.count[k] - 1 : 0) * v.stride[k];
+    (span < 0 ? lo : hi) += span;
+  }
+  if (v.free_elems == 0) return;
+  for (uint32_t p = 0; p < v.parts; ++p) {
+    if (!v.row_skip.empty() && v.row_skip[p]) continue;
+    add_row(m, core, cx, v.row(p) + lo, uint64_t(hi - lo), write, out);
+  }
+}
+
+} // namespace
+
+void collect_accesses(const Machine& m, int core, ExecCtx& cx, const Inst& in,
+                      std::vector<Region>& out) {
+  const InstDesc& d = desc(in.op);
+  bool skip = false;
+  for (size_t j = 0; j < d.operands.size() && j < in.ops.size(); ++j)
+    if (d.operands[j].kind == OperandKind::Enum && d.operands[j].enum_type == EnumType::OobMode)
+      skip = in.ops[j].i == static_cast<int>(OobMode::skip);
+  for (size_t k = 0; k < d.operands.size() && k < in.ops.size(); ++k) {
+    const Operand& o = in.ops[k];
+    OperandKind kind = d.operands[k].kind;
+    bool is_read = kind == OperandKind::Src || (kind == OperandKind::Scalar && o.is_ap);
+    bool is_write = kind == OperandKind::Dst;
+    if (!o.present || (!is_read && !is_write)) continue;
+    try {
+      if (o.ap.dyn == DynKind::vec) { // the index tile is read too (one element per row)
+        const VecIndex& vi = o.ap.vidx;
+        for (uint32_t p = 0; p < o.ap.part_count && vi.part_start + p < kNumPartitions; ++p)
+          add_row(m, core, cx,
+                  cx.state->sbuf + (vi.part_start + p) * cx.state->sbuf_part_bytes + vi.offset,
+                  uint64_t(dtype_bytes(vi.dtype)), false, out);
+      }
+      View v = cx.view(o.ap, is_write ? Access::write : Access::read, skip);
+      add_view(m, core, cx, v, is_write, out);
+    } catch (const Fault&) {
+      // the semantics raise it with the full report
+    }
+  }
+}
+
+RaceChecker::RaceChecker(const Machine& m) : m_(m), agents_per_core_(kNumEngines + kNumDmaQueues) {
+  size_t n = size_t(m.num_cores()) * size_t(agents_per_core_);
+  clk_.assign(n, Clock(n, 0));
+  sem_clk_.assign(size_t(m.num_cores()), std::vector<Clock>(m.mod->sems.size(), Clock(n, 0)));
+  pending_.resize(n);
+  pending_head_.assign(n, 0);
+  recs_.resize(size_t(std::max(m.num_cores(), m.opt.ranks)) * 3);
+}
+
+void RaceChecker::join(Clock& a, const Clock& b) {
+  for (size_t i = 0; i < a.size(); ++i) a[i] = std::max(a[i], b[i]);
+}
+
+void RaceChecker::issue(int core, Engine e, int64_t pc) {
+  const Inst& in = m_.mod->streams[int(e)][size_t(pc)];
+  Clock& c = clk_[agent(core, e)];
+  for (const Wait& w : in.waits)
+    if (w.sem < sem_clk_[size_t(core)].size()) join(c, sem_clk_[size_t(core)][w.sem]);
+}
+
+void RaceChecker::enqueue(int core, Engine e, int64_t, int queue) {
+  pending_[qagent(core, queue)].push_back(clk_[agent(core, e)]);
+}
+
+void RaceChecker::rendezvous(const std::vector<std::pair<int, int>>& who) {
+  Clock j(clk_[0].size(), 0);
+  for (auto [c, e] : who) join(j, clk_[agent(c, Engine(e))]);
+  for (auto [c, e] : who) clk_[agent(c, Engine(e))] = j;
+}
+
+void RaceChecker::sem(int core, uint16_t s, uint32_t, bool) {
+  if (s < sem_clk_[size_t(core)].size()) join(sem_clk_[size_t(core)][s], clk_[cur_]);
+}
+
+void RaceChecker::exec(const ExecEvent& ev, ExecCtx& cx, const Inst& in) {
+  if (ev.queue >= 0) {
+    cur_ = qagent(ev.core, ev.queue);
+    auto& fifo = pending_[cur_];
+    size_t& head = pending_head_[cur_];
+    if (head < fifo.size()) {
+      join(clk_[cur_], fifo[head]);
+      if (++head == fifo.size()) fifo.clear(), head = 0;
+    }
+  } else {
+    cur_ = agent(ev.core, ev.engine);
+  }
+  ++clk_[cur_][cur_];
+  if (!ev.runs_semantics) return;
+  scratch_.clear();
+  collect_accesses(m_, ev.core, cx, in, scratch_);
+  RaceReport::Side side{ev.core, ev.engine, ev.pc, ev.queue, false};
+  for (const Region& r : scratch_) {
+    side.write = r.write;
+    access(r, side);
+  }
+}
+
+void RaceChecker::access(const Region& r, const RaceReport::Side& side) {
+  std::vector<Rec>& recs = recs_[mem_index(r)];
+  const Clock& now = clk_[cur_];
+  for (const Rec& x : recs) {
+    if (x.agent == cur_ || !(x.r.write || r.write) || !x.r.overlaps(r)) continue;
+    if (now[x.agent] >= x.epoch) continue; // ordered
+    std::array<int64_t, 6> key{x.agent, int64_t(x.side.engine), x.side.pc,
+                               cur_,    int64_t(side.engine),   side.pc};
+    if (!seen_.insert(key).second) continue;
+    RaceReport rep;
+    rep.region = x.r.intersect(r);
+    rep.region.write = r.write;
+    rep.first = x.side;
+    rep.second = side;
+    races_.push_back(rep);
+  }
+  // Records the new access covers and follows are redundant: anything unordered with them is
+  // unordered with it (a read covers only reads).
+  uint32_t epoch = now[cur_];
+  for (size_t i = 0; i < recs.size();) {
+    const Rec& x = recs[i];
+    if ((r.write || !x.r.write) && (x.agent == cur_ || now[x.agent] >= x.epoch) &&
+        r.covers(x.r)) {
+      recs[i] = recs.back();
+      recs.pop_back();
+    } else {
+      ++i;
+    }
+  }
+  recs.push_back(Rec{r, cur_, epoch, side});
+}
+
+std::string RaceChecker::report_text(const RaceReport& r) const {
+  auto line = [&](const RaceReport::Side& s) {
+    std::string who = m_.num_cores() > 1 ? fmt::format("core {} ", s.core) : "";
+    std::string agent = s.queue >= 0 ? fmt::format("q{} (transfer of {}[{}])", s.queue,
+                                                   name_of(s.engine), s.pc)
+                                     : fmt::format("{}[{}]", name_of(s.engine), s.pc);
+    const Inst& in = m_.mod->streams[int(s.engine)][size_t(s.pc)];
+    return fmt::format("    {} {}{} at {}\n      {}\n", s.write ? "write by" : "read by ", who,
+                       agent, source_of(*m_.mod, s.engine, s.pc), describe_inst(*m_.mod, in));
+  };
+  return fmt::format("race on {}:\n{}{}    (no semaphore, barrier or program order between them)\n",
+                     region_text(m_, r.region), line(r.first), line(r.second));
+}
+
+} // namespace nisa::interp

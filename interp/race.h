@@ -1,0 +1,105 @@
+// Memory access extents of an instruction and the race checker (`nisa run --check-races`,
+// `set check-races on` in the debugger; docs/debugger.md "Race checking").
+//
+// Happens-before uses one vector clock per agent (every engine and DMA queue of every core).
+// Program order ticks the agent's own entry; a signal joins the agent's clock into the
+// semaphore's clock; an instruction whose waits hold joins the clocks of the semaphores it
+// waits on; a DMA transfer starts from its trigger's clock (and, FIFO, its queue's); a barrier,
+// send_recv or collective joins the clocks of all its participants. Accesses are tracked per
+// byte range (an operand's extent per partition range), never per element.
+#pragma once
+#include <cstdint>
+#include <array>
+#include <ostream>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "interp/machine.h"
+#include "interp/scheduler.h"
+
+namespace nisa::interp {
+
+enum class MemKind : uint8_t { sbuf, psum, hbm };
+
+// A rectangle of bytes: partitions [p0, p1) x byte offsets [b0, b1) within each partition
+// (sbuf, psum of core `unit`), or p0 = 0, p1 = 1 and byte addresses [b0, b1) (hbm of rank `unit`).
+struct Region {
+  MemKind kind = MemKind::sbuf;
+  uint16_t unit = 0;
+  uint32_t p0 = 0, p1 = 0;
+  uint64_t b0 = 0, b1 = 0;
+  bool write = false;
+  bool overlaps(const Region& o) const {
+    return kind == o.kind && unit == o.unit && p0 < o.p1 && o.p0 < p1 && b0 < o.b1 && o.b0 < b1;
+  }
+  bool covers(const Region& o) const {
+    return kind == o.kind && unit == o.unit && p0 <= o.p0 && o.p1 <= p1 && b0 <= o.b0 &&
+           o.b1 <= b1;
+  }
+  Region intersect(const Region& o) const;
+};
+
+// "sbuf core 0 partitions 0..127 bytes [0x0, 0x2000)" plus the tensor it falls in, if any.
+std::string region_text(const Machine& m, const Region& r);
+
+// Appends the byte extents the instruction reads and writes (its access patterns resolved by
+// cx; index tiles of vector offsets count as reads). Operands that fault are left out: the
+// semantics report them.
+void collect_accesses(const Machine& m, int core, ExecCtx& cx, const Inst& in,
+                      std::vector<Region>& out);
+
+struct RaceReport {
+  Region region; // the overlap
+  struct Side {
+    int core = 0;
+    Engine engine = Engine::sp;
+    int64_t pc = 0;
+    int queue = -1;
+    bool write = false;
+  } first, second; // first happened earlier in modelled time
+};
+
+class RaceChecker final : public ExecObserver {
+public:
+  explicit RaceChecker(const Machine& m);
+  void issue(int core, Engine e, int64_t pc) override;
+  void exec(const ExecEvent& ev, ExecCtx& cx, const Inst& in) override;
+  void sem(int core, uint16_t s, uint32_t value, bool set) override;
+  void enqueue(int core, Engine e, int64_t pc, int queue) override;
+  void rendezvous(const std::vector<std::pair<int, int>>& who) override;
+
+  // Distinct races (one per pair of instructions), in the order found.
+  const std::vector<RaceReport>& races() const { return races_; }
+  size_t new_races_since(size_t mark) const { return races_.size() - mark; }
+  std::string report_text(const RaceReport& r) const;
+
+private:
+  using Clock = std::vector<uint32_t>;
+  struct Rec {
+    Region r;
+    uint32_t agent, epoch;
+    RaceReport::Side side;
+  };
+  const Machine& m_;
+  int agents_per_core_;
+  std::vector<Clock> clk_;                    // per agent
+  std::vector<std::vector<Clock>> sem_clk_;   // [core][sem]
+  std::vector<std::vector<Clock>> pending_;   // [agent] FIFO of transfer start clocks
+  std::vector<size_t> pending_head_;          // [agent]
+  std::vector<std::vector<Rec>> recs_;        // per memory
+  std::vector<RaceReport> races_;
+  std::set<std::array<int64_t, 6>> seen_;     // pairs of instructions already reported
+  std::vector<Region> scratch_;
+  uint32_t cur_ = 0;                          // agent of the current event
+
+  uint32_t agent(int core, Engine e) const { return uint32_t(core * agents_per_core_ + int(e)); }
+  uint32_t qagent(int core, int q) const {
+    return uint32_t(core * agents_per_core_ + kNumEngines + q);
+  }
+  size_t mem_index(const Region& r) const { return size_t(r.unit) * 3 + size_t(r.kind); }
+  static void join(Clock& a, const Clock& b);
+  void access(const Region& r, const RaceReport::Side& side);
+};
+
+} // namespace nisa::interp

@@ -1,0 +1,80 @@
+// The instruction trace (`nisa run --trace FILE`, the debugger's `info timeline`): one record
+// per executed instruction or DMA transfer. The text format is versioned and documented in
+// docs/trace-format.md; change kTraceVersion with any change of the fields.
+#pragma once
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "interp/race.h"
+
+namespace nisa::interp {
+
+inline constexpr int kTraceVersion = 1;
+
+struct TraceRecord {
+  int64_t start = 0, end = 0; // modelled ticks
+  int core = 0;               // rank * lnc + core
+  Engine engine = Engine::sp; // the stream holding the instruction
+  int queue = -1;             // >= 0: a DMA transfer completing on this queue
+  int64_t pc = 0;
+  std::vector<std::pair<uint16_t, uint32_t>> sems; // semaphore, value after the update
+  std::vector<Region> writes;
+};
+
+struct TraceFilter {
+  int64_t from = -1, to = -1; // ticks; -1: unbounded. A record is kept if it overlaps them.
+  uint32_t engines = ~0u;     // bit e: engine e; bit kNumEngines + q: queue q
+  bool keeps(const TraceRecord& r) const;
+};
+// "dve,sp,q0,dma" (dma: every queue) -> the engines mask; throws std::runtime_error.
+uint32_t parse_trace_engines(const std::string& list);
+
+std::string trace_header(const Machine& m);
+std::string trace_line(const Machine& m, const TraceRecord& r);
+
+// Collects the records into `records` and/or writes their lines to `out`.
+class TraceRecorder final : public ExecObserver {
+public:
+  TraceRecorder(const Machine& m, TraceFilter f, std::ostream* out, bool keep);
+  void exec(const ExecEvent& ev, ExecCtx& cx, const Inst& in) override;
+  void sem(int core, uint16_t s, uint32_t value, bool set) override;
+  void done(const ExecEvent& ev) override;
+  const std::vector<TraceRecord>& records() const { return records_; }
+  void clear() { records_.clear(); }
+
+private:
+  const Machine& m_;
+  TraceFilter f_;
+  std::ostream* out_;
+  bool keep_;
+  TraceRecord cur_;
+  std::vector<TraceRecord> records_;
+};
+
+// Calls several observers in turn.
+class ObserverList final : public ExecObserver {
+public:
+  std::vector<ExecObserver*> list;
+  void issue(int core, Engine e, int64_t pc) override {
+    for (auto* o : list) o->issue(core, e, pc);
+  }
+  void exec(const ExecEvent& ev, ExecCtx& cx, const Inst& in) override {
+    for (auto* o : list) o->exec(ev, cx, in);
+  }
+  void done(const ExecEvent& ev) override {
+    for (auto* o : list) o->done(ev);
+  }
+  void sem(int core, uint16_t s, uint32_t value, bool set) override {
+    for (auto* o : list) o->sem(core, s, value, set);
+  }
+  void enqueue(int core, Engine e, int64_t pc, int queue) override {
+    for (auto* o : list) o->enqueue(core, e, pc, queue);
+  }
+  void rendezvous(const std::vector<std::pair<int, int>>& who) override {
+    for (auto* o : list) o->rendezvous(who);
+  }
+};
+
+} // namespace nisa::interp

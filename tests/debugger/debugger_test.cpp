@@ -1,0 +1,352 @@
+// The debugger (docs/debugger.md), the race checker and the trace: scripted sessions checked
+// against expected transcripts (tests/debugger/expected; NISA_UPDATE_TRANSCRIPTS=1 rewrites
+// them), an interactive session through a pseudo-terminal, reverse execution against a fresh
+// run, races on a kernel with a missing wait, and the trace format.
+#include <gtest/gtest.h>
+#include <pty.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "asm/asm.h"
+#include "interp/debug/session.h"
+#include "interp/npy.h"
+#include "interp/run.h"
+
+namespace nisa::interp {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int kRows = 130, kCols = 2500; // two partition tiles, two free tiles
+
+std::string slurp(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+// Seeded, non-constant input x[kRows, kCols] (values k/8 - 2 with k in 0..31: sums are exact).
+std::vector<float> make_input() {
+  std::mt19937 rng(1234);
+  std::vector<float> x(size_t(kRows) * kCols);
+  for (float& v : x) v = float(rng() % 32) / 8.0f - 2.0f;
+  return x;
+}
+
+class Debugger : public ::testing::Test {
+protected:
+  static fs::path dir;
+  static void SetUpTestSuite() {
+    dir = fs::temp_directory_path() / fmt::format("nisa_debugger_{}", getpid());
+    fs::create_directories(dir);
+    std::vector<float> x = make_input();
+    write_npy((dir / "x.npy").string(), DType::fp32, {kRows, kCols},
+              reinterpret_cast<const uint8_t*>(x.data()));
+  }
+  static void TearDownTestSuite() { fs::remove_all(dir); }
+
+  // Runs a shell command from the source tree; returns its stdout (stderr goes to `err`).
+  static int sh(const std::string& cmd, std::string& out, std::string* err = nullptr) {
+    fs::path o = dir / "out.txt", e = dir / "err.txt";
+    std::string full = fmt::format("cd '{}' && {} > '{}' 2> '{}'", NISA_SOURCE_DIR, cmd,
+                                   o.string(), e.string());
+    int rc = std::system(full.c_str());
+    out = slurp(o);
+    if (err) *err = slurp(e);
+    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+  }
+  static std::string kernel_args(const std::string& kernel = "kernels_asm/cumsum.nasm") {
+    return fmt::format("{} -D ROWS={} -D COLS={} --in x={}", kernel, kRows, kCols,
+                       (dir / "x.npy").string());
+  }
+  static Module assemble(const std::string& kernel) {
+    nasm::AsmOptions ao;
+    ao.defines = {{"ROWS", std::to_string(kRows)}, {"COLS", std::to_string(kCols)}};
+    nasm::AsmResult r = nasm::assemble_file(std::string(NISA_SOURCE_DIR) + "/" + kernel, ao);
+    EXPECT_TRUE(r.ok()) << r.diagnostics_text();
+    return std::move(*r.module);
+  }
+  static RunConfig config() {
+    RunConfig cfg;
+    cfg.inputs = {{"x", (dir / "x.npy").string()}};
+    return cfg;
+  }
+};
+fs::path Debugger::dir;
+
+// ---- scripted sessions ----------------------------------------------------------------------
+
+struct Transcript {
+  const char* script;
+  const char* kernel;
+};
+
+class Scripted : public Debugger, public ::testing::WithParamInterface<Transcript> {};
+
+TEST_P(Scripted, MatchesTheExpectedTranscript) {
+  const Transcript& t = GetParam();
+  fs::path src = NISA_SOURCE_DIR;
+  fs::path script = src / "tests/debugger/scripts" / (std::string(t.script) + ".cmd");
+  fs::path expected = src / "tests/debugger/expected" / (std::string(t.script) + ".txt");
+  std::string out, err;
+  int rc = sh(fmt::format("{} debug {} -x '{}' --batch", NISA_BINARY, kernel_args(t.kernel),
+                          script.string()),
+              out, &err);
+  ASSERT_EQ(rc, 0) << err;
+  // Paths of the temporary directory are not part of the transcript.
+  for (size_t k; (k = out.find(dir.string())) != std::string::npos;)
+    out.replace(k, dir.string().size(), "$TMP");
+  if (std::getenv("NISA_UPDATE_TRANSCRIPTS")) {
+    std::ofstream(expected) << out;
+    GTEST_SKIP() << "rewrote " << expected;
+  }
+  ASSERT_TRUE(fs::exists(expected)) << expected;
+  EXPECT_EQ(out, slurp(expected)) << "transcript of " << t.script << " differs";
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Sessions, Scripted,
+    ::testing::Values(Transcript{"help", "kernels_asm/cumsum.nasm"},
+                      Transcript{"stepping", "kernels_asm/cumsum.nasm"},
+                      Transcript{"breakpoints", "kernels_asm/cumsum.nasm"},
+                      Transcript{"inspect", "kernels_asm/cumsum.nasm"},
+                      Transcript{"watch", "kernels_asm/cumsum.nasm"},
+                      Transcript{"reverse", "kernels_asm/cumsum.nasm"},
+                      Transcript{"races", "tests/debugger/cumsum_missing_wait.nasm"},
+                      Transcript{"deadlock", "tests/debugger/deadlock.nasm"},
+                      Transcript{"errors", "kernels_asm/cumsum.nasm"}),
+    [](const auto& info) { return std::string(info.param.script); });
+
+// ---- results: dump after a full run equals an independent prefix sum --------------------------
+
+TEST_F(Debugger, DumpAfterRunHoldsThePrefixSums) {
+  Module mod = assemble("kernels_asm/cumsum.nasm");
+  std::ostringstream out;
+  debug::Session s(mod, config(), out);
+  s.execute("run");
+  fs::path y = dir / "y.npy";
+  s.execute("dump y " + y.string());
+  ASSERT_NE(out.str().find("The kernel finished"), std::string::npos) << out.str();
+  NpyArray a = read_npy(y.string());
+  ASSERT_EQ(a.shape, (std::vector<int64_t>{kRows, kCols}));
+  std::vector<float> x = make_input();
+  const float* got = reinterpret_cast<const float*>(a.data.data());
+  for (int r = 0; r < kRows; ++r) {
+    float acc = 0;
+    for (int c = 0; c < kCols; ++c) {
+      acc += x[size_t(r) * kCols + c];
+      ASSERT_EQ(got[size_t(r) * kCols + c], acc) << "y[" << r << ", " << c << "]";
+    }
+  }
+}
+
+// ---- reverse execution equals a fresh run stopped at the same event ---------------------------
+
+void expect_same_state(const Machine& a, const Machine& b) {
+  ASSERT_EQ(a.cores.size(), b.cores.size());
+  for (size_t c = 0; c < a.cores.size(); ++c) {
+    const CoreSlot &x = a.cores[c], &y = b.cores[c];
+    EXPECT_EQ(0, std::memcmp(x.sbuf.data(), y.sbuf.data(), x.sbuf.size())) << "sbuf";
+    EXPECT_EQ(0, std::memcmp(x.psum.data(), y.psum.data(), x.psum.size())) << "psum";
+    EXPECT_EQ(0, std::memcmp(x.st.regs, y.st.regs, sizeof x.st.regs)) << "registers";
+    EXPECT_EQ(x.st.sems, y.st.sems) << "semaphores";
+    EXPECT_EQ(0, std::memcmp(x.st.dve_acc, y.st.dve_acc, sizeof x.st.dve_acc));
+  }
+  for (size_t r = 0; r < a.ranks.size(); ++r)
+    EXPECT_EQ(0, std::memcmp(a.ranks[r].hbm.data(), b.ranks[r].hbm.data(), a.ranks[r].hbm_bytes))
+        << "hbm";
+}
+
+TEST_F(Debugger, ReverseStepEqualsAFreshRunStoppedThere) {
+  Module mod = assemble("kernels_asm/cumsum.nasm");
+  std::ostringstream out;
+  debug::Session back(mod, config(), out), fresh(mod, config(), out);
+  back.execute("set var dve.r5 = 7"); // register edits are replayed too
+  fresh.execute("set var dve.r5 = 7");
+  back.execute("step 20");
+  back.execute("reverse-step 6");
+  ASSERT_EQ(back.steps(), 14);
+  fresh.execute("step 14");
+  ASSERT_EQ(fresh.steps(), 14);
+  expect_same_state(back.machine(), fresh.machine());
+  EXPECT_EQ(back.machine().cores[0].st.regs[int(Engine::dve)][5], 7);
+  // The state really differs between events 14 and 20 (the test can fail).
+  debug::Session later(mod, config(), out);
+  later.execute("step 20");
+  EXPECT_NE(0, std::memcmp(later.machine().cores[0].sbuf.data(), fresh.machine().cores[0].sbuf.data(),
+                           later.machine().cores[0].sbuf.size()));
+}
+
+TEST_F(Debugger, ReverseContinueReturnsToThePreviousBreakpoint) {
+  Module mod = assemble("kernels_asm/cumsum.nasm");
+  std::ostringstream out;
+  debug::Session s(mod, config(), out), fresh(mod, config(), out);
+  s.execute("break dve:2");
+  s.execute("run");
+  int64_t first = s.steps();
+  s.execute("delete");
+  s.execute("break dve:3");
+  s.execute("continue");
+  ASSERT_GT(s.steps(), first);
+  s.execute("reverse-continue");
+  EXPECT_EQ(s.steps(), first) << out.str();
+  fresh.execute(fmt::format("step {}", first));
+  expect_same_state(s.machine(), fresh.machine());
+}
+
+// ---- race checking ----------------------------------------------------------------------------
+
+TEST_F(Debugger, RaceCheckerReportsTheMissingWait) {
+  std::string out, err;
+  int rc = sh(fmt::format("{} run {} --check-races", NISA_BINARY,
+                          kernel_args("tests/debugger/cumsum_missing_wait.nasm")),
+              out, &err);
+  EXPECT_EQ(rc, kExitRace) << err;
+  EXPECT_NE(err.find("race on sbuf partitions 0..127"), std::string::npos) << err;
+  EXPECT_NE(err.find("(tensor res)"), std::string::npos) << err;
+  EXPECT_NE(err.find("read by  q1 (transfer of sp[1])"), std::string::npos) << err;
+  EXPECT_NE(err.find("write by dve[2]"), std::string::npos) << err;
+  EXPECT_NE(err.find("cumsum_missing_wait.nasm:49"), std::string::npos) << err;
+}
+
+TEST_F(Debugger, FixedKernelIsRaceFree) {
+  std::string out, err;
+  int rc = sh(fmt::format("{} run {} --check-races", NISA_BINARY, kernel_args()), out, &err);
+  EXPECT_EQ(rc, 0) << err;
+  EXPECT_EQ(err.find("race"), std::string::npos) << err;
+}
+
+// ---- trace --------------------------------------------------------------------------------------
+
+std::vector<std::vector<std::string>> trace_rows(const std::string& text) {
+  std::vector<std::vector<std::string>> rows;
+  std::istringstream is(text);
+  for (std::string line; std::getline(is, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    std::vector<std::string> f;
+    std::stringstream ss(line);
+    for (std::string x; std::getline(ss, x, '\t');) f.push_back(x);
+    rows.push_back(f);
+  }
+  return rows;
+}
+
+TEST_F(Debugger, TraceHasOneRecordPerEvent) {
+  fs::path t = dir / "trace.txt";
+  std::string out, err;
+  ASSERT_EQ(0, sh(fmt::format("{} run {} --trace {} --stats", NISA_BINARY, kernel_args(),
+                              t.string()),
+                  out, &err))
+      << err;
+  std::string text = slurp(t);
+  ASSERT_EQ(text.rfind("# nisa-trace v1 kernel=cumsum", 0), 0u) << text.substr(0, 200);
+  auto rows = trace_rows(text);
+  // NP = 2 partition tiles x NF = 2 free tiles: 1 + 2 + 4*2 dve instructions, 4*2 sp triggers,
+  // 8 transfers.
+  ASSERT_EQ(rows.size(), 11u + 8u + 8u);
+  int transfers = 0;
+  double last_end = 0;
+  for (const auto& r : rows) {
+    ASSERT_EQ(r.size(), 10u);
+    double start = std::stod(r[0]), end = std::stod(r[1]);
+    EXPECT_LE(start, end);
+    EXPECT_GE(end, last_end); // completion order
+    last_end = end;
+    if (r[4][0] == 'q') {
+      ++transfers;
+      EXPECT_NE(r[8], "-") << "a transfer signals its semaphore";
+      EXPECT_NE(r[9], "-") << "a transfer writes";
+    }
+  }
+  EXPECT_EQ(transfers, 8);
+  // The load of tile 0 writes data[0:128, 0:2048] (fp32: 8 KiB per partition at offset 0x2000
+  // after `ones`... whatever its address is, the range is 8 KiB wide).
+  EXPECT_NE(text.find("s_in=1"), std::string::npos);
+
+  // Filters: only dve, and only a time window.
+  ASSERT_EQ(0, sh(fmt::format("{} run {} --trace {} --trace-engines dve", NISA_BINARY,
+                              kernel_args(), t.string()),
+                  out, &err));
+  auto dve = trace_rows(slurp(t));
+  EXPECT_EQ(dve.size(), 11u);
+  for (const auto& r : dve) EXPECT_EQ(r[4], "dve");
+  ASSERT_EQ(0, sh(fmt::format("{} run {} --trace {} --trace-from 1000 --trace-to 2000",
+                              NISA_BINARY, kernel_args(), t.string()),
+                  out, &err));
+  for (const auto& r : trace_rows(slurp(t))) {
+    EXPECT_GE(std::stod(r[1]), 1000.0);
+    EXPECT_LE(std::stod(r[0]), 2000.0);
+  }
+  EXPECT_NE(0, sh(fmt::format("{} run {} --trace {} --trace-engines bogus", NISA_BINARY,
+                              kernel_args(), t.string()),
+                  out, &err));
+  EXPECT_NE(err.find("unknown engine 'bogus'"), std::string::npos) << err;
+}
+
+// ---- an interactive session through a pseudo-terminal ----------------------------------------
+
+// Reads from the pty until `want` appears (or 20 s pass); returns everything read.
+std::string read_until(int fd, const std::string& want, std::string& all) {
+  for (int i = 0; i < 2000 && all.find(want) == std::string::npos; ++i) {
+    fd_set s;
+    FD_ZERO(&s);
+    FD_SET(fd, &s);
+    timeval tv{0, 10000};
+    if (select(fd + 1, &s, nullptr, nullptr, &tv) > 0) {
+      char buf[4096];
+      ssize_t n = read(fd, buf, sizeof buf);
+      if (n <= 0) break;
+      all.append(buf, size_t(n));
+    }
+  }
+  return all;
+}
+
+TEST_F(Debugger, InteractiveSessionThroughAPty) {
+  int fd = -1;
+  pid_t pid = forkpty(&fd, nullptr, nullptr, nullptr);
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    if (chdir(NISA_SOURCE_DIR) != 0) _exit(127);
+    setenv("HOME", dir.c_str(), 1); // the history file goes to the temporary directory
+    setenv("TERM", "dumb", 1);
+    std::string x = "x=" + (dir / "x.npy").string();
+    execl(NISA_BINARY, NISA_BINARY, "debug", "kernels_asm/cumsum.nasm", "-D", "ROWS=130", "-D",
+          "COLS=2500", "--in", x.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  std::string all;
+  read_until(fd, "(nisa) ", all);
+  ASSERT_NE(all.find("(nisa) "), std::string::npos) << all;
+  auto type = [&](const std::string& line, const std::string& want) {
+    size_t from = all.size();
+    ASSERT_EQ(write(fd, (line + "\n").data(), line.size() + 1), ssize_t(line.size() + 1));
+    read_until(fd, want, all);
+    EXPECT_NE(all.find(want, from), std::string::npos) << "after '" << line << "':\n" << all;
+  };
+  type("break 45", "Breakpoint 1 at cumsum.nasm:45");
+  type("run", "Breakpoint 1, cumsum.nasm:45");
+  type("info engines", "waiting");
+  type("", "waiting"); // an empty line repeats the last command
+  type("print carry[0:2, :]", "p1");
+  type("quit", "");
+  int status = 0;
+  waitpid(pid, &status, 0);
+  close(fd);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << all;
+  EXPECT_TRUE(fs::exists(dir / ".nisa_debug_history"));
+}
+
+} // namespace
+} // namespace nisa::interp

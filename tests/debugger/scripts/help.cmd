@@ -1,0 +1,4 @@
+help
+help step
+help info
+help nosuch
