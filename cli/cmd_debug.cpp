@@ -91,7 +91,8 @@ char** completion(const char* text, int start, int) {
 } // namespace
 
 int cmd_debug(int argc, char** argv) {
-  std::string kernel, target, script;
+  std::string kernel, target, script, schedule = "fixed";
+  uint64_t seed = 0;
   std::vector<std::string> defines, includes, ins;
   int lnc = 1, ranks = 1;
   po::options_description opts(
@@ -106,9 +107,12 @@ int cmd_debug(int argc, char** argv) {
       "out", po::value<std::vector<std::string>>()->composing(),
       "accepted for symmetry with nisa run; use the dump command to save tensors")(
       "target", po::value(&target), "trn1 | trn2 | trn3 (default: the kernel's .target)")(
-      "lnc", po::value(&lnc)->default_value(1), "cores per logical core: 1 or 2")(
-      "ranks", po::value(&ranks)->default_value(1), "SPMD ranks")(
+      "lnc", po::value(&lnc)->default_value(1),
+      "cores per logical core: 1 or 2")("ranks", po::value(&ranks)->default_value(1), "SPMD ranks")(
       "check-uninit", "fault on reads of memory never written")(
+      "schedule", po::value(&schedule)->default_value("fixed"),
+      "fixed | random (ties and latencies from --seed; replays stay deterministic)")(
+      "seed", po::value(&seed)->default_value(0), "seed of --schedule random")(
       "command,x", po::value(&script), "run the commands of SCRIPT first (echoed)")(
       "batch", "exit after the script instead of reading commands");
   po::options_description hidden;
@@ -146,6 +150,13 @@ int cmd_debug(int argc, char** argv) {
     cfg.machine.target = tp->target;
     cfg.target_given = true;
   }
+  if (schedule == "random")
+    cfg.sched.mode = interp::ScheduleMode::random;
+  else if (schedule != "fixed") {
+    std::cerr << "nisa debug: unknown --schedule '" << schedule << "' (fixed or random)\n";
+    return 1;
+  }
+  cfg.sched.seed = seed;
   for (const auto& s : ins) {
     IoSpec io;
     if (!split_binding(s, "--in", io)) return 1;

@@ -59,12 +59,14 @@ int cmd_run(int argc, char** argv) {
       "check-uninit", "fault on reads of memory never written")(
       "check-races", "report accesses of different engines to the same bytes that no semaphore, "
                      "barrier or program order orders (exit code 4; docs/debugger.md)")(
-      "trace", po::value(&trace), "write one line per executed instruction to FILE "
-                                  "(docs/trace-format.md)")(
-      "trace-from", po::value(&trace_from), "trace: first modelled time kept (ns)")(
-      "trace-to", po::value(&trace_to), "trace: last modelled time kept (ns)")(
-      "trace-engines", po::value(&trace_engines), "trace: only these engines/queues "
-                                                  "(e.g. dve,sp,q0,dma)");
+      "trace", po::value(&trace),
+      "write one line per executed instruction to FILE "
+      "(docs/trace-format.md)")("trace-from", po::value(&trace_from),
+                                "trace: first modelled time kept (ns)")(
+      "trace-to", po::value(&trace_to),
+      "trace: last modelled time kept (ns)")("trace-engines", po::value(&trace_engines),
+                                             "trace: only these engines/queues "
+                                             "(e.g. dve,sp,q0,dma)");
   po::options_description hidden;
   hidden.add_options()("kernel", po::value(&kernel));
   po::options_description all;

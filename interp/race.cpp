@@ -137,7 +137,7 @@ RaceChecker::RaceChecker(const Machine& m) : m_(m), agents_per_core_(kNumEngines
   sem_clk_.assign(size_t(m.num_cores()), std::vector<Clock>(m.mod->sems.size(), Clock(n, 0)));
   pending_.resize(n);
   pending_head_.assign(n, 0);
-  recs_.resize(size_t(std::max(m.num_cores(), m.opt.ranks)) * 3);
+  mems_.resize(size_t(std::max(m.num_cores(), m.opt.ranks)) * 3);
 }
 
 void RaceChecker::join(Clock& a, const Clock& b) {
@@ -189,43 +189,45 @@ void RaceChecker::exec(const ExecEvent& ev, ExecCtx& cx, const Inst& in) {
 }
 
 void RaceChecker::access(const Region& r, const RaceReport::Side& side) {
-  std::vector<Rec>& recs = recs_[mem_index(r)];
+  Mem& mem = mems_[mem_index(r)];
   const Clock& now = clk_[cur_];
-  for (const Rec& x : recs) {
-    if (x.agent == cur_ || !(x.r.write || r.write) || !x.r.overlaps(r)) continue;
-    if (now[x.agent] >= x.epoch) continue; // ordered
-    std::array<int64_t, 6> key{x.agent, int64_t(x.side.engine), x.side.pc,
-                               cur_,    int64_t(side.engine),   side.pc};
-    if (!seen_.insert(key).second) continue;
-    RaceReport rep;
-    rep.region = x.r.intersect(r);
-    rep.region.write = r.write;
-    rep.first = x.side;
-    rep.second = side;
-    races_.push_back(rep);
-  }
-  // Records the new access covers and follows are redundant: anything unordered with them is
-  // unordered with it (a read covers only reads).
-  uint32_t epoch = now[cur_];
-  for (size_t i = 0; i < recs.size();) {
-    const Rec& x = recs[i];
-    if ((r.write || !x.r.write) && (x.agent == cur_ || now[x.agent] >= x.epoch) &&
-        r.covers(x.r)) {
-      recs[i] = recs.back();
-      recs.pop_back();
-    } else {
-      ++i;
+  auto it = mem.recs.lower_bound(r.b0 > mem.longest ? r.b0 - mem.longest : 0);
+  while (it != mem.recs.end() && it->first < r.b1) {
+    const Rec& x = it->second;
+    if (!x.r.overlaps(r)) {
+      ++it;
+      continue;
     }
+    bool ordered = x.agent == cur_ || now[x.agent] >= x.epoch;
+    if (!ordered && (x.r.write || r.write)) {
+      std::array<int64_t, 6> key{x.agent, int64_t(x.side.engine), x.side.pc,
+                                 cur_,    int64_t(side.engine),   side.pc};
+      if (seen_.insert(key).second) {
+        RaceReport rep;
+        rep.region = x.r.intersect(r);
+        rep.region.write = r.write;
+        rep.first = x.side;
+        rep.second = side;
+        races_.push_back(rep);
+      }
+    }
+    // A record the new access covers and follows is redundant: anything unordered with it is
+    // unordered with the new access too (a read covers only reads).
+    if (ordered && (r.write || !x.r.write) && r.covers(x.r))
+      it = mem.recs.erase(it);
+    else
+      ++it;
   }
-  recs.push_back(Rec{r, cur_, epoch, side});
+  mem.recs.emplace(r.b0, Rec{r, cur_, now[cur_], side});
+  mem.longest = std::max(mem.longest, r.b1 - r.b0);
 }
 
 std::string RaceChecker::report_text(const RaceReport& r) const {
   auto line = [&](const RaceReport::Side& s) {
     std::string who = m_.num_cores() > 1 ? fmt::format("core {} ", s.core) : "";
-    std::string agent = s.queue >= 0 ? fmt::format("q{} (transfer of {}[{}])", s.queue,
-                                                   name_of(s.engine), s.pc)
-                                     : fmt::format("{}[{}]", name_of(s.engine), s.pc);
+    std::string agent =
+        s.queue >= 0 ? fmt::format("q{} (transfer of {}[{}])", s.queue, name_of(s.engine), s.pc)
+                     : fmt::format("{}[{}]", name_of(s.engine), s.pc);
     const Inst& in = m_.mod->streams[int(s.engine)][size_t(s.pc)];
     return fmt::format("    {} {}{} at {}\n      {}\n", s.write ? "write by" : "read by ", who,
                        agent, source_of(*m_.mod, s.engine, s.pc), describe_inst(*m_.mod, in));

@@ -8,8 +8,9 @@
 // send_recv or collective joins the clocks of all its participants. Accesses are tracked per
 // byte range (an operand's extent per partition range), never per element.
 #pragma once
-#include <cstdint>
 #include <array>
+#include <cstdint>
+#include <map>
 #include <ostream>
 #include <set>
 #include <string>
@@ -34,8 +35,7 @@ struct Region {
     return kind == o.kind && unit == o.unit && p0 < o.p1 && o.p0 < p1 && b0 < o.b1 && o.b0 < b1;
   }
   bool covers(const Region& o) const {
-    return kind == o.kind && unit == o.unit && p0 <= o.p0 && o.p1 <= p1 && b0 <= o.b0 &&
-           o.b1 <= b1;
+    return kind == o.kind && unit == o.unit && p0 <= o.p0 && o.p1 <= p1 && b0 <= o.b0 && o.b1 <= b1;
   }
   Region intersect(const Region& o) const;
 };
@@ -83,15 +83,21 @@ private:
   };
   const Machine& m_;
   int agents_per_core_;
-  std::vector<Clock> clk_;                    // per agent
-  std::vector<std::vector<Clock>> sem_clk_;   // [core][sem]
-  std::vector<std::vector<Clock>> pending_;   // [agent] FIFO of transfer start clocks
-  std::vector<size_t> pending_head_;          // [agent]
-  std::vector<std::vector<Rec>> recs_;        // per memory
+  std::vector<Clock> clk_;                  // per agent
+  std::vector<std::vector<Clock>> sem_clk_; // [core][sem]
+  std::vector<std::vector<Clock>> pending_; // [agent] FIFO of transfer start clocks
+  std::vector<size_t> pending_head_;        // [agent]
+  // Per memory: the live access records by start offset (b0), and the longest one, so that
+  // the records overlapping [b0, b1) are those keyed in [b0 - longest, b1).
+  struct Mem {
+    std::multimap<uint64_t, Rec> recs;
+    uint64_t longest = 0;
+  };
+  std::vector<Mem> mems_;
   std::vector<RaceReport> races_;
-  std::set<std::array<int64_t, 6>> seen_;     // pairs of instructions already reported
+  std::set<std::array<int64_t, 6>> seen_; // pairs of instructions already reported
   std::vector<Region> scratch_;
-  uint32_t cur_ = 0;                          // agent of the current event
+  uint32_t cur_ = 0; // agent of the current event
 
   uint32_t agent(int core, Engine e) const { return uint32_t(core * agents_per_core_ + int(e)); }
   uint32_t qagent(int core, int q) const {

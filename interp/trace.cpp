@@ -59,8 +59,8 @@ std::string short_source(const Module& m, Engine e, int64_t pc) {
 
 std::string region_short(const Region& r) {
   if (r.kind == MemKind::hbm) return fmt::format("hbm:r{}:{:#x}-{:#x}", r.unit, r.b0, r.b1);
-  return fmt::format("{}:c{}:p{}-{}:{:#x}-{:#x}", r.kind == MemKind::sbuf ? "sbuf" : "psum",
-                     r.unit, r.p0, r.p1 - 1, r.b0, r.b1);
+  return fmt::format("{}:c{}:p{}-{}:{:#x}-{:#x}", r.kind == MemKind::sbuf ? "sbuf" : "psum", r.unit,
+                     r.p0, r.p1 - 1, r.b0, r.b1);
 }
 
 } // namespace

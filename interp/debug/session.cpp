@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -75,8 +76,8 @@ Slice parse_slice(const Module& m, const std::string& text) {
   std::stringstream ss(body);
   for (std::string it; std::getline(ss, it, ',');) items.push_back(trim(it));
   if (items.size() > shape.size())
-    throw Error(fmt::format("'{}': {} indices for a tensor of rank {}", t, items.size(),
-                            shape.size()));
+    throw Error(
+        fmt::format("'{}': {} indices for a tensor of rank {}", t, items.size(), shape.size()));
   for (size_t k = 0; k < items.size(); ++k) {
     const std::string& it = items[k];
     size_t colon = it.find(':');
@@ -192,6 +193,16 @@ int Session::parse_engine(const std::string& s) const {
 
 // ---- views -------------------------------------------------------------------------------------
 
+namespace {
+// "rank R core C " of a core index, or "" on a single core.
+std::string who_of(const Machine& m, int core) {
+  std::string who;
+  if (m.opt.ranks > 1) who += fmt::format("rank {} ", m.cores[size_t(core)].rank);
+  if (m.opt.lnc > 1) who += fmt::format("core {} ", m.cores[size_t(core)].core);
+  return who;
+}
+} // namespace
+
 std::string Session::source_line(uint32_t file, uint32_t line) {
   if (file >= mod_.files.size()) return "";
   const std::string& path = mod_.files[file];
@@ -206,15 +217,13 @@ std::string Session::source_line(uint32_t file, uint32_t line) {
 }
 
 std::string Session::location_line(const StepEvent& ev) const {
-  std::string who;
-  if (m_->opt.ranks > 1) who += fmt::format("rank {} ", m_->cores[size_t(ev.core)].rank);
-  if (m_->opt.lnc > 1) who += fmt::format("core {} ", m_->cores[size_t(ev.core)].core);
+  std::string who = who_of(*m_, ev.core);
   std::string agent = ev.dma_queue >= 0 ? fmt::format("q{}: transfer of {}[{}]", ev.dma_queue,
                                                       name_of(ev.engine), ev.pc)
                                         : fmt::format("{}[{}]", name_of(ev.engine), ev.pc);
   const DebugLoc* d = loc_of(ev.engine, ev.pc);
   std::string at = d ? fmt::format(" at {}:{}", basename_of(mod_.files[d->file]), d->line) : "";
-  return fmt::format("{}{}{} (t = {})", who, agent, at, ns(ev.time));
+  return fmt::format("{}{}{}, completes at t = {}", who, agent, at, ns(ev.time));
 }
 
 void Session::print_stop() {
@@ -246,8 +255,8 @@ std::string Session::where_text(Engine e, int64_t pc) const {
   const DebugLoc* d = loc_of(e, pc);
   if (!d) return fmt::format("#0  {}[{}]\n", name_of(e), pc);
   auto file = [&](uint32_t f) { return f < mod_.files.size() ? mod_.files[f] : std::string("?"); };
-  std::string s = fmt::format("#0  {}[{}] at {}:{}:{}\n", name_of(e), pc, file(d->file), d->line,
-                              d->col);
+  std::string s =
+      fmt::format("#0  {}[{}] at {}:{}:{}\n", name_of(e), pc, file(d->file), d->line, d->col);
   int depth = 1;
   for (int32_t f = d->frame; f >= 0 && size_t(f) < mod_.frames.size(); f = mod_.frames[f].parent) {
     const ExpansionFrame& fr = mod_.frames[size_t(f)];
@@ -262,36 +271,35 @@ std::string Session::where_text(Engine e, int64_t pc) const {
 
 std::string Session::engines_text() {
   std::string s;
+  int width = m_->num_cores() > 1 ? 22 : 10;
   for (const AgentState& a : sched_->agents()) {
     const CoreSlot& cs = m_->cores[size_t(a.core)];
-    std::string who;
-    if (m_->opt.ranks > 1) who += fmt::format("rank {} ", cs.rank);
-    if (m_->opt.lnc > 1) who += fmt::format("core {} ", cs.core);
-    std::string agent =
-        who + (a.queue >= 0 ? fmt::format("q{}", a.queue) : std::string(name_of(a.engine)));
+    std::string agent = who_of(*m_, a.core) + (a.queue >= 0 ? fmt::format("q{}", a.queue)
+                                                            : std::string(name_of(a.engine)));
     if (a.queue >= 0) {
       if (a.queued.empty()) {
-        s += fmt::format("  {:<10} idle\n", agent);
+        s += fmt::format("  {:<{}} idle\n", agent, width);
         continue;
       }
       auto [e, pc] = a.queued.front();
       const DebugLoc* d = loc_of(e, pc);
-      s += fmt::format("  {:<10} running  transfer of {}[{}]{}, ends t = {}{}\n", agent,
-                       name_of(e), pc,
-                       d ? fmt::format(" ({}:{})", basename_of(mod_.files[d->file]), d->line) : "",
-                       ns(a.spans.front().second),
-                       a.queued.size() > 1 ? fmt::format(", {} more queued", a.queued.size() - 1)
-                                           : "");
+      s += fmt::format(
+          "  {:<{}} running  transfer of {}[{}]{}, ends t = {}{}\n", agent, width, name_of(e), pc,
+          d ? fmt::format(" ({}:{})", basename_of(mod_.files[d->file]), d->line) : "",
+          ns(a.spans.front().second),
+          a.queued.size() > 1 ? fmt::format(", {} more queued", a.queued.size() - 1) : "");
       continue;
     }
     const auto& stream = mod_.streams[int(a.engine)];
     if (a.state == AgentState::done) {
-      s += fmt::format("  {:<10} done{}\n", agent, stream.empty() ? " (no instructions)" : "");
+      s += fmt::format("  {:<{}} done{}\n", agent, width,
+                       stream.empty() ? " (no instructions)" : "");
       continue;
     }
     const DebugLoc* d = loc_of(a.engine, a.pc);
     const Inst& in = stream[size_t(a.pc)];
-    s += fmt::format("  {:<10} {:<8} {}[{}]{}\n", agent, name_of(a.state), name_of(a.engine), a.pc,
+    s += fmt::format("  {:<{}} {:<8} {}[{}]{}\n", agent, width, name_of(a.state), name_of(a.engine),
+                     a.pc,
                      d ? fmt::format(" {}:{}", basename_of(mod_.files[d->file]), d->line) : "");
     s += fmt::format("             {}\n", describe_inst(mod_, in));
     if (a.state == AgentState::waiting)
@@ -319,8 +327,8 @@ uint8_t* Session::elem_ptr(const TensorDecl& t, const std::vector<int64_t>& idx,
   const CoreState& st = m_->cores[size_t(core)].st;
   bool sbuf = t.space == MemSpace::sbuf;
   uint64_t pb = sbuf ? st.sbuf_part_bytes : st.psum_part_bytes;
-  return (sbuf ? st.sbuf : st.psum) + (uint64_t(t.part_start) + uint64_t(idx[0])) * pb +
-         t.address + flat * w;
+  return (sbuf ? st.sbuf : st.psum) + (uint64_t(t.part_start) + uint64_t(idx[0])) * pb + t.address +
+         flat * w;
 }
 
 namespace {
@@ -402,6 +410,10 @@ std::string format_value(DType t, const uint8_t* p, char f) {
     for (int b = dtype_bytes(t) - 1; b >= 0; --b) bits = bits << 8 | p[b];
     return fmt::format("0x{:0{}x}", bits, dtype_bytes(t) * 2);
   }
+  if (f == 'd' && info(t).is_float) {
+    float v = load_as_f32(t, p);
+    return std::isfinite(v) ? fmt::format("{}", int64_t(v)) : fmt::format("{}", v);
+  }
   if (f == 'd') return fmt::format("{}", load_as_int(t, p));
   return fmt::format("{:.6g}", load_as_f32(t, p));
 }
@@ -432,9 +444,9 @@ std::string Session::format_slice(const Slice& s, char f, int core) {
   std::string shape;
   for (auto [a, b] : s.dims) shape += fmt::format("{}{}:{}", shape.empty() ? "" : ", ", a, b);
   std::string s_out = fmt::format(
-      "{}[{}] {} in {}{} ({} elements){}\n", t.name, shape, dtype_name(t.dtype),
-      name_of(t.space), part && m_->num_cores() > 1 ? fmt::format(" core {}", core) : "",
-      all.size(), s.dims.size() > 2 ? "; columns are the free indices flattened" : "");
+      "{}[{}] {} in {}{} ({} elements){}\n", t.name, shape, dtype_name(t.dtype), name_of(t.space),
+      part && m_->num_cores() > 1 ? fmt::format(" core {}", core) : "", all.size(),
+      s.dims.size() > 2 ? "; columns are the free indices flattened" : "");
   auto label = [&](long c) -> std::string {
     if (c < 0) return "...";
     const auto& idx = all[size_t(c)];
@@ -451,7 +463,8 @@ std::string Session::format_slice(const Slice& s, char f, int core) {
         line.push_back("...");
         continue;
       }
-      line.push_back(format_value(t.dtype, elem_ptr(t, all[size_t(r) * ncols + size_t(c)], core), f));
+      line.push_back(
+          format_value(t.dtype, elem_ptr(t, all[size_t(r) * ncols + size_t(c)], core), f));
       width = std::max(width, line.back().size());
     }
     cells.push_back(std::move(line));
@@ -462,10 +475,11 @@ std::string Session::format_slice(const Slice& s, char f, int core) {
   s_out += head + "\n";
   for (size_t i = 0; i < rows.size(); ++i) {
     long r = rows[i];
-    std::string rl = r < 0              ? "..."
-                     : s.dims.size() == 1 ? ""
-                     : fmt::format("{}{}", part ? "p" : "[", all[size_t(r) * ncols][0]) +
-                           (part ? "" : "]");
+    std::string rl =
+        r < 0 ? "..."
+        : s.dims.size() == 1
+            ? ""
+            : fmt::format("{}{}", part ? "p" : "[", all[size_t(r) * ncols][0]) + (part ? "" : "]");
     std::string line = fmt::format("{:>8}", rl);
     for (const std::string& c : cells[i]) line += fmt::format(" {:>{}}", c, width);
     s_out += line + "\n";
@@ -513,9 +527,12 @@ bool Session::eval_cond(const std::string& cond, const StepEvent& ev) {
     int64_t a = eval_term(trim(cond.substr(0, k)), ev);
     int64_t b = eval_term(trim(cond.substr(k + std::string(op).size())), ev);
     std::string o = op;
-    return o == "==" ? a == b : o == "!=" ? a != b : o == "<=" ? a <= b : o == ">=" ? a >= b
-                              : o == "<"  ? a < b
-                                          : a > b;
+    return o == "=="   ? a == b
+           : o == "!=" ? a != b
+           : o == "<=" ? a <= b
+           : o == ">=" ? a >= b
+           : o == "<"  ? a < b
+                       : a > b;
   }
   throw Error(fmt::format("condition '{}': expected LHS OP RHS (OP: == != < <= > >=)", cond));
 }
@@ -557,11 +574,12 @@ bool Session::check_watchpoints() {
     if (!hit) continue;
     ++b.hits;
     stop = true;
-    std::string by = last_ ? (last_->dma_queue >= 0
-                                  ? fmt::format("q{} (transfer of {}[{}])", last_->dma_queue,
-                                                name_of(last_->engine), last_->pc)
-                                  : fmt::format("{}[{}]", name_of(last_->engine), last_->pc))
-                           : "?";
+    std::string by = last_ ? who_of(*m_, last_->core) +
+                                 (last_->dma_queue >= 0
+                                      ? fmt::format("q{} (transfer of {}[{}])", last_->dma_queue,
+                                                    name_of(last_->engine), last_->pc)
+                                      : fmt::format("{}[{}]", name_of(last_->engine), last_->pc))
+                           : std::string("?");
     out_ << fmt::format("{} {}: {} {} by {}\n",
                         b.kind == Breakpoint::watch ? "Watchpoint" : "Read watchpoint", b.id,
                         b.what, b.kind == Breakpoint::watch ? "written" : "read", by);
@@ -595,7 +613,7 @@ bool Session::check_watchpoints() {
 
 // ---- running -----------------------------------------------------------------------------------
 
-void Session::resume(const std::function<bool(const StepEvent&)>& stop_after, int64_t) {
+void Session::resume(const std::function<bool(const StepEvent&)>& stop_after) {
   if (not_running()) return;
   watcher_->active = std::any_of(bps_.begin(), bps_.end(), [](const Breakpoint& b) {
     return b.enabled && (b.kind == Breakpoint::watch || b.kind == Breakpoint::rwatch);
@@ -641,9 +659,7 @@ void Session::cmd_run(const std::string&) {
   resume([](const StepEvent&) { return false; });
 }
 
-void Session::cmd_continue(const std::string& a) {
-  int64_t n = a.empty() ? 1 : to_int(trim(a), "continue");
-  (void)n;
+void Session::cmd_continue(const std::string&) {
   resume([](const StepEvent&) { return false; });
 }
 
@@ -653,7 +669,8 @@ void Session::cmd_step(const std::string& a) {
   int64_t n = 1;
   if (!w.empty() && !is_number(w[0])) {
     eng = parse_engine(w[0]);
-    if (eng < 0) throw Error(fmt::format("step: unknown engine '{}' (pe act dve pool sp cc q0..q15)", w[0]));
+    if (eng < 0)
+      throw Error(fmt::format("step: unknown engine '{}' (pe act dve pool sp cc q0..q15)", w[0]));
     w.erase(w.begin());
   }
   if (!w.empty()) n = to_int(w[0], "step count");
@@ -677,8 +694,7 @@ void Session::cmd_next(const std::string&) {
   // level, or outside it; deeper expansions (macros, .for iterations) are stepped over.
   resume([&](const StepEvent&) {
     auto nx = sched_->peek();
-    if (!nx || nx->dma_queue >= 0 || nx->engine != ev0.engine || nx->core != ev0.core)
-      return false;
+    if (!nx || nx->dma_queue >= 0 || nx->engine != ev0.engine || nx->core != ev0.core) return false;
     const DebugLoc* d = loc_of(nx->engine, nx->pc);
     if (!d) return true;
     if (d->frame == f0) return d->line != line0;
@@ -697,8 +713,7 @@ void Session::cmd_finish(const std::string&) {
   int32_t f0 = d0->frame;
   resume([&](const StepEvent&) {
     auto nx = sched_->peek();
-    if (!nx || nx->dma_queue >= 0 || nx->engine != ev0.engine || nx->core != ev0.core)
-      return false;
+    if (!nx || nx->dma_queue >= 0 || nx->engine != ev0.engine || nx->core != ev0.core) return false;
     const DebugLoc* d = loc_of(nx->engine, nx->pc);
     if (!d) return true;
     for (int32_t f = d->frame; f >= 0; f = mod_.frames[size_t(f)].parent)
@@ -777,9 +792,9 @@ void Session::cmd_break(const std::string& a, bool temporary) {
       throw Error(fmt::format("break: {} has {} instructions", name_of(b.engine),
                               mod_.streams[int(b.engine)].size()));
     const DebugLoc* d = loc_of(b.engine, b.line_or_pc);
-    b.what = fmt::format("{}[{}]{}", name_of(b.engine), b.line_or_pc,
-                         d ? fmt::format(" at {}:{}", basename_of(mod_.files[d->file]), d->line)
-                           : "");
+    b.what =
+        fmt::format("{}[{}]{}", name_of(b.engine), b.line_or_pc,
+                    d ? fmt::format(" at {}:{}", basename_of(mod_.files[d->file]), d->line) : "");
     count = 1;
   } else if (colon != std::string::npos || is_number(spec)) {
     b.kind = Breakpoint::line;
@@ -791,7 +806,8 @@ void Session::cmd_break(const std::string& a, bool temporary) {
         if (mod_.files[i] == fname || basename_of(mod_.files[i]) == fname) b.file = int(i);
       if (b.file < 0) throw Error(fmt::format("break: no source file '{}'", fname));
     }
-    b.line_or_pc = to_int(colon == std::string::npos ? spec : spec.substr(colon + 1), "break: line");
+    b.line_or_pc =
+        to_int(colon == std::string::npos ? spec : spec.substr(colon + 1), "break: line");
     for (int e = 0; e < kNumEngines; ++e)
       for (size_t pc = 0; pc < mod_.streams[e].size(); ++pc)
         count += loc_matches(mod_, loc_of(Engine(e), int64_t(pc)), b.file, b.line_or_pc);
@@ -848,7 +864,8 @@ void Session::cmd_delete(const std::string& a) {
   }
   for (const std::string& s : w) {
     int64_t id = to_int(s, "delete");
-    auto it = std::find_if(bps_.begin(), bps_.end(), [&](const Breakpoint& b) { return b.id == id; });
+    auto it =
+        std::find_if(bps_.begin(), bps_.end(), [&](const Breakpoint& b) { return b.id == id; });
     if (it == bps_.end()) throw Error(fmt::format("delete: no breakpoint {}", id));
     bps_.erase(it);
   }
@@ -860,7 +877,8 @@ void Session::cmd_enable(const std::string& a, bool on) {
     if (w.empty()) b.enabled = on;
   for (const std::string& s : w) {
     int64_t id = to_int(s, on ? "enable" : "disable");
-    auto it = std::find_if(bps_.begin(), bps_.end(), [&](const Breakpoint& b) { return b.id == id; });
+    auto it =
+        std::find_if(bps_.begin(), bps_.end(), [&](const Breakpoint& b) { return b.id == id; });
     if (it == bps_.end()) throw Error(fmt::format("no breakpoint {}", id));
     it->enabled = on;
   }
@@ -904,7 +922,7 @@ void Session::cmd_info(const std::string& a) {
     if (!any) out_ << "No DMA queue has been used yet.\n";
   } else if (starts("sems") || starts("semaphores")) {
     for (size_t c = 0; c < m_->cores.size(); ++c) {
-      if (m_->num_cores() > 1) out_ << fmt::format("core {}:\n", c);
+      if (m_->num_cores() > 1) out_ << trim(who_of(*m_, int(c))) << ":\n";
       for (size_t s = 0; s < mod_.sems.size(); ++s)
         out_ << fmt::format("  {} = {}\n", mod_.sems[s].name, m_->cores[c].st.sems[s]);
     }
@@ -959,13 +977,18 @@ void Session::cmd_print(const std::string& a) {
   };
   take_fmt(arg, true);
   take_fmt(arg, false);
-  if (f && f != 'x' && f != 'd' && f != 'f') throw Error(fmt::format("print: unknown format /{} (/x /d /f)", f));
+  if (f && f != 'x' && f != 'd' && f != 'f')
+    throw Error(fmt::format("print: unknown format /{} (/x /d /f)", f));
   if (arg.empty()) throw Error("print: expected TENSOR[slice], ENGINE.rN or a semaphore");
   if (arg.find('[') == std::string::npos && !m_->find_tensor(arg)) {
     StepEvent probe;
     probe.core = cur_core_;
     if (auto nx = sched_->peek()) probe.engine = nx->engine;
-    out_ << fmt::format("{} = {}\n", arg, eval_term(arg, probe));
+    try {
+      out_ << fmt::format("{} = {}\n", arg, eval_term(arg, probe));
+    } catch (const Error&) {
+      throw Error(fmt::format("print: '{}' is no tensor, register (ENGINE.rN) or semaphore", arg));
+    }
     return;
   }
   out_ << format_slice(parse_slice(mod_, arg), f, cur_core_);
@@ -981,7 +1004,8 @@ void Session::cmd_x(const std::string& a) {
   }
   if (n < 1 || n > 4096) throw Error("x: N must be 1..4096");
   size_t c1 = arg.find(':');
-  if (c1 == std::string::npos) throw Error("x: expected SPACE:ADDR (sbuf:P:OFF, psum:P:OFF, hbm:ADDR)");
+  if (c1 == std::string::npos)
+    throw Error("x: expected SPACE:ADDR (sbuf:P:OFF, psum:P:OFF, hbm:ADDR)");
   std::string space = arg.substr(0, c1), rest = arg.substr(c1 + 1);
   const uint8_t* base = nullptr;
   uint64_t limit = 0;
@@ -989,7 +1013,9 @@ void Session::cmd_x(const std::string& a) {
   if (space == "hbm") {
     const RankSlot& r = m_->ranks[size_t(m_->cores[size_t(cur_core_)].rank)];
     uint64_t addr = uint64_t(to_int(rest, "x: address"));
-    if (addr >= r.hbm_bytes) throw Error(fmt::format("x: hbm address {:#x} is outside the {} bytes of HBM", addr, r.hbm_bytes));
+    if (addr >= r.hbm_bytes)
+      throw Error(
+          fmt::format("x: hbm address {:#x} is outside the {} bytes of HBM", addr, r.hbm_bytes));
     base = r.hbm.data() + addr;
     limit = r.hbm_bytes - addr;
     label = fmt::format("hbm:{:#x}", addr);
@@ -1001,7 +1027,8 @@ void Session::cmd_x(const std::string& a) {
     const CoreState& st = m_->cores[size_t(cur_core_)].st;
     uint64_t pb = space == "sbuf" ? st.sbuf_part_bytes : st.psum_part_bytes;
     if (p < 0 || p >= kNumPartitions || off >= pb)
-      throw Error(fmt::format("x: {}:{}:{:#x} is outside 128 partitions of {} bytes", space, p, off, pb));
+      throw Error(
+          fmt::format("x: {}:{}:{:#x} is outside 128 partitions of {} bytes", space, p, off, pb));
     base = (space == "sbuf" ? st.sbuf : st.psum) + uint64_t(p) * pb + off;
     limit = pb - off;
     label = fmt::format("{}:{}:{:#x}", space, p, off);
@@ -1011,7 +1038,8 @@ void Session::cmd_x(const std::string& a) {
   n = std::min<int64_t>(n, int64_t(limit));
   for (int64_t i = 0; i < n; i += 16) {
     std::string line = fmt::format("{}+{:#06x}:", label, i);
-    for (int64_t j = i; j < std::min<int64_t>(n, i + 16); ++j) line += fmt::format(" {:02x}", base[j]);
+    for (int64_t j = i; j < std::min<int64_t>(n, i + 16); ++j)
+      line += fmt::format(" {:02x}", base[j]);
     out_ << line << "\n";
   }
 }
@@ -1058,7 +1086,8 @@ void Session::cmd_disas(const std::string& a) {
     out_ << fmt::format("{} has no instructions.\n", name_of(Engine(e)));
     return;
   }
-  int64_t from = std::max<int64_t>(0, pc - 3), to = std::min<int64_t>(int64_t(stream.size()), pc + 6);
+  int64_t from = std::max<int64_t>(0, pc - 3),
+          to = std::min<int64_t>(int64_t(stream.size()), pc + 6);
   for (int64_t i = from; i < to; ++i) {
     const DebugLoc* d = loc_of(Engine(e), i);
     out_ << fmt::format("{:<2} {}[{}] {}  {}\n", i == pc ? "=>" : "", name_of(Engine(e)), i,
@@ -1090,7 +1119,8 @@ void Session::cmd_set(const std::string& a) {
   std::string rest = trim(a);
   if (rest.rfind("var ", 0) == 0) rest = trim(rest.substr(4));
   size_t eq = rest.find('=');
-  if (eq == std::string::npos) throw Error("set: expected `set var ENGINE.rN = V` or `set check-races on|off`");
+  if (eq == std::string::npos)
+    throw Error("set: expected `set var ENGINE.rN = V` or `set check-races on|off`");
   std::string lhs = trim(rest.substr(0, eq));
   int64_t v = to_int(trim(rest.substr(eq + 1)), "set var");
   size_t dot = lhs.find('.');
@@ -1159,7 +1189,6 @@ bool Session::execute(const std::string& raw) {
       }
       return true;
     }
-  std::vector<std::string> names = command_names();
   out_ << fmt::format("error: unknown command '{}' (help lists the commands)\n", name);
   return true;
 }
@@ -1189,8 +1218,7 @@ void Session::build_commands() {
       "Other engines run as the schedule says.",
       [](Session& s, const std::string& a) { s.cmd_next(a); });
   add("until", "u", "until [FILE:]LINE", "run until an instruction of LINE is next",
-      "Without LINE, the same as next.",
-      [](Session& s, const std::string& a) { s.cmd_until(a); });
+      "Without LINE, the same as next.", [](Session& s, const std::string& a) { s.cmd_until(a); });
   add("finish", "", "finish", "run until the current engine leaves the current expansion",
       "The current expansion is the innermost macro expansion or .for iteration of the stop "
       "(see where).",
@@ -1216,7 +1244,8 @@ void Session::build_commands() {
       [](Session& s, const std::string& a) { s.cmd_enable(a, false); });
   add("enable", "", "enable [N...]", "enable breakpoints/watchpoints", "",
       [](Session& s, const std::string& a) { s.cmd_enable(a, true); });
-  add("info", "i", "info breakpoints|engines|queues|sems|registers [ENGINE]|tensors|timeline [N]|races",
+  add("info", "i",
+      "info breakpoints|engines|queues|sems|registers [ENGINE]|tensors|timeline [N]|races",
       "show the state of the machine",
       "engines: every engine and DMA queue of every core: state (running, waiting, idle, "
       "done), current instruction and source line, and for a waiting engine the semaphore, "

@@ -52,11 +52,11 @@ private:
     int file = -1;    // line: file index (-1 any); inst: engine
     int64_t line_or_pc = 0;
     Engine engine = Engine::sp;
-    std::string cond;                   // empty: always
-    std::optional<Slice> slice;         // watchpoints
-    std::vector<Region> regions;        // watchpoints: the slice's extents
-    std::vector<uint8_t> snapshot;      // watchpoints: the slice's bytes at the last stop
-    int core = 0;                       // watchpoints on sbuf/psum: the core
+    std::string cond;              // empty: always
+    std::optional<Slice> slice;    // watchpoints
+    std::vector<Region> regions;   // watchpoints: the slice's extents
+    std::vector<uint8_t> snapshot; // watchpoints: the slice's bytes at the last stop
+    int core = 0;                  // watchpoints on sbuf/psum: the core
   };
   struct RegEdit {
     int64_t step;
@@ -89,12 +89,12 @@ private:
   std::string last_line_;         // repeated by an empty line (interactive)
 
   void build_commands();
-  void start();                     // fresh machine and scheduler at step 0
-  void replay_to(int64_t target);   // restart and run `target` events silently
-  bool do_step();                   // one event; applies register edits
+  void start();                   // fresh machine and scheduler at step 0
+  void replay_to(int64_t target); // restart and run `target` events silently
+  bool do_step();                 // one event; applies register edits
   // Runs events until `stop_after` says so (after each event), a breakpoint or watchpoint hits
   // (before / after an event), or the run ends. Prints the stop.
-  void resume(const std::function<bool(const StepEvent&)>& stop_after, int64_t max = -1);
+  void resume(const std::function<bool(const StepEvent&)>& stop_after);
   bool check_breakpoint(const StepEvent& ev);
   bool check_watchpoints();
   void print_stop();

@@ -99,7 +99,8 @@ INSTANTIATE_TEST_SUITE_P(
                     CmaxCase{T1, 1, F32, 129, 5000}, CmaxCase{T2, 2, F32, 2, 151936},
                     CmaxCase{T2, 1, F32, 5, 100},
                     // chunks wider than the find_index8 limit (C = 37984: three pieces)
-                    CmaxCase{T2, 2, F32, 64, 151936}, CmaxCase{T1, 1, B16, 64, 151936}),
+                    CmaxCase{T2, 2, F32, 64, 151936}, CmaxCase{T1, 1, B16, 64, 151936},
+                    CmaxCase{Target::trn3, 2, B16, 7, 20001}),
     case_name);
 
 // A chunk searched in 16384-wide pieces: the maximum twice in the last piece and once in the

@@ -24,7 +24,7 @@ Assembled assemble_kernel(const std::string& file, const Defines& defines, Targe
 
 RunOutput run_kernel(const Module& m, Target target, int lnc,
                      const std::map<std::string, std::vector<uint8_t>>& inputs, bool timeline,
-                     uint64_t random_schedule_seed) {
+                     uint64_t random_schedule_seed, bool check_uninit) {
   interp::MachineOptions mo;
   mo.target = target;
   mo.lnc = lnc;

@@ -158,7 +158,8 @@ INSTANTIATE_TEST_SUITE_P(
         TopkCase{T2, 2, F32, 1024, 600, 40, 1, "cascaded", 1},
         TopkCase{T2, 1, F32, 3, 8000, 2048, 1, "cascaded", 0}, // K = 2048
         // auto: V > 16384 goes rotational; K <= 8 there too
-        TopkCase{T2, 2, F32, 5, 100000, 5, 1, "auto", 1}),
+        TopkCase{T2, 2, F32, 5, 100000, 5, 1, "auto", 1},
+        TopkCase{Target::trn3, 2, B16, 7, 20001, 64, 1, "rotational", 0}),
     case_name);
 
 // Every method under random schedules (tie order and durations): a missing wait between the

@@ -1,6 +1,6 @@
 break 45
 tbreak sp:2
-break dve:3 if s_in >= 2
+break dve:3 if s_in >= 1
 info breakpoints
 run
 info engines

@@ -2,11 +2,6 @@ step
 step 3
 step dve
 step q0
-step sp 2
-next
-next
-finish
-until 47
 where
 list
 disas
@@ -14,6 +9,14 @@ disas sp
 info engines
 info queues
 info timeline 5
+restart
+tbreak 45
+continue
+next
+next
+where
+finish
+until 47
+step sp 2
 continue
 step
-quit
