@@ -7,6 +7,7 @@
 
 #include <boost/program_options.hpp>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <string>

@@ -32,9 +32,9 @@
 .param BXS = 4
 .param V   = 1000
 .param DT  = fp32
-.include "lnc.inc"
-.include "fold.inc"
-.include "ident.inc"
+.include "lib/lnc.inc"
+.include "lib/fold.inc"
+.include "lib/ident.inc"
 
 .if DT != fp32 && DT != bf16
   .error "cascaded_max: DT must be fp32 or bf16"

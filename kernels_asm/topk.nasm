@@ -50,9 +50,9 @@
 .param METHOD = auto
 .param DT     = fp32
 .param GEN    = 3
-.include "lnc.inc"
-.include "topk.inc"
-.include "fold.inc"
+.include "lib/lnc.inc"
+.include "lib/topk.inc"
+.include "lib/fold.inc"
 
 .if DT != fp32 && DT != bf16
   .error "topk: DT must be fp32 or bf16"

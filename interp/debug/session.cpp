@@ -157,10 +157,11 @@ bool Session::do_step() {
 }
 
 void Session::replay_to(int64_t target) {
-  std::erase_if(edits_, [&](const RegEdit& e) { return e.step >= target && target > 0; });
-  if (target == 0) edits_.clear();
+  std::erase_if(edits_, [&](const RegEdit& e) { return e.step > target; });
   start();
   while (steps_ < target && !sched_->finished()) do_step();
+  for (const RegEdit& e : edits_) // made while stopped at the target: part of its state
+    if (e.step == steps_) m_->cores[size_t(e.core)].st.regs[e.engine][e.reg] = e.value;
   for (Breakpoint& b : bps_)
     if (b.slice) b.snapshot = read_slice(*b.slice, b.core);
   races_seen_ = races_->races().size();
@@ -544,7 +545,9 @@ bool Session::check_breakpoint(const StepEvent& ev) {
     if (!b.enabled) continue;
     bool hit = b.kind == Breakpoint::line
                    ? loc_matches(mod_, loc_of(ev.engine, ev.pc), b.file, b.line_or_pc)
-               : b.kind == Breakpoint::inst ? b.engine == ev.engine && b.line_or_pc == ev.pc
+               : b.kind == Breakpoint::inst
+                   ? std::find(b.insts.begin(), b.insts.end(), std::pair{ev.engine, ev.pc}) !=
+                         b.insts.end()
                                             : false;
     if (!hit) continue;
     if (!b.cond.empty()) {
@@ -648,6 +651,7 @@ void Session::resume(const std::function<bool(const StepEvent&)>& stop_after) {
 }
 
 void Session::cmd_run(const std::string&) {
+  edits_.clear();
   replay_to(0);
   hit_steps_.clear();
   out_ << fmt::format("Starting kernel {}.\n", mod_.kernel);
@@ -743,6 +747,7 @@ void Session::cmd_until(const std::string& a) {
 }
 
 void Session::cmd_restart(const std::string&) {
+  edits_.clear();
   replay_to(0);
   hit_steps_.clear();
   out_ << fmt::format("Restarted kernel {} at t = 0.\n", mod_.kernel);
@@ -791,6 +796,7 @@ void Session::cmd_break(const std::string& a, bool temporary) {
     if (b.line_or_pc < 0 || size_t(b.line_or_pc) >= mod_.streams[int(b.engine)].size())
       throw Error(fmt::format("break: {} has {} instructions", name_of(b.engine),
                               mod_.streams[int(b.engine)].size()));
+    b.insts.emplace_back(b.engine, b.line_or_pc);
     const DebugLoc* d = loc_of(b.engine, b.line_or_pc);
     b.what =
         fmt::format("{}[{}]{}", name_of(b.engine), b.line_or_pc,
@@ -816,15 +822,18 @@ void Session::cmd_break(const std::string& a, bool temporary) {
                               mod_.files[size_t(b.file)]));
     b.what = fmt::format("{}:{}", basename_of(mod_.files[size_t(b.file)]), b.line_or_pc);
   } else {
-    for (int e = 0; e < kNumEngines && !count; ++e)
+    // A label may exist in several streams (the same macro expanded for several engines).
+    std::string at;
+    for (int e = 0; e < kNumEngines; ++e)
       for (const Label& l : mod_.labels[e])
         if (l.name == spec) {
           b.kind = Breakpoint::inst;
-          b.engine = Engine(e);
-          b.line_or_pc = l.index;
-          b.what = fmt::format("{} ({}[{}])", spec, name_of(Engine(e)), l.index);
-          count = 1;
+          if (!count) b.engine = Engine(e);
+          b.insts.emplace_back(Engine(e), int64_t(l.index));
+          at += fmt::format("{}{}[{}]", at.empty() ? "" : ", ", name_of(Engine(e)), l.index);
+          ++count;
         }
+    b.what = fmt::format("{} ({})", spec, at);
     if (!count)
       throw Error(fmt::format("break: '{}' is not a line, FILE:LINE, label or ENGINE:INDEX", spec));
   }

@@ -52,6 +52,7 @@ private:
     int file = -1;    // line: file index (-1 any); inst: engine
     int64_t line_or_pc = 0;
     Engine engine = Engine::sp;
+    std::vector<std::pair<Engine, int64_t>> insts; // inst: the instructions it stops at
     std::string cond;              // empty: always
     std::optional<Slice> slice;    // watchpoints
     std::vector<Region> regions;   // watchpoints: the slice's extents

@@ -125,6 +125,7 @@ INSTANTIATE_TEST_SUITE_P(Sessions, Scripted,
                                            Transcript{"races",
                                                       "tests/debugger/cumsum_missing_wait.nasm"},
                                            Transcript{"deadlock", "tests/debugger/deadlock.nasm"},
+                                           Transcript{"fault", "tests/debugger/fault.nasm"},
                                            Transcript{"errors", "kernels_asm/cumsum.nasm"}),
                          [](const auto& info) { return std::string(info.param.script); });
 
@@ -161,7 +162,9 @@ void expect_same_state(const Machine& a, const Machine& b) {
     EXPECT_EQ(0, std::memcmp(x.psum.data(), y.psum.data(), x.psum.size())) << "psum";
     EXPECT_EQ(0, std::memcmp(x.st.regs, y.st.regs, sizeof x.st.regs)) << "registers";
     EXPECT_EQ(x.st.sems, y.st.sems) << "semaphores";
-    EXPECT_EQ(0, std::memcmp(x.st.dve_acc, y.st.dve_acc, sizeof x.st.dve_acc));
+    EXPECT_EQ(0, std::memcmp(x.st.dve_acc, y.st.dve_acc, sizeof x.st.dve_acc)) << "dve_acc";
+    EXPECT_EQ(0, std::memcmp(x.st.act_acc, y.st.act_acc, sizeof x.st.act_acc)) << "act_acc";
+    EXPECT_EQ(x.st.psum_written, y.st.psum_written);
   }
   for (size_t r = 0; r < a.ranks.size(); ++r)
     EXPECT_EQ(0, std::memcmp(a.ranks[r].hbm.data(), b.ranks[r].hbm.data(), a.ranks[r].hbm_bytes))
