@@ -52,6 +52,20 @@ std::vector<std::string> enum_names(EnumType t) {
   return v;
 }
 
+// Read-only names the assembler defines from the target (docs/asm.md §3).
+bool is_predefined(std::string_view name) { return name == "TARGET" || name == "GEN"; }
+
+// A local label (`.Lname`) is keyed by the expansion frame that defines it.
+bool is_local_label(std::string_view name) { return name.starts_with(".L") && name.size() > 2; }
+std::string local_key(std::string_view name, int32_t frame) {
+  return fmt::format("{}@{}", name, frame);
+}
+// The name the module (and the disassembler) shows: a plain identifier, unique per frame.
+std::string local_module_name(std::string_view name, int32_t frame) {
+  return frame < 0 ? fmt::format("L{}", name.substr(2))
+                   : fmt::format("L{}_{}", name.substr(2), frame);
+}
+
 std::string join(const std::vector<std::string>& v, std::string_view sep = ", ") {
   std::string out;
   for (size_t k = 0; k < v.size(); ++k) out += (k ? std::string(sep) : "") + v[k];
@@ -121,9 +135,14 @@ AsmResult Assembler::run_string(std::string_view text, const std::string& name) 
       report_global(fmt::format("-D {}={}: the value must be a number or a name", k, v));
       continue;
     }
+    if (is_predefined(k)) {
+      report_global(fmt::format("-D {}: '{}' is predefined from the target; use --target", k, k));
+      continue;
+    }
     defines_[k] = {val, false};
   }
   alloc_ = std::make_unique<Allocator>(mod_.target);
+  set_target_symbols();
   try {
     uint32_t u = load_unit(name, std::string(text));
     if (units_[u].ok) {
@@ -148,23 +167,23 @@ AsmResult Assembler::finish() {
                                 params.empty() ? "none" : join(params)));
     }
     for (const auto& fx : fixups_) {
-      const std::string qualified = fmt::format("{}.{}", name_of(fx.engine), fx.label);
-      const bool engine_label = labels_.count(qualified) > 0;
-      auto it = labels_.find(engine_label ? qualified : fx.label);
-      if (it == labels_.end()) {
+      std::string shown = fx.label;
+      const LabelDef* def = find_label(fx, shown);
+      if (!def) {
         std::vector<std::string> names;
-        for (const auto& [n, l] : labels_) names.push_back(n);
+        for (const auto& [n, l] : labels_)
+          names.push_back(n.find('@') == std::string::npos ? n : n.substr(0, n.find('@')));
         report(fx.loc,
                fmt::format("undefined label '{}'{}", fx.label, did_you_mean(fx.label, names)));
         continue;
       }
       const int e = static_cast<int>(fx.engine);
-      uint32_t target = it->second.at[e];
+      uint32_t target = def->at[e];
       mod_.streams[e][fx.inst].ops[fx.op].i = target;
       auto& labels = mod_.labels[e];
-      if (!engine_label && std::none_of(labels.begin(), labels.end(),
-                                        [&](const Label& l) { return l.name == fx.label; }))
-        labels.push_back({fx.label, target});
+      if (!shown.empty() && std::none_of(labels.begin(), labels.end(),
+                                         [&](const Label& l) { return l.name == shown; }))
+        labels.push_back({shown, target});
     }
   } catch (const Abort&) {
   }
@@ -175,6 +194,29 @@ AsmResult Assembler::finish() {
     r.module = std::move(mod_);
   }
   return r;
+}
+
+// The label a branch refers to: `engine.name` before `name`; a local `.Lname` from the
+// innermost enclosing expansion (of the reference) that defines it. Sets the name to add to
+// the module's labels (empty for an engine-qualified label, which is there already).
+const Assembler::LabelDef* Assembler::find_label(const Fixup& fx, std::string& module_name) const {
+  if (is_local_label(fx.label)) {
+    for (int32_t f = fx.loc.frame;; f = mod_.frames[static_cast<size_t>(f)].parent) {
+      auto it = labels_.find(local_key(fx.label, f));
+      if (it != labels_.end()) {
+        module_name = local_module_name(fx.label, f);
+        return &it->second;
+      }
+      if (f < 0) return nullptr;
+    }
+  }
+  const std::string qualified = fmt::format("{}.{}", name_of(fx.engine), fx.label);
+  if (auto it = labels_.find(qualified); it != labels_.end()) {
+    module_name.clear();
+    return &it->second;
+  }
+  auto it = labels_.find(fx.label);
+  return it == labels_.end() ? nullptr : &it->second;
 }
 
 uint32_t Assembler::load_unit(const std::string& display, std::string text) {
@@ -549,6 +591,8 @@ void Assembler::exec_assign(P::AssignStmtContext* s) {
     }
     auto it = globals_.find(name);
     if (it != globals_.end()) {
+      if (it->second.kind == Var::Predefined)
+        fail(at, fmt::format("'{}' is predefined from the target; .set cannot change it", name));
       if (it->second.kind != Var::Set)
         fail(at, fmt::format("'{}' is a constant ({}); .set cannot change it", name,
                              it->second.kind == Var::Param ? ".param" : ".equ"));
@@ -584,6 +628,12 @@ void Assembler::exec_target(P::TargetStmtContext* s) {
   if (target_locked_) fail(s, ".target must come before tensor declarations and instructions");
   mod_.target = static_cast<Target>(*t);
   alloc_ = std::make_unique<Allocator>(mod_.target);
+  set_target_symbols();
+}
+
+void Assembler::set_target_symbols() {
+  globals_["TARGET"] = Var{Value::of_name(std::string(name_of(mod_.target))), Var::Predefined, {}};
+  globals_["GEN"] = Var{Value::of_int(static_cast<int>(mod_.target)), Var::Predefined, {}};
 }
 
 DType Assembler::eval_dtype(antlr4::Token* t) {
@@ -706,15 +756,21 @@ void Assembler::exec_group(P::GroupStmtContext* s) {
 }
 
 void Assembler::define_label(antlr4::Token* t) {
-  const std::string n = t->getText();
+  const std::string written = t->getText();
+  std::string n = written;
+  if (n[0] == '.') {
+    if (!is_local_label(n))
+      fail(loc(t), fmt::format("'{}' is not a label: a local label starts with '.L'", n));
+    n = local_key(n, cur_frame_);
+  }
   auto it = labels_.find(n);
   if (it != labels_.end())
-    fail(loc(t),
-         fmt::format("duplicate label '{}' (first defined at line {})", n, it->second.def.line));
+    fail(loc(t), fmt::format("duplicate label '{}' (first defined at line {})", written,
+                             it->second.def.line));
   LabelDef d;
   for (int e = 0; e < kNumEngines; ++e) d.at[e] = static_cast<uint32_t>(mod_.streams[e].size());
   d.def = loc(t);
-  if (const size_t dot = n.find('.'); dot != std::string::npos) {
+  if (const size_t dot = n.find('.'); dot != std::string::npos && dot != 0) {
     // Engine-qualified: a label of that engine's stream only (what the disassembler prints).
     auto e = enum_parse(EnumType::Engine, n.substr(0, dot));
     if (!e) fail(loc(t), fmt::format("unknown engine '{}' in label '{}'", n.substr(0, dot), n));
@@ -749,6 +805,10 @@ const TensorDecl* Assembler::find_tensor(const std::string& name) const {
 }
 
 void Assembler::declare(const std::string& name, Loc l, const char* what) {
+  if (is_predefined(name))
+    fail(l, fmt::format("'{}' is predefined from the target (TARGET = {}, GEN = {}); it cannot be "
+                        "redefined",
+                        name, name_of(mod_.target), static_cast<int>(mod_.target)));
   auto it = symbols_.find(name);
   if (it != symbols_.end())
     fail(l, fmt::format("duplicate symbol '{}' ({}); first defined at {}:{}:{}", name, what,

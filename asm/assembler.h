@@ -56,7 +56,7 @@ private:
   };
   struct Var {
     Value v;
-    enum Kind { Param, Equ, Set, Loop, Arg } kind = Set;
+    enum Kind { Param, Equ, Set, Loop, Arg, Predefined } kind = Set;
     Loc def;
   };
   struct LabelDef {
@@ -88,6 +88,8 @@ private:
   void exec_target(Parser::TargetStmtContext* s);
   void exec_inst(Parser::InstStmtContext* s);
   void define_label(antlr4::Token* t);
+  void set_target_symbols();
+  const LabelDef* find_label(const Fixup& fx, std::string& module_name) const;
 
   // ---- instructions
   Operand convert_operand(const InstDesc& d, size_t k, Parser::ExprContext* e, Engine eng,

@@ -151,6 +151,15 @@ std::variant<AccessPattern, LowerError> lower_slice(const TensorDecl& t,
   int64_t elem_off = 0;
   std::vector<Dim> free;
   bool have_rows = false;
+  // A single kept HBM dim (e.g. x[r, a:b]) is one row of n elements, not n rows of one.
+  size_t kept = 0;
+  for (size_t k = 0; k < rank; ++k)
+    kept += k >= slices.size() || slices[k].kind == SliceIndex::Range;
+  if (hbm && kept == 1) {
+    ap.part_count = 1;
+    ap.part_stride = 0;
+    have_rows = true;
+  }
   for (size_t k = 0; k < rank; ++k) {
     SliceIndex s = k < slices.size() ? slices[k] : SliceIndex{};
     const int idx = static_cast<int>(k);

@@ -7,6 +7,7 @@
 
 #include "NeuronAsmLexer.h"
 #include "antlr4-runtime.h"
+#include "asm/lexer.h"
 
 namespace nisa::nasm {
 namespace {
@@ -98,7 +99,8 @@ std::unique_ptr<ParsedFile> parse_source(std::string name, std::string text) {
   f->text = std::move(text);
   split_lines(*f);
   // Every statement ends with NL: make sure the last one does.
-  std::string src = f->text;
+  f->src = f->text;
+  std::string& src = f->src;
   if (src.empty() || src.back() != '\n') src.push_back('\n');
   if (auto bad = invalid_utf8(src)) {
     const size_t line_start = src.rfind('\n', *bad == 0 ? 0 : *bad - 1);
@@ -115,8 +117,7 @@ std::unique_ptr<ParsedFile> parse_source(std::string name, std::string text) {
     f->errors.push_back({1, 1, std::string("cannot read the source: ") + e.what()});
     return f;
   }
-  f->lexer = std::make_unique<nisa_grammar::NeuronAsmLexer>(f->input.get());
-  f->lexer->removeErrorListeners();
+  f->lexer = std::make_unique<FastLexer>(src, f->input.get());
   f->tokens = std::make_unique<antlr4::CommonTokenStream>(f->lexer.get());
   f->tokens->fill();
   if (!check_shape(*f)) return f;

@@ -7,6 +7,7 @@
 
 #include "NeuronAsmLexer.h"
 #include "NeuronAsmParser.h"
+#include "asm/lexer.h"
 
 namespace nisa::nasm {
 
@@ -18,9 +19,10 @@ struct SyntaxError {
 struct ParsedFile {
   std::string name; // as given (for diagnostics)
   std::string text;
+  std::string src;                     // text ending with '\n', what the lexer reads
   std::vector<std::string_view> lines; // source lines, for carets
   std::unique_ptr<antlr4::ANTLRInputStream> input;
-  std::unique_ptr<nisa_grammar::NeuronAsmLexer> lexer;
+  std::unique_ptr<FastLexer> lexer; // views `src`
   std::unique_ptr<antlr4::CommonTokenStream> tokens;
   std::unique_ptr<nisa_grammar::NeuronAsmParser> parser;
   nisa_grammar::NeuronAsmParser::ProgramContext* tree = nullptr;

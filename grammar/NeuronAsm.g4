@@ -8,8 +8,9 @@ grammar NeuronAsm;
 program : line* EOF ;
 
 // A line: an optional label, an optional statement, the end of the line.
-// `name:` marks a point of the listing; `dve.name:` a point of one engine's stream.
-line : (label=(ID | DOTTED) ':')? stmt? NL ;
+// `name:` marks a point of the listing; `dve.name:` a point of one engine's stream;
+// `.Lname:` a local label, unique to the macro expansion / loop iteration that defines it.
+line : (label=(ID | DOTTED | DIRECTIVE) ':')? stmt? NL ;
 
 stmt
   : '.kernel' name=ID                                                 # kernelStmt
@@ -68,7 +69,7 @@ primary
   : NUMBER                                            # numberPrim
   | STRING                                            # stringPrim
   | name=ID '(' (callArg (COMMA callArg)*)? ')'       # callPrim
-  | name=ID                                           # namePrim
+  | name=(ID | DIRECTIVE)                             # namePrim
   | '(' expr ')'                                      # parenPrim
   | '[' (expr (COMMA expr)*)? ']'                     # listPrim
   ;
@@ -83,6 +84,8 @@ slice
   ;
 
 // ---- lexer ------------------------------------------------------------------------------------
+// asm/lexer.cpp implements these rules by hand for speed (the generated lexer is its reference in
+// tests/asm/lexer_test.cpp): change both together.
 NL : '\r'? '\n' ;
 // A comma may end a line: the statement continues on the next line.
 COMMA : ',' ([ \t]* ((';' | '//') ~[\r\n]*)? '\r'? '\n')* ;

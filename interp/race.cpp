@@ -134,7 +134,9 @@ void collect_accesses(const Machine& m, int core, ExecCtx& cx, const Inst& in,
 RaceChecker::RaceChecker(const Machine& m) : m_(m), agents_per_core_(kNumEngines + kNumDmaQueues) {
   size_t n = size_t(m.num_cores()) * size_t(agents_per_core_);
   clk_.assign(n, Clock(n, 0));
-  sem_clk_.assign(size_t(m.num_cores()), std::vector<Clock>(m.mod->sems.size(), Clock(n, 0)));
+  sems_.assign(size_t(m.num_cores()), std::vector<SemHist>(m.mod->sems.size()));
+  for (auto& core : sems_)
+    for (size_t k = 0; k < core.size(); ++k) core[k].base = m.mod->sems[k].init;
   pending_.resize(n);
   pending_head_.assign(n, 0);
   mems_.resize(size_t(std::max(m.num_cores(), m.opt.ranks)) * 3);
@@ -147,8 +149,18 @@ void RaceChecker::join(Clock& a, const Clock& b) {
 void RaceChecker::issue(int core, Engine e, int64_t pc) {
   const Inst& in = m_.mod->streams[int(e)][size_t(pc)];
   Clock& c = clk_[agent(core, e)];
-  for (const Wait& w : in.waits)
-    if (w.sem < sem_clk_[size_t(core)].size()) join(c, sem_clk_[size_t(core)][w.sem]);
+  for (const Wait& w : in.waits) {
+    if (w.sem >= sems_[size_t(core)].size()) continue;
+    const SemHist& h = sems_[size_t(core)][w.sem];
+    if (h.vals.empty()) continue;
+    if (w.cmp == WaitCmp::ge) {
+      if (h.base >= w.value) continue; // the initial value satisfied it: no signal needed
+      auto it = std::lower_bound(h.vals.begin(), h.vals.end(), w.value);
+      join(c, h.pre[size_t(it == h.vals.end() ? h.vals.size() - 1 : it - h.vals.begin())]);
+    } else {
+      join(c, h.pre.back()); // every signal so far led to the exact value
+    }
+  }
 }
 
 void RaceChecker::enqueue(int core, Engine e, int64_t, int queue) {
@@ -161,8 +173,18 @@ void RaceChecker::rendezvous(const std::vector<std::pair<int, int>>& who) {
   for (auto [c, e] : who) clk_[agent(c, Engine(e))] = j;
 }
 
-void RaceChecker::sem(int core, uint16_t s, uint32_t, bool) {
-  if (s < sem_clk_[size_t(core)].size()) join(sem_clk_[size_t(core)][s], clk_[cur_]);
+void RaceChecker::sem(int core, uint16_t s, uint32_t value, bool set) {
+  if (s >= sems_[size_t(core)].size()) return;
+  SemHist& h = sems_[size_t(core)][s];
+  if (set || (!h.vals.empty() && value < h.vals.back())) { // a reset starts a new history
+    h.base = 0;
+    h.vals.clear();
+    h.pre.clear();
+  }
+  Clock c = h.pre.empty() ? clk_[cur_] : h.pre.back();
+  join(c, clk_[cur_]);
+  h.vals.push_back(value);
+  h.pre.push_back(std::move(c));
 }
 
 void RaceChecker::exec(const ExecEvent& ev, ExecCtx& cx, const Inst& in) {

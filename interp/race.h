@@ -3,10 +3,11 @@
 //
 // Happens-before uses one vector clock per agent (every engine and DMA queue of every core).
 // Program order ticks the agent's own entry; a signal joins the agent's clock into the
-// semaphore's clock; an instruction whose waits hold joins the clocks of the semaphores it
-// waits on; a DMA transfer starts from its trigger's clock (and, FIFO, its queue's); a barrier,
-// send_recv or collective joins the clocks of all its participants. Accesses are tracked per
-// byte range (an operand's extent per partition range), never per element.
+// semaphore's history; an instruction whose waits hold joins the clocks of the signals that
+// brought each awaited semaphore to the awaited value; a DMA transfer starts from its trigger's
+// clock (and, FIFO, its queue's); a barrier, send_recv or collective joins the clocks of all its
+// participants. Accesses are tracked per byte range (an operand's extent per partition range),
+// never per element.
 #pragma once
 #include <array>
 #include <cstdint>
@@ -83,8 +84,16 @@ private:
   };
   const Machine& m_;
   int agents_per_core_;
-  std::vector<Clock> clk_;                  // per agent
-  std::vector<std::vector<Clock>> sem_clk_; // [core][sem]
+  std::vector<Clock> clk_; // per agent
+  // The signals of a semaphore since its initial value or its last sem_set: the value after
+  // each and the join of the clocks of the signals up to it, so that a wait joins exactly the
+  // signals that brought the value to what it awaits.
+  struct SemHist {
+    uint32_t base = 0;          // the initial value (no clock), or 0 after a sem_set
+    std::vector<uint32_t> vals; // non-decreasing between sem_sets
+    std::vector<Clock> pre;
+  };
+  std::vector<std::vector<SemHist>> sems_;  // [core][sem]
   std::vector<std::vector<Clock>> pending_; // [agent] FIFO of transfer start clocks
   std::vector<size_t> pending_head_;        // [agent]
   // Per memory: the live access records by start offset (b0), and the longest one, so that

@@ -117,7 +117,13 @@ int run_module(const Module& mod, const RunConfig& cfg, std::ostream& out, std::
   RunResult r = run(*m, so);
   if (!r.report.empty()) err << r.report;
   if (races) {
-    for (const RaceReport& rr : races->races()) err << races->report_text(rr);
+    // The first reports name the bug; the rest are usually its repetitions.
+    constexpr size_t kShown = 10;
+    for (size_t i = 0; i < races->races().size() && i < kShown; ++i)
+      err << races->report_text(races->races()[i]);
+    if (races->races().size() > kShown)
+      err << fmt::format("... and {} more (nisa debug: set check-races on, info races)\n",
+                         races->races().size() - kShown);
     if (!races->races().empty()) {
       err << fmt::format("nisa run: {} race(s) found\n", races->races().size());
       if (r.exit_code == kExitOk) r.exit_code = kExitRace;

@@ -2,7 +2,6 @@
 ;
 ; Parameters: BXS (rows), V (vocabulary), K, SORTED (0 | 1), DT (bf16 | fp32),
 ;             METHOD (scanning | rotational | cascaded | auto),
-;             GEN (3: trn2/trn3 forms, default; 2: trn1 forms, see below).
 ; Inputs:     x : DT[BXS, V]
 ; Outputs:    values : DT[BXS, K], indices : uint32[BXS, K]
 ; Envelope:   1 <= BXS <= 1024, 1 <= K <= min(V, 2048), V <= 151936 (seed); finite inputs
@@ -13,9 +12,9 @@
 ;             final sort are descending anyway, the rotational unfolded store (when its padded
 ;             K equals K) gives each stage's 8-aligned group, and K == V returns the row as is.
 ;             Equal values: any of their indices (each index once).
-; GEN:        the assembler cannot test the target, and match_replace8 idx= (the fused form)
-;             does not exist on trn1: assemble with -D GEN=2 for trn1 (the seed's gen2 form,
-;             find_index8 then match_replace8; also used by the final sort, as the seed).
+; Target:     the assembler's predefined GEN (2 on trn1, 3 on trn2, 4 on trn3) picks the forms:
+;             match_replace8 idx= (the fused form) on gen3+; on trn1 the seed's gen2 form,
+;             find_index8 then match_replace8 (also used by the final sort, as the seed).
 ;
 ; Idea (seed 002, "rotational_topk", "naive_scanning_topk", router_topk):
 ;   strike-out core (lib/topk.inc topk_core): per group of 8, max8 gives the next 8 largest,
@@ -49,7 +48,6 @@
 .param SORTED = 1
 .param METHOD = auto
 .param DT     = fp32
-.param GEN    = 3
 .include "lib/lnc.inc"
 .include "lib/topk.inc"
 .include "lib/fold.inc"
@@ -62,9 +60,6 @@
 .endif
 .if SORTED != 0 && SORTED != 1
   .error "topk: SORTED must be 0 or 1"
-.endif
-.if GEN != 2 && GEN != 3
-  .error "topk: GEN must be 2 (trn1) or 3 (trn2, trn3)"
 .endif
 .if BXS < 1 || BXS > 1024
   .error "topk: BXS must be in [1, 1024]"

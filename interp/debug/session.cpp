@@ -548,7 +548,7 @@ bool Session::check_breakpoint(const StepEvent& ev) {
                : b.kind == Breakpoint::inst
                    ? std::find(b.insts.begin(), b.insts.end(), std::pair{ev.engine, ev.pc}) !=
                          b.insts.end()
-                                            : false;
+                   : false;
     if (!hit) continue;
     if (!b.cond.empty()) {
       try {

@@ -53,9 +53,9 @@ private:
     int64_t line_or_pc = 0;
     Engine engine = Engine::sp;
     std::vector<std::pair<Engine, int64_t>> insts; // inst: the instructions it stops at
-    std::string cond;              // empty: always
-    std::optional<Slice> slice;    // watchpoints
-    std::vector<Region> regions;   // watchpoints: the slice's extents
+    std::string cond;                              // empty: always
+    std::optional<Slice> slice;                    // watchpoints
+    std::vector<Region> regions;                   // watchpoints: the slice's extents
     std::vector<uint8_t> snapshot; // watchpoints: the slice's bytes at the last stop
     int core = 0;                  // watchpoints on sbuf/psum: the core
   };

@@ -127,5 +127,132 @@ TEST(AsmSmoke, DynamicOffsetsAndViews) {
   EXPECT_EQ(vw.offset, 5u * 32 * 4);
 }
 
+TEST(AsmSmoke, TargetAndGenArePredefined) {
+  // The same listing picks a different instruction form per target (docs/asm.md §3).
+  const std::string src = R"(
+.sbuf d : fp32[1, 16]
+.sbuf v : fp32[1, 8]
+.sbuf i : uint32[1, 8]
+.if TARGET == trn1 && GEN == 2
+  dve.find_index8 i, d, v
+  dve.match_replace8 d, d, v
+.elif GEN >= 3
+  dve.match_replace8 d, d, v, idx=i
+.endif
+.equ G = GEN * 10
+  sp.li r1, G
+)";
+  struct Case {
+    Target t;
+    size_t insts;
+    int gen;
+  };
+  for (Case c : {Case{Target::trn1, 2, 2}, Case{Target::trn2, 1, 3}, Case{Target::trn3, 1, 4}}) {
+    AsmOptions o;
+    o.target = c.t;
+    Module m = must_assemble(src, o);
+    const auto& dve = m.streams[static_cast<int>(Engine::dve)];
+    ASSERT_EQ(dve.size(), c.insts) << name_of(c.t);
+    EXPECT_EQ(dve[0].op, c.gen == 2 ? Opcode::find_index8 : Opcode::match_replace8);
+    const auto& sp = m.streams[static_cast<int>(Engine::sp)];
+    ASSERT_EQ(sp.size(), 1u);
+    EXPECT_EQ(sp[0].ops[1].i, c.gen * 10);
+  }
+  // `.target` in the listing updates them too.
+  Module m = must_assemble(".target trn1\n" + src);
+  EXPECT_EQ(m.streams[static_cast<int>(Engine::dve)].size(), 2u);
+}
+
+TEST(AsmSmoke, PredefinedNamesAreReadOnly) {
+  for (const char* src :
+       {".param GEN = 3\n", ".equ TARGET = trn2\n", ".set GEN = 4\n", ".sem GEN\n"}) {
+    auto r = assemble_string(src, "t.nasm");
+    EXPECT_FALSE(r.ok()) << src;
+    EXPECT_NE(r.diagnostics_text().find("is predefined from the target"), std::string::npos)
+        << r.diagnostics_text();
+  }
+  AsmOptions o;
+  o.defines = {{"GEN", "2"}};
+  auto r = assemble_string("  sp.nop\n", "t.nasm", o);
+  EXPECT_FALSE(r.ok());
+  EXPECT_NE(r.diagnostics_text().find("-D GEN: 'GEN' is predefined"), std::string::npos)
+      << r.diagnostics_text();
+}
+
+TEST(AsmSmoke, OneKeptHbmDimIsOneRow) {
+  Module m = must_assemble(R"(
+.hbm  x : fp32[3, 100000] input
+.hbm  y : fp32[100000] input
+.hbm  z : fp32[40, 50, 60] input
+.sbuf v : fp32[128, 1000]
+  sp.dma q0, v[0:99, :], x[2, 1000:100000]
+  sp.dma q1, v[0:1, 0:500], y[10:1010:2]
+  sp.dma q2, v[0:1, 0:40], z[:, 7, 9]
+  sp.dma q3, v[0:40, 0:50], z[:, 0:50, 9]
+)");
+  const auto& sp = m.streams[static_cast<int>(Engine::sp)];
+  ASSERT_EQ(sp.size(), 4u);
+  auto addr = [&](size_t t) { return m.tensors[t].address; };
+  struct Want {
+    uint64_t offset;
+    uint16_t rows;
+    int64_t row_stride;
+    int32_t stride;
+    uint32_t count;
+  };
+  const Want want[] = {
+      {addr(0) + (2 * 100000 + 1000) * 4, 1, 0, 1, 99000}, // one row of 99000
+      {addr(1) + 10 * 4, 1, 0, 2, 500},                    // strided 1-D slice
+      {addr(2) + (7 * 60 + 9) * 4, 1, 0, 50 * 60, 40},     // a kept outer dim
+      {addr(2) + 9 * 4, 40, 50 * 60, 60, 50},              // two kept dims: rows as before
+  };
+  for (size_t k = 0; k < 4; ++k) {
+    const AccessPattern& a = sp[k].ops[2].ap;
+    EXPECT_EQ(a.offset, want[k].offset) << k;
+    EXPECT_EQ(a.part_count, want[k].rows) << k;
+    if (want[k].rows > 1) {
+      EXPECT_EQ(a.part_stride, want[k].row_stride) << k;
+    }
+    ASSERT_EQ(a.ndims, 1) << k;
+    EXPECT_EQ(a.dims[0].stride, want[k].stride) << k;
+    EXPECT_EQ(a.dims[0].count, want[k].count) << k;
+  }
+}
+
+TEST(AsmSmoke, LocalLabelsAreUniquePerExpansion) {
+  Module m = must_assemble(R"(
+.macro spin n
+  sp.li r1, n
+.Ltop:
+  sp.sub r1, r1, 1
+  sp.bnz r1, .Ltop
+.endm
+  spin 3
+.for k in 0 .. 2
+.Lagain:
+  spin k + 5
+  sp.bz r2, .Lagain
+.endfor
+.Lend:
+  sp.br .Lend
+)");
+  const auto& sp = m.streams[static_cast<int>(Engine::sp)];
+  // spin = 3 instructions; layout: spin(0..2) | it0: spin(3..5) bz(6) | it1: spin(7..9) bz(10)
+  ASSERT_EQ(sp.size(), 12u);
+  auto target = [&](size_t k) { return sp[k].ops.back().i; };
+  EXPECT_EQ(target(2), 1);   // first spin's .Ltop
+  EXPECT_EQ(target(5), 4);   // spin inside iteration 0
+  EXPECT_EQ(target(6), 3);   // iteration 0's .Lagain
+  EXPECT_EQ(target(9), 8);   // spin inside iteration 1
+  EXPECT_EQ(target(10), 7);  // iteration 1's .Lagain
+  EXPECT_EQ(target(11), 11); // top-level .Lend
+  // The printed module reassembles to the same branch targets.
+  auto r = assemble_string(print_module(m), "disasm.nasm");
+  ASSERT_TRUE(r.ok()) << r.diagnostics_text() << print_module(m);
+  const auto& sp2 = r.module->streams[static_cast<int>(Engine::sp)];
+  ASSERT_EQ(sp2.size(), sp.size());
+  for (size_t k = 0; k < sp.size(); ++k) EXPECT_EQ(sp2[k].ops.back().i, sp[k].ops.back().i) << k;
+}
+
 } // namespace
 } // namespace nisa::nasm

@@ -209,6 +209,37 @@ TEST_F(Debugger, ReverseContinueReturnsToThePreviousBreakpoint) {
   expect_same_state(s.machine(), fresh.machine());
 }
 
+// A label defined in several streams stops in each of them.
+TEST_F(Debugger, LabelBreakpointStopsInEveryStream) {
+  nasm::AsmOptions ao;
+  ao.include_dirs = {std::string(NISA_SOURCE_DIR) + "/kernels_asm/lib"};
+  nasm::AsmResult r =
+      nasm::assemble_file(std::string(NISA_SOURCE_DIR) + "/kernels_asm/cascaded_max.nasm", ao);
+  ASSERT_TRUE(r.ok()) << r.diagnostics_text();
+  std::vector<float> x(4 * 1000);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = float((i * 7919) % 1000) / 10.0f - 50.0f;
+  fs::path xin = dir / "x_label.npy";
+  write_npy(xin.string(), DType::fp32, {4, 1000}, reinterpret_cast<const uint8_t*>(x.data()));
+  RunConfig cfg;
+  cfg.inputs = {{"x", xin.string()}};
+  std::ostringstream out;
+  debug::Session s(*r.module, cfg, out);
+  std::vector<std::pair<Engine, uint32_t>> at;
+  for (int e = 0; e < kNumEngines; ++e)
+    for (const Label& l : r.module->labels[e])
+      if (l.name == "skip0") at.emplace_back(Engine(e), l.index);
+  ASSERT_GE(at.size(), 2u);
+  s.execute("break skip0");
+  s.execute("run");
+  for (size_t k = 1; k < at.size(); ++k) s.execute("continue");
+  std::string text = out.str();
+  for (auto [e, pc] : at)
+    EXPECT_NE(text.find(fmt::format("\n{}[{}] at cascaded_max.nasm", name_of(e), pc)),
+              std::string::npos)
+        << name_of(e) << "[" << pc << "]\n"
+        << text;
+}
+
 // ---- race checking ----------------------------------------------------------------------------
 
 TEST_F(Debugger, RaceCheckerReportsTheMissingWait) {
@@ -248,6 +279,49 @@ TEST_F(Debugger, KernelsAreRaceFree) {
       EXPECT_EQ(rc, 0) << k << " --lnc " << lnc << "\n" << err;
       EXPECT_EQ(err.find("race"), std::string::npos) << err;
     }
+}
+
+// Across the cores of a logical core: a barrier orders what each side did before it, but a
+// DMA transfer is ordered only once its signal is awaited.
+TEST_F(Debugger, CrossCoreRacesNeedBarrierAndWait) {
+  struct Case {
+    int barrier, wait;
+    bool race;
+  };
+  for (Case c : {Case{0, 0, true}, Case{1, 0, true}, Case{1, 1, false}}) {
+    std::string out, err;
+    int rc = sh(fmt::format("{} run {} --lnc 2 -D BARRIER={} -D WAIT={} --check-races", NISA_BINARY,
+                            kernel_args("tests/debugger/cross_core.nasm"), c.barrier, c.wait),
+                out, &err);
+    std::string what = fmt::format("BARRIER={} WAIT={}\n{}", c.barrier, c.wait, err);
+    EXPECT_EQ(rc, c.race ? kExitRace : 0) << what;
+    EXPECT_EQ(err.find("race on hbm bytes [0x13d640, 0x13d740) (tensor y)") != std::string::npos,
+              c.race)
+        << what;
+    if (c.race) {
+      EXPECT_NE(err.find("write by core 0 q0 (transfer of sp[2])"), std::string::npos) << what;
+      EXPECT_NE(err.find("write by core 1 q0"), std::string::npos) << what;
+    }
+  }
+}
+
+// A wait for s >= 1 orders only the first signal of s, even when the waiter issues after the
+// second one (timing never hides a race).
+TEST_F(Debugger, WaitOrdersOnlyTheSignalsItNeeds) {
+  for (int exact : {0, 1}) {
+    std::string out, err;
+    int rc = sh(fmt::format("{} run {} -D EXACT={} --check-races", NISA_BINARY,
+                            kernel_args("tests/debugger/sem_prefix.nasm"), exact),
+                out, &err);
+    EXPECT_EQ(rc, exact ? 0 : kExitRace) << err;
+    if (!exact) {
+      EXPECT_NE(err.find("race on sbuf partitions 0..127 bytes [0x80, 0x100) (tensor t)"),
+                std::string::npos)
+          << err;
+      EXPECT_NE(err.find("write by dve[1]"), std::string::npos) << err;
+      EXPECT_NE(err.find("read by  act[1]"), std::string::npos) << err;
+    }
+  }
 }
 
 // ---- trace --------------------------------------------------------------------------------------
@@ -293,9 +367,22 @@ TEST_F(Debugger, TraceHasOneRecordPerEvent) {
     }
   }
   EXPECT_EQ(transfers, 8);
-  // The load of tile 0 writes data[0:128, 0:2048] (fp32: 8 KiB per partition at offset 0x2000
-  // after `ones`... whatever its address is, the range is 8 KiB wide).
-  EXPECT_NE(text.find("s_in=1"), std::string::npos);
+  // Independent layout: ones (8 KiB per partition) at 0, carry (4 B, padded to 64) at 0x2000,
+  // data at 0x2040; y follows x (130 x 2500 fp32 = 0x13d640 bytes) in HBM, rows 0x2710 apart.
+  bool load0 = false, store0 = false;
+  for (const auto& r : rows) {
+    if (r[4] == "q0" && r[5] == "sp[0]") {
+      load0 = true;
+      EXPECT_EQ(r[8], "s_in=1");
+      EXPECT_EQ(r[9], "sbuf:c0:p0-127:0x2040-0x4040");
+    }
+    if (r[4] == "q1" && r[5] == "sp[1]") {
+      store0 = true;
+      EXPECT_EQ(r[8], "s_out=1");
+      EXPECT_EQ(r[9], fmt::format("hbm:r0:{:#x}-{:#x}+0x2710x128", 0x13d640, 0x13d640 + 2048 * 4));
+    }
+  }
+  EXPECT_TRUE(load0 && store0);
 
   // Filters: only dve, and only a time window.
   ASSERT_EQ(0, sh(fmt::format("{} run {} --trace {} --trace-engines dve", NISA_BINARY,
