@@ -135,21 +135,21 @@
         dve.tensor_scalar nlse[0:n, :], lsb[0:n, :], op0=multiply, operand0=-1.0  @wait(s_lse >= B + 1, s_gi >= B + 1, s_rc >= 1)
         dve.tensor_tensor sc[0:n, :], validf[0:n, :], rc[0:n, :], op=multiply
         dve.tensor_scalar nsc[0:n, :], sc[0:n, :], op0=multiply, operand0=-1.0  @signal(s_prep)
-  .for c in 0 .. NC
-    .set W = min(C, V - c * C)
-        pool.iota mask[0:n, G % 2, 0:W], [[1, W]], offset=c * C  @wait(s_dv >= max(0, G - 1)) @signal(s_io)
+  .for k in 0 .. NC
+    .set W = min(C, V - k * C)
+        pool.iota mask[0:n, G % 2, 0:W], [[1, W]], offset=k * C  @wait(s_dv >= max(0, G - 1)) @signal(s_io)
     .if G % 2 == 0
-        sp.dma q0, buf0[0:n, 0:W], logits[r0 : r0+n, c*C : c*C+W]  @wait(s_st >= max(0, G - 1)) @signal(s_ld)
+        sp.dma q0, buf0[0:n, 0:W], logits[r0 : r0+n, k*C : k*C+W]  @wait(s_st >= max(0, G - 1)) @signal(s_ld)
         act.activation buf0[0:n, 0:W], buf0[0:n, 0:W], func=exp, bias=nlse[0:n, :]  @wait(s_ld >= G + 1, s_prep >= B + 1) @signal(s_exp)
         dve.tensor_scalar mask[0:n, G % 2, 0:W], mask[0:n, G % 2, 0:W], op0=equal, operand0=tf[0:n, :], op1=multiply, operand1=nsc[0:n, :]  @wait(s_io >= G + 1)
         dve.scalar_tensor_tensor buf0[0:n, 0:W], buf0[0:n, 0:W], op0=multiply, operand0=sc[0:n, :], op1=add, in1=mask[0:n, G % 2, 0:W]  @wait(s_exp >= G + 1) @signal(s_dv)
-        sp.dma q1, grad[r0 : r0+n, c*C : c*C+W], buf0[0:n, 0:W]  @wait(s_dv >= G + 1) @signal(s_st)
+        sp.dma q1, grad[r0 : r0+n, k*C : k*C+W], buf0[0:n, 0:W]  @wait(s_dv >= G + 1) @signal(s_st)
     .else
-        sp.dma q0, buf1[0:n, 0:W], logits[r0 : r0+n, c*C : c*C+W]  @wait(s_st >= max(0, G - 1)) @signal(s_ld)
+        sp.dma q0, buf1[0:n, 0:W], logits[r0 : r0+n, k*C : k*C+W]  @wait(s_st >= max(0, G - 1)) @signal(s_ld)
         act.activation buf1[0:n, 0:W], buf1[0:n, 0:W], func=exp, bias=nlse[0:n, :]  @wait(s_ld >= G + 1, s_prep >= B + 1) @signal(s_exp)
         dve.tensor_scalar mask[0:n, G % 2, 0:W], mask[0:n, G % 2, 0:W], op0=equal, operand0=tf[0:n, :], op1=multiply, operand1=nsc[0:n, :]  @wait(s_io >= G + 1)
         dve.scalar_tensor_tensor buf1[0:n, 0:W], buf1[0:n, 0:W], op0=multiply, operand0=sc[0:n, :], op1=add, in1=mask[0:n, G % 2, 0:W]  @wait(s_exp >= G + 1) @signal(s_dv)
-        sp.dma q1, grad[r0 : r0+n, c*C : c*C+W], buf1[0:n, 0:W]  @wait(s_dv >= G + 1) @signal(s_st)
+        sp.dma q1, grad[r0 : r0+n, k*C : k*C+W], buf1[0:n, 0:W]  @wait(s_dv >= G + 1) @signal(s_st)
     .endif
     .set G = G + 1
   .endfor

@@ -78,7 +78,6 @@
 .endif
 
 .equ NC = cdiv(V, C)                 ; chunks per batch
-.equ CW = V - (NC - 1) * C           ; width of the last chunk
 .equ H  = cdiv(NPOS, 2)              ; rows of half 0
 .equ NH = cdiv(NPOS, H)              ; halves: 1 or 2
 
@@ -114,24 +113,24 @@
 .set G  = 0          ; chunks so far
 .set NP = 0          ; padded chunks so far
 
-; fwd_chunk_in R0, N, C, GI: chunk C (global number GI) of positions R0 .. R0+N-1: load (and
+; fwd_chunk_in R0, N, K, GI: chunk K (global number GI) of positions R0 .. R0+N-1: load (and
 ; -inf pad), DVE running max (signals s_m), ACT exp with its add-reduce (signals s_exp).
-.macro fwd_chunk_in r0, n, c, gi
-  .set W = min(C, V - c * C)
+.macro fwd_chunk_in r0, n, k, gi
+  .set W = min(C, V - k * C)
   .set BI = gi % 2
-        sp.dma q0, buf[0:n, BI, 0:W], logits[r0 : r0+n, c*C : c*C+W]  @wait(s_exp >= max(0, gi - 1)) @signal(s_ld)
+        sp.dma q0, buf[0:n, BI, 0:W], logits[r0 : r0+n, k*C : k*C+W]  @wait(s_exp >= max(0, gi - 1)) @signal(s_ld)
   .if W < C
     .set NP = NP + 1
         pool.memset buf[0:n, BI, W:C], -inf  @wait(s_exp >= max(0, gi - 1)) @signal(s_pad)
   .endif
         dve.tensor_reduce cmax[0:n, :], buf[0:n, BI, :], op=max  @wait(s_ld >= gi + 1, s_pad >= NP)
-  .if c == 0
+  .if k == 0
         dve.tensor_tensor mnb[0:n, gi % 3 : gi % 3 + 1], ninf[0:n, :], cmax[0:n, :], op=max
   .else
         dve.tensor_tensor mnb[0:n, gi % 3 : gi % 3 + 1], mnb[0:n, (gi - 1) % 3 : (gi - 1) % 3 + 1], cmax[0:n, :], op=max
   .endif
         dve.tensor_scalar nmb[0:n, BI : BI+1], mnb[0:n, gi % 3 : gi % 3 + 1], op0=multiply, operand0=-1.0  @signal(s_m)
-  .if c == 0
+  .if k == 0
         act.activation corr[0:n, BI : BI+1], ninf[0:n, :], func=exp, bias=nmb[0:n, BI : BI+1]  @wait(s_m >= gi + 1)
   .else
         act.activation corr[0:n, BI : BI+1], mnb[0:n, (gi - 1) % 3 : (gi - 1) % 3 + 1], func=exp, bias=nmb[0:n, BI : BI+1]  @wait(s_m >= gi + 1)
@@ -157,10 +156,10 @@
         dve.memset d[0:n, :], 0.0
         ; software-pipelined: DVE reduces chunk c+1 while ACT exponentiates chunk c
   .set G0 = G
-  .for c in 0 .. NC
-        fwd_chunk_in r0, n, c, G0 + c
-    .if c > 0
-        fwd_chunk_update n, G0 + c - 1
+  .for k in 0 .. NC
+        fwd_chunk_in r0, n, k, G0 + k
+    .if k > 0
+        fwd_chunk_update n, G0 + k - 1
     .endif
   .endfor
         fwd_chunk_update n, G0 + NC - 1
