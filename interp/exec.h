@@ -32,7 +32,7 @@ struct View {
   int64_t pstride = 0;
   int64_t stride[4] = {0, 0, 0, 0};
   uint32_t count[4] = {1, 1, 1, 1};
-  uint64_t free_elems = 0;     // product of counts
+  uint64_t free_elems = 0;       // product of counts
   const int64_t* rows = nullptr; // per-row byte offsets (vector offset) or nullptr
   std::vector<int64_t> row_storage;
   std::vector<uint8_t> row_skip; // oob=skip: rows to leave out (empty = none)
@@ -48,11 +48,11 @@ enum class Access : uint8_t { read, write };
 // The state of one core that instruction semantics read and write. The machine
 // (interp/machine.h) owns one per core and adds scheduling state around it.
 struct CoreState {
-  uint8_t* sbuf = nullptr;          // 128 partitions x sbuf_part_bytes, partition-major
+  uint8_t* sbuf = nullptr; // 128 partitions x sbuf_part_bytes, partition-major
   uint64_t sbuf_part_bytes = 0;
-  uint8_t* psum = nullptr;          // 128 partitions x psum_part_bytes
+  uint8_t* psum = nullptr; // 128 partitions x psum_part_bytes
   uint64_t psum_part_bytes = 0;
-  std::vector<uint8_t> psum_written; // per 4-byte PSUM word: written by a matmul (auto acc)
+  std::vector<uint8_t> psum_written;  // per 4-byte PSUM word: written by a matmul (auto acc)
   float act_acc[kNumPartitions] = {}; // ScalarE reduce registers
   float dve_acc[kNumPartitions] = {}; // VectorE accumulators
   int32_t regs[kNumEngines][kNumRegs] = {};
@@ -61,16 +61,16 @@ struct CoreState {
 
 // Everything one instruction may touch.
 struct ExecCtx {
-  Machine* machine = nullptr;       // for cross-core work (send_recv, collectives)
+  Machine* machine = nullptr; // for cross-core work (send_recv, collectives)
   const TargetParams* tp = nullptr;
   Target target = Target::trn2;
-  uint8_t* hbm = nullptr;           // this rank's HBM
+  uint8_t* hbm = nullptr; // this rank's HBM
   uint64_t hbm_bytes = 0;
   int rank = 0;
   int core_id = 0;
   Engine engine = Engine::sp;
   CoreState* state = nullptr; // == the core's state (sbuf, psum, accumulators, semaphores)
-  int32_t* regs = nullptr;     // this engine's 64 registers
+  int32_t* regs = nullptr;    // this engine's 64 registers
   // Control flow: the index of the next instruction of this engine's stream. The scheduler
   // sets it to pc + 1 before calling the semantic function; branches overwrite it;
   // halt sets it to the stream length.

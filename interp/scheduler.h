@@ -114,6 +114,7 @@ public:
   const RunResult& result() const; // status, report, stats and timeline so far
   // Every engine of every core, then every DMA queue that is busy or has ever been used.
   std::vector<AgentState> agents() const;
+
 private:
   std::unique_ptr<SchedulerImpl> impl_;
 };

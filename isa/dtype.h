@@ -12,7 +12,7 @@ namespace nisa {
 // X(ident, name, bytes, is_float, is_signed)
 #define NISA_DTYPES(X)                                                                             \
   X(fp32, "fp32", 4, true, true)                                                                   \
-  X(bf16, "bf16", 2, true, true)                                                                    \
+  X(bf16, "bf16", 2, true, true)                                                                   \
   X(fp16, "fp16", 2, true, true)                                                                   \
   X(fp8e4m3, "fp8e4m3", 1, true, true)                                                             \
   X(fp8e5m2, "fp8e5m2", 1, true, true)                                                             \
@@ -87,6 +87,6 @@ float load_as_f32(DType t, const void* p);
 void store_from_f32(DType t, void* p, float v);
 // Integer view for bitwise ops: raw bits of integer dtypes, sign-extended for signed types.
 int64_t load_as_int(DType t, const void* p);
-void store_from_int(DType t, void* p, int64_t v);  // truncates to width (bit pattern)
+void store_from_int(DType t, void* p, int64_t v); // truncates to width (bit pattern)
 
 } // namespace nisa

@@ -23,9 +23,7 @@ constexpr TypeRow kTypes[] = {
 };
 } // namespace
 
-std::span<const EnumMember> enum_members(EnumType t) {
-  return kTypes[static_cast<int>(t)].members;
-}
+std::span<const EnumMember> enum_members(EnumType t) { return kTypes[static_cast<int>(t)].members; }
 std::string_view enum_type_name(EnumType t) { return kTypes[static_cast<int>(t)].name; }
 
 std::string_view enum_name(EnumType t, uint8_t value) {

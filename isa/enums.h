@@ -9,8 +9,7 @@
 
 namespace nisa {
 
-#define NISA_DEFINE_ENUM(T)                                                                        \
-  enum class T : uint8_t { NISA_ENUM_##T(NISA_ENUM_MEMBER) };
+#define NISA_DEFINE_ENUM(T) enum class T : uint8_t { NISA_ENUM_##T(NISA_ENUM_MEMBER) };
 #define NISA_ENUM_MEMBER(id, name, value) id = value,
 NISA_ENUM_TYPES(NISA_DEFINE_ENUM)
 #undef NISA_ENUM_MEMBER
@@ -44,10 +43,10 @@ template <class E> std::string_view name_of(E e) {
   return enum_name(enum_type_of<E>(), static_cast<uint8_t>(e));
 }
 
-inline constexpr int kNumEngines = 6;     // pe act dve pool sp cc
-inline constexpr int kNumDmaQueues = 16;  // per core
-inline constexpr int kNumRegs = 64;       // per engine sequencer
-inline constexpr int kMaxFreeDims = 4;    // free-dim [stride, count] pairs of an access pattern
+inline constexpr int kNumEngines = 6;    // pe act dve pool sp cc
+inline constexpr int kNumDmaQueues = 16; // per core
+inline constexpr int kNumRegs = 64;      // per engine sequencer
+inline constexpr int kMaxFreeDims = 4;   // free-dim [stride, count] pairs of an access pattern
 inline constexpr int kNumPartitions = 128;
 
 } // namespace nisa

@@ -49,14 +49,17 @@ std::string_view operand_kind_name(OperandKind k);
 // Memory-space masks for access-pattern operands.
 enum SpaceMask : uint8_t { kSpaceH = 1 << 0, kSpaceS = 1 << 1, kSpaceP = 1 << 2 };
 constexpr uint8_t space_bit(MemSpace s) {
-  return s == MemSpace::hbm ? kSpaceH : s == MemSpace::sbuf ? kSpaceS
-                                    : s == MemSpace::psum   ? kSpaceP
-                                                            : 0;
+  return s == MemSpace::hbm    ? kSpaceH
+         : s == MemSpace::sbuf ? kSpaceS
+         : s == MemSpace::psum ? kSpaceP
+                               : 0;
 }
 
 // Generation masks (bit g-2 for gen g).
 enum GenMask : uint8_t { kGen2 = 1, kGen3 = 2, kGen4 = 4, kGenAll = 7 };
-constexpr uint8_t gen_bit(Target t) { return static_cast<uint8_t>(1u << (static_cast<int>(t) - 2)); }
+constexpr uint8_t gen_bit(Target t) {
+  return static_cast<uint8_t>(1u << (static_cast<int>(t) - 2));
+}
 // Engine masks (bit = Engine value).
 constexpr uint8_t engine_bit(Engine e) { return static_cast<uint8_t>(1u << static_cast<int>(e)); }
 

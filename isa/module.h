@@ -16,9 +16,9 @@ struct TensorDecl {
   DType dtype = DType::fp32;
   std::vector<int64_t> shape; // dim 0 is the partition dim for sbuf/psum
   Role role = Role::scratch;
-  uint64_t address = 0;       // hbm: byte address in the rank's HBM; sbuf/psum: byte offset
-                              // within each partition
-  uint16_t part_start = 0;    // sbuf/psum: first partition
+  uint64_t address = 0;    // hbm: byte address in the rank's HBM; sbuf/psum: byte offset
+                           // within each partition
+  uint16_t part_start = 0; // sbuf/psum: first partition
   bool operator==(const TensorDecl&) const = default;
 };
 
@@ -39,8 +39,8 @@ struct ReplicaGroupDecl {
 struct ExpansionFrame {
   enum Kind : uint8_t { Macro = 0, ForIter = 1, Include = 2 };
   Kind kind = Macro;
-  std::string what;   // macro name, "f=3", or included file name
-  uint32_t file = 0;  // where the expansion was requested (index into Module::files)
+  std::string what;  // macro name, "f=3", or included file name
+  uint32_t file = 0; // where the expansion was requested (index into Module::files)
   uint32_t line = 0, col = 0;
   int32_t parent = -1;
   bool operator==(const ExpansionFrame&) const = default;

@@ -19,23 +19,40 @@ constexpr uint8_t PE = 1 << 0, ACT = 1 << 1, DVE = 1 << 2, POOL = 1 << 3, CC = 1
 using K = OperandKind;
 constexpr bool required(std::string_view d) { return d.empty(); }
 
-#define D(n, sp) OperandDesc{#n, K::Dst, EnumType::Engine, sp, false, "", GALL}
-#define S(n, sp) OperandDesc{#n, K::Src, EnumType::Engine, sp, false, "", GALL}
-#define DO(n, sp, g) OperandDesc{#n, K::Dst, EnumType::Engine, sp, true, "", g}
-#define SO(n, sp) OperandDesc{#n, K::Src, EnumType::Engine, sp, true, "", GALL}
-#define SC(n, sp, d) OperandDesc{#n, K::Scalar, EnumType::Engine, sp, true, d, GALL}
-#define F(n, d) OperandDesc{#n, K::ImmF, EnumType::Engine, 0, !required(d), d, GALL}
-#define I(n, d) OperandDesc{#n, K::ImmI, EnumType::Engine, 0, !required(d), d, GALL}
-#define B(n, d) OperandDesc{#n, K::Bool, EnumType::Engine, 0, true, d, GALL}
-#define E(n, T, d) OperandDesc{#n, K::Enum, EnumType::T, 0, !required(d), d, GALL}
-#define R(n) OperandDesc{#n, K::Reg, EnumType::Engine, 0, false, "", GALL}
-#define RI(n) OperandDesc{#n, K::RegOrImm, EnumType::Engine, 0, false, "", GALL}
-#define Q(n) OperandDesc{#n, K::Queue, EnumType::Engine, 0, false, "", GALL}
-#define SEM(n) OperandDesc{#n, K::Sem, EnumType::Engine, 0, false, "", GALL}
-#define L(n) OperandDesc{#n, K::Label, EnumType::Engine, 0, false, "", GALL}
-#define PAT(n) OperandDesc{#n, K::Pattern, EnumType::Engine, 0, false, "", GALL}
-#define MASK(n) OperandDesc{#n, K::Mask, EnumType::Engine, 0, false, "", GALL}
-#define GRP(n) OperandDesc{#n, K::Group, EnumType::Engine, 0, false, "", GALL}
+#define D(n, sp)                                                                                   \
+  OperandDesc { #n, K::Dst, EnumType::Engine, sp, false, "", GALL }
+#define S(n, sp)                                                                                   \
+  OperandDesc { #n, K::Src, EnumType::Engine, sp, false, "", GALL }
+#define DO(n, sp, g)                                                                               \
+  OperandDesc { #n, K::Dst, EnumType::Engine, sp, true, "", g }
+#define SO(n, sp)                                                                                  \
+  OperandDesc { #n, K::Src, EnumType::Engine, sp, true, "", GALL }
+#define SC(n, sp, d)                                                                               \
+  OperandDesc { #n, K::Scalar, EnumType::Engine, sp, true, d, GALL }
+#define F(n, d)                                                                                    \
+  OperandDesc { #n, K::ImmF, EnumType::Engine, 0, !required(d), d, GALL }
+#define I(n, d)                                                                                    \
+  OperandDesc { #n, K::ImmI, EnumType::Engine, 0, !required(d), d, GALL }
+#define B(n, d)                                                                                    \
+  OperandDesc { #n, K::Bool, EnumType::Engine, 0, true, d, GALL }
+#define E(n, T, d)                                                                                 \
+  OperandDesc { #n, K::Enum, EnumType::T, 0, !required(d), d, GALL }
+#define R(n)                                                                                       \
+  OperandDesc { #n, K::Reg, EnumType::Engine, 0, false, "", GALL }
+#define RI(n)                                                                                      \
+  OperandDesc { #n, K::RegOrImm, EnumType::Engine, 0, false, "", GALL }
+#define Q(n)                                                                                       \
+  OperandDesc { #n, K::Queue, EnumType::Engine, 0, false, "", GALL }
+#define SEM(n)                                                                                     \
+  OperandDesc { #n, K::Sem, EnumType::Engine, 0, false, "", GALL }
+#define L(n)                                                                                       \
+  OperandDesc { #n, K::Label, EnumType::Engine, 0, false, "", GALL }
+#define PAT(n)                                                                                     \
+  OperandDesc { #n, K::Pattern, EnumType::Engine, 0, false, "", GALL }
+#define MASK(n)                                                                                    \
+  OperandDesc { #n, K::Mask, EnumType::Engine, 0, false, "", GALL }
+#define GRP(n)                                                                                     \
+  OperandDesc { #n, K::Group, EnumType::Engine, 0, false, "", GALL }
 
 #define INST(id, mn, code, eng, gens, cost, doc, ...)                                              \
   constexpr auto ops_##id = make_ops(__VA_ARGS__);
