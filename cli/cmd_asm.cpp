@@ -5,10 +5,10 @@
 
 #include "asm/asm.h"
 #include "cli/commands.h"
+#include "cli/common.h"
 #include "isa/object.h"
 
 namespace nisa::cli {
-namespace po = boost::program_options;
 
 int cmd_asm(int argc, char** argv) {
   po::options_description opts("nisa asm IN.nasm [-o OUT.nbin] [options]");
@@ -20,39 +20,12 @@ int cmd_asm(int argc, char** argv) {
       "include,I", po::value(&includes)->composing(), "DIR: search .include files here")(
       "target", po::value(&target), "trn1 | trn2 | trn3 (overrides .target; default trn2)")(
       "max-errors", po::value<int>()->default_value(20), "stop after this many errors");
-  po::options_description hidden;
-  hidden.add_options()("input", po::value(&input));
-  po::options_description all;
-  all.add(opts).add(hidden);
-  po::positional_options_description pos;
-  pos.add("input", 1);
   po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(argc, argv).options(all).positional(pos).run(), vm);
-    po::notify(vm);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "nisa asm: %s\n", e.what());
-    return 1;
-  }
-  if (vm.count("help")) {
-    std::cout << opts << "\n";
-    return 0;
-  }
-  if (input.empty()) {
-    std::fprintf(stderr, "nisa asm: no input file (nisa asm --help)\n");
-    return 1;
-  }
+  if (auto rc = parse_args("asm", argc, argv, opts, input, "no input file", vm)) return *rc;
   nasm::AsmOptions o;
   o.include_dirs = includes;
   o.max_errors = vm["max-errors"].as<int>();
-  for (const auto& d : defines) {
-    const auto eq = d.find('=');
-    if (eq == std::string::npos || eq == 0) {
-      std::fprintf(stderr, "nisa asm: -D %s: expected NAME=VALUE\n", d.c_str());
-      return 1;
-    }
-    o.defines.emplace_back(d.substr(0, eq), d.substr(eq + 1));
-  }
+  if (!parse_defines("asm", defines, o.defines)) return 1;
   if (!target.empty()) {
     auto t = enum_parse(EnumType::Target, target);
     if (!t) {

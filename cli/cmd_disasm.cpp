@@ -4,11 +4,11 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "cli/common.h"
 #include "isa/object.h"
 #include "isa/print.h"
 
 namespace nisa::cli {
-namespace po = boost::program_options;
 
 int cmd_disasm(int argc, char** argv) {
   po::options_description opts("nisa disasm IN.nbin [options]");
@@ -17,28 +17,8 @@ int cmd_disasm(int argc, char** argv) {
                                                  "print each instruction's bytes beside it")(
       "engine", po::value(&engine), "print one engine's stream: pe act dve pool sp cc")(
       "no-source", "omit the source-line comments");
-  po::options_description hidden;
-  hidden.add_options()("input", po::value(&input));
-  po::options_description all;
-  all.add(opts).add(hidden);
-  po::positional_options_description pos;
-  pos.add("input", 1);
   po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(argc, argv).options(all).positional(pos).run(), vm);
-    po::notify(vm);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "nisa disasm: %s\n", e.what());
-    return 1;
-  }
-  if (vm.count("help")) {
-    std::cout << opts << "\n";
-    return 0;
-  }
-  if (input.empty()) {
-    std::fprintf(stderr, "nisa disasm: no input file (nisa disasm --help)\n");
-    return 1;
-  }
+  if (auto rc = parse_args("disasm", argc, argv, opts, input, "no input file", vm)) return *rc;
   ModulePrintOptions po_;
   po_.show_encoding = vm.count("show-encoding") > 0;
   po_.source_comments = vm.count("no-source") == 0;

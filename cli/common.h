@@ -1,0 +1,48 @@
+// What several subcommands share: argument parsing with one positional argument, -D and
+// NAME=FILE bindings, the machine options of `run` and `debug`, and loading a kernel from
+// .nasm or .nbin. Every error is printed as "nisa CMD: ..." and the caller exits with 1.
+#pragma once
+#include <boost/program_options.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "interp/run.h"
+#include "isa/module.h"
+
+namespace nisa::cli {
+namespace po = boost::program_options;
+
+// Parses argv against `opts` (shown by --help) plus one positional argument. Returns the exit
+// code to stop with (0 after --help, 1 on an error or a missing positional argument), or
+// nullopt to go on.
+std::optional<int> parse_args(std::string_view cmd, int argc, char** argv,
+                              const po::options_description& opts, std::string& positional,
+                              std::string_view missing, po::variables_map& vm);
+
+// -D NAME=VALUE values -> (name, value) pairs.
+bool parse_defines(std::string_view cmd, const std::vector<std::string>& defines,
+                   std::vector<std::pair<std::string, std::string>>& out);
+
+// The options `nisa run` and `nisa debug` share.
+struct MachineArgs {
+  std::vector<std::string> defines, includes, ins;
+  std::string target, schedule = "fixed";
+  int lnc = 1, ranks = 1;
+  uint64_t seed = 0;
+
+  void add_to(po::options_description& opts);
+  // Fills cfg.machine, cfg.sched and cfg.inputs.
+  bool apply(std::string_view cmd, const po::variables_map& vm, interp::RunConfig& cfg) const;
+  // .nbin: the object as stored; .nasm: assembled with -D, -I and the run's --target.
+  std::optional<Module> load_kernel(std::string_view cmd, const std::string& path,
+                                    const interp::RunConfig& cfg) const;
+};
+
+// NAME=FILE.npy (for --in / --out).
+bool split_binding(std::string_view cmd, const std::string& s, const char* opt,
+                   interp::IoSpec& out);
+
+} // namespace nisa::cli
