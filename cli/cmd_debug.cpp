@@ -37,36 +37,9 @@ char** completion(const char* text, int start, int) {
   return start == 0 ? rl_completion_matches(text, complete_name) : nullptr;
 }
 
-} // namespace
-
-int cmd_debug(int argc, char** argv) {
-  std::string kernel, script;
-  MachineArgs margs;
-  po::options_description opts(
-      "usage: nisa debug KERNEL.(nasm|nbin) [-D NAME=VALUE]... --in NAME=FILE.npy... "
-      "[-x SCRIPT] [--batch] [options]\n\n"
-      "Debugs a kernel on the modelled machine (docs/debugger.md); `help` in the session lists "
-      "the commands.\n\noptions");
-  opts.add_options()("help,h", "show this help");
-  margs.add_to(opts);
-  opts.add_options()("out", po::value<std::vector<std::string>>()->composing(),
-                     "accepted for symmetry with nisa run; use the dump command to save tensors")(
-      "command,x", po::value(&script), "run the commands of SCRIPT first (echoed)")(
-      "batch", "exit after the script instead of reading commands");
-  po::variables_map vm;
-  if (auto rc = parse_args("debug", argc, argv, opts, kernel, "no kernel given", vm)) return *rc;
-  interp::RunConfig cfg;
-  if (!margs.apply("debug", vm, cfg)) return 1;
-  auto loaded = margs.load_kernel("debug", kernel, cfg);
-  if (!loaded) return 1;
-  const Module& mod = *loaded;
-  std::unique_ptr<interp::debug::Session> session;
-  try {
-    session = std::make_unique<interp::debug::Session>(mod, cfg, std::cout);
-  } catch (const std::exception& e) {
-    std::cerr << "nisa debug: error: " << e.what() << "\n";
-    return 1;
-  }
+// Runs the script, then the interactive loop (readline on a terminal); 0 when the session
+// ends normally.
+int repl(interp::debug::Session& session, const std::string& script, bool batch) {
   if (!script.empty()) {
     std::ifstream f(script);
     if (!f) {
@@ -75,18 +48,18 @@ int cmd_debug(int argc, char** argv) {
     }
     for (std::string line; std::getline(f, line);) {
       std::cout << "(nisa) " << line << "\n";
-      if (!session->execute(line)) return 0;
+      if (!session.execute(line)) return 0;
     }
   }
-  if (vm.count("batch")) return 0;
+  if (batch) return 0;
   std::string last;
   if (!isatty(STDIN_FILENO)) { // piped commands: no line editing
     for (std::string line; std::cout << "(nisa) " << std::flush, std::getline(std::cin, line);)
-      if (!session->execute(line)) return 0;
+      if (!session.execute(line)) return 0;
     std::cout << "\n";
     return 0;
   }
-  g_names = session->command_names();
+  g_names = session.command_names();
   rl_attempted_completion_function = completion;
   const char* home = std::getenv("HOME");
   std::string hist = home ? std::string(home) + "/.nisa_debug_history" : "";
@@ -100,10 +73,57 @@ int cmd_debug(int argc, char** argv) {
       add_history(line.c_str());
       last = line;
     }
-    if (!session->execute(line)) break;
+    if (!session.execute(line)) break;
     std::cout << std::flush;
   }
   if (!hist.empty()) write_history(hist.c_str());
+  return 0;
+}
+
+} // namespace
+
+int cmd_debug(int argc, char** argv) {
+  std::string kernel, script;
+  MachineArgs margs;
+  po::options_description opts(
+      "usage: nisa debug KERNEL.(nasm|nbin) [-D NAME=VALUE]... --in NAME=FILE.npy... "
+      "[-x SCRIPT] [--batch] [options]\n\n"
+      "Debugs a kernel on the modelled machine (docs/debugger.md); `help` in the session lists "
+      "the commands.\n\noptions");
+  opts.add_options()("help,h", "show this help");
+  margs.add_to(opts);
+  std::vector<std::string> outs;
+  opts.add_options()("out", po::value(&outs)->composing(),
+                     "NAME=FILE.npy: save an hbm tensor when the session ends (its state then)")(
+      "command,x", po::value(&script), "run the commands of SCRIPT first (echoed)")(
+      "batch", "exit after the script instead of reading commands");
+  po::variables_map vm;
+  if (auto rc = parse_args("debug", argc, argv, opts, kernel, "no kernel given", vm)) return *rc;
+  interp::RunConfig cfg;
+  if (!margs.apply("debug", vm, cfg)) return 1;
+  for (const auto& o : outs) {
+    interp::IoSpec io;
+    if (!split_binding("debug", o, "--out", io)) return 1;
+    cfg.outputs.push_back(io);
+  }
+  auto loaded = margs.load_kernel("debug", kernel, cfg);
+  if (!loaded) return 1;
+  const Module& mod = *loaded;
+  std::unique_ptr<interp::debug::Session> session;
+  try {
+    session = std::make_unique<interp::debug::Session>(mod, cfg, std::cout);
+  } catch (const std::exception& e) {
+    std::cerr << "nisa debug: error: " << e.what() << "\n";
+    return 1;
+  }
+  const int rc = repl(*session, script, vm.count("batch") > 0);
+  if (rc != 0 || cfg.outputs.empty()) return rc;
+  try {
+    interp::write_outputs(session->machine(), cfg.outputs);
+  } catch (const std::exception& e) {
+    std::cerr << "nisa debug: " << e.what() << "\n";
+    return 1;
+  }
   return 0;
 }
 

@@ -152,6 +152,28 @@ TEST_F(Debugger, DumpAfterRunHoldsThePrefixSums) {
   }
 }
 
+// `--out` writes the tensor as it is when the session ends (here: after the whole run).
+TEST_F(Debugger, OutWritesTheTensorWhenTheSessionEnds) {
+  fs::path script = dir / "run_only.txt", y = dir / "y_out.npy";
+  std::ofstream(script) << "run\n";
+  std::string out, err;
+  ASSERT_EQ(0, sh(fmt::format("{} debug {} --out y={} --batch -x {}", NISA_BINARY, kernel_args(),
+                              y.string(), script.string()),
+                  out, &err))
+      << out << err;
+  NpyArray a = read_npy(y.string());
+  ASSERT_EQ(a.shape, (std::vector<int64_t>{kRows, kCols}));
+  std::vector<float> x = make_input();
+  const float* got = reinterpret_cast<const float*>(a.data.data());
+  for (int r = 0; r < kRows; ++r) {
+    float acc = 0;
+    for (int c = 0; c < kCols; ++c) {
+      acc += x[size_t(r) * kCols + c];
+      ASSERT_EQ(got[size_t(r) * kCols + c], acc) << "y[" << r << ", " << c << "]";
+    }
+  }
+}
+
 // ---- reverse execution equals a fresh run stopped at the same event ---------------------------
 
 void expect_same_state(const Machine& a, const Machine& b) {
