@@ -1,6 +1,7 @@
 #include "interp/debug/session.h"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <cmath>
 #include <fstream>
@@ -273,8 +274,11 @@ std::string Session::where_text(Engine e, int64_t pc) const {
 std::string Session::engines_text() {
   std::string s;
   int width = m_->num_cores() > 1 ? 22 : 10;
+  // Queues with no transfer yet are not agents: list them per core in one line at the end.
+  std::vector<std::array<bool, kNumDmaQueues>> seen(size_t(m_->num_cores()));
   for (const AgentState& a : sched_->agents()) {
     const CoreSlot& cs = m_->cores[size_t(a.core)];
+    if (a.queue >= 0) seen[size_t(a.core)][size_t(a.queue)] = true;
     std::string agent = who_of(*m_, a.core) + (a.queue >= 0 ? fmt::format("q{}", a.queue)
                                                             : std::string(name_of(a.engine)));
     if (a.queue >= 0) {
@@ -312,6 +316,18 @@ std::string Session::engines_text() {
                            w.sem < mod_.sems.size() ? mod_.sems[w.sem].name : "?", name_of(w.cmp),
                            w.value, v, ns(a.since));
       }
+  }
+  for (int c = 0; c < m_->num_cores(); ++c) {
+    std::string idle;
+    for (int q = 0; q < kNumDmaQueues; ++q) {
+      if (seen[size_t(c)][size_t(q)]) continue;
+      int e = q;
+      while (e + 1 < kNumDmaQueues && !seen[size_t(c)][size_t(e + 1)]) ++e;
+      idle += fmt::format("{}q{}", idle.empty() ? "" : ", ", q) +
+              (e > q ? fmt::format("..q{}", e) : "");
+      q = e;
+    }
+    if (!idle.empty()) s += fmt::format("  {}{} idle (no transfer yet)\n", who_of(*m_, c), idle);
   }
   return s;
 }
