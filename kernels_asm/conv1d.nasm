@@ -41,7 +41,7 @@
 .param ACT = none
 .param LNC_SHARD = 0
 .param DT = bf16
-.include "lnc.inc"
+.include "lib/lnc.inc"
 
 .if DT != fp32 && DT != bf16
   .error "conv1d: DT must be fp32 or bf16"

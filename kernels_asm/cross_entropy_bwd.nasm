@@ -37,8 +37,8 @@
 .param REDUCTION = mean
 .param IGNORE_INDEX = -100
 .param INPLACE = 0
-.include "lnc.inc"
-.include "ce.inc"
+.include "lib/lnc.inc"
+.include "lib/ce.inc"
 
 .if DT != fp32 && DT != bf16
   .error "cross_entropy_bwd: DT must be fp32 or bf16"

@@ -35,8 +35,8 @@
 .param CS   = 0
 .param DT   = bf16
 .param IGNORE_INDEX = -100
-.include "lnc.inc"
-.include "ce.inc"
+.include "lib/lnc.inc"
+.include "lib/ce.inc"
 
 .if DT != fp32 && DT != bf16
   .error "cross_entropy_fwd: DT must be fp32 or bf16"

@@ -32,7 +32,7 @@
 .param PAD_L = 0
 .param PAD_R = 0
 .param DT = bf16
-.include "lnc.inc"
+.include "lib/lnc.inc"
 
 .if DT != fp32 && DT != bf16
   .error "depthwise_conv1d: DT must be fp32 or bf16"
