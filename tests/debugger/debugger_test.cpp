@@ -44,6 +44,20 @@ std::vector<float> make_input() {
   return x;
 }
 
+// y must be the inclusive prefix sums of make_input(), computed in fp32 left to right.
+void expect_prefix_sums(const NpyArray& a) {
+  ASSERT_EQ(a.shape, (std::vector<int64_t>{kRows, kCols}));
+  std::vector<float> x = make_input();
+  const float* got = reinterpret_cast<const float*>(a.data.data());
+  for (int r = 0; r < kRows; ++r) {
+    float acc = 0;
+    for (int c = 0; c < kCols; ++c) {
+      acc += x[size_t(r) * kCols + c];
+      ASSERT_EQ(got[size_t(r) * kCols + c], acc) << "y[" << r << ", " << c << "]";
+    }
+  }
+}
+
 class Debugger : public ::testing::Test {
 protected:
   static fs::path dir;
@@ -140,16 +154,7 @@ TEST_F(Debugger, DumpAfterRunHoldsThePrefixSums) {
   s.execute("dump y " + y.string());
   ASSERT_NE(out.str().find("The kernel finished"), std::string::npos) << out.str();
   NpyArray a = read_npy(y.string());
-  ASSERT_EQ(a.shape, (std::vector<int64_t>{kRows, kCols}));
-  std::vector<float> x = make_input();
-  const float* got = reinterpret_cast<const float*>(a.data.data());
-  for (int r = 0; r < kRows; ++r) {
-    float acc = 0;
-    for (int c = 0; c < kCols; ++c) {
-      acc += x[size_t(r) * kCols + c];
-      ASSERT_EQ(got[size_t(r) * kCols + c], acc) << "y[" << r << ", " << c << "]";
-    }
-  }
+  expect_prefix_sums(a);
 }
 
 // `--out` writes the tensor as it is when the session ends (here: after the whole run).
@@ -162,16 +167,7 @@ TEST_F(Debugger, OutWritesTheTensorWhenTheSessionEnds) {
                   out, &err))
       << out << err;
   NpyArray a = read_npy(y.string());
-  ASSERT_EQ(a.shape, (std::vector<int64_t>{kRows, kCols}));
-  std::vector<float> x = make_input();
-  const float* got = reinterpret_cast<const float*>(a.data.data());
-  for (int r = 0; r < kRows; ++r) {
-    float acc = 0;
-    for (int c = 0; c < kCols; ++c) {
-      acc += x[size_t(r) * kCols + c];
-      ASSERT_EQ(got[size_t(r) * kCols + c], acc) << "y[" << r << ", " << c << "]";
-    }
-  }
+  expect_prefix_sums(a);
 }
 
 // ---- reverse execution equals a fresh run stopped at the same event ---------------------------
