@@ -270,6 +270,28 @@ void scan_row(const float* d0, const float* d1, uint64_t n, float init, AluOp op
 } // namespace ew
 
 // ---- shared with ACT / POOL ---------------------------------------------------------------------
+namespace {
+// dst, in0 and in1 of a two-input instruction: same partitions and elements per partition,
+// not both inputs in PSUM.
+struct TwoInputs {
+  View d, a, b;
+};
+TwoInputs two_input_views(ExecCtx& cx, const Inst& in) {
+  TwoInputs t{operand_view(cx, in, "dst", Access::write), operand_view(cx, in, "in0", Access::read),
+              operand_view(cx, in, "in1", Access::read)};
+  check_same_shape(in, t.d, t.a, "in0");
+  check_same_shape(in, t.d, t.b, "in1");
+  check_not_both_psum(in, "in0", "in1");
+  return t;
+}
+
+void require_binary(const Inst& in, const char* name, AluOp op) {
+  if (is_unary(op) || op == AluOp::bypass)
+    fault(in, name, fmt::format("{} is not a binary operator", name_of(op)));
+}
+
+} // namespace
+
 void sem_copy(ExecCtx& cx, const Inst& in) {
   const View d = operand_view(cx, in, "dst", Access::write);
   const View s = operand_view(cx, in, "src", Access::read);
@@ -326,15 +348,9 @@ void sem_tensor_scalar(ExecCtx& cx, const Inst& in) {
 void sem_tensor_tensor(ExecCtx& cx, const Inst& in) {
   const AluOp op = enum_operand<AluOp>(in, "op");
   check_alu_op(cx, in, "op", op, true);
-  if (is_unary(op) || op == AluOp::bypass)
-    fault(in, "op", fmt::format("{} is not a binary operator", name_of(op)));
+  require_binary(in, "op", op);
   if (op == AluOp::power && in.engine != Engine::pool) fault(in, "op", "power runs on pool only");
-  const View d = operand_view(cx, in, "dst", Access::write);
-  const View a = operand_view(cx, in, "in0", Access::read);
-  const View b = operand_view(cx, in, "in1", Access::read);
-  check_same_shape(in, d, a, "in0");
-  check_same_shape(in, d, b, "in1");
-  check_not_both_psum(in, "in0", "in1");
+  const auto [d, a, b] = two_input_views(cx, in);
   // GpSimd computes all-int32 operands exactly (results wrap modulo 2^32).
   const bool exact_int = op != AluOp::power && op != AluOp::abs_max && op != AluOp::abs_min;
   if (is_bitvec(op) || (in.engine == Engine::pool && exact_int && all_int32({&d, &a, &b})))
@@ -367,15 +383,9 @@ void sem_scalar_tensor_tensor(ExecCtx& cx, const Inst& in) {
   const AluOp op0 = enum_operand<AluOp>(in, "op0"), op1 = enum_operand<AluOp>(in, "op1");
   check_alu_op(cx, in, "op0", op0, false);
   check_alu_op(cx, in, "op1", op1, false);
-  if (is_unary(op1) || op1 == AluOp::bypass)
-    fault(in, "op1", fmt::format("{} is not a binary operator", name_of(op1)));
+  require_binary(in, "op1", op1);
   const bool rev0 = flag(in, "rev0"), rev1 = flag(in, "rev1");
-  const View d = operand_view(cx, in, "dst", Access::write);
-  const View a = operand_view(cx, in, "in0", Access::read);
-  const View b = operand_view(cx, in, "in1", Access::read);
-  check_same_shape(in, d, a, "in0");
-  check_same_shape(in, d, b, "in1");
-  check_not_both_psum(in, "in0", "in1");
+  const auto [d, a, b] = two_input_views(cx, in);
   const ScalarOp s0 = scalar_operand(cx, in, "operand0", d.parts);
   // The first pass writes the dst row before in1 is read: in1 must not share dst's memory.
   F32Rows ra(a, needs_snapshot(cx, d, a)), rb(b, views_overlap(cx, d, b));
@@ -493,12 +503,7 @@ void sem_scan(ExecCtx& cx, const Inst& in) {
   const AluOp op0 = enum_operand<AluOp>(in, "op0"), op1 = enum_operand<AluOp>(in, "op1");
   check_alu_op(cx, in, "op0", op0, false);
   check_alu_op(cx, in, "op1", op1, false);
-  const View d = operand_view(cx, in, "dst", Access::write);
-  const View a = operand_view(cx, in, "in0", Access::read);
-  const View b = operand_view(cx, in, "in1", Access::read);
-  check_same_shape(in, d, a, "in0");
-  check_same_shape(in, d, b, "in1");
-  check_not_both_psum(in, "in0", "in1");
+  const auto [d, a, b] = two_input_views(cx, in);
   const ScalarOp init = scalar_operand(cx, in, "init", d.parts);
   F32Rows ra(a, needs_snapshot(cx, d, a)), rb(b, needs_snapshot(cx, d, b));
   F32Out o(d);
