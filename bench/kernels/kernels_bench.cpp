@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-#include "asm/asm.h"
+#include "bench/kernel_assemble.h"
 #include "interp/machine.h"
 #include "interp/scheduler.h"
 
@@ -22,17 +22,9 @@ namespace {
 
 using nisa::Module;
 using nisa::Target;
-using Defines = std::vector<std::pair<std::string, std::string>>;
+using nisa::bench::Defines;
 
-Module assemble(const std::string& file, const Defines& d) {
-  nisa::nasm::AsmOptions o;
-  o.defines = d;
-  o.include_dirs = {std::string(NISA_SOURCE_DIR) + "/kernels_asm/lib"};
-  o.target = Target::trn2;
-  auto r = nisa::nasm::assemble_file(std::string(NISA_SOURCE_DIR) + "/kernels_asm/" + file, o);
-  if (!r.ok()) throw std::runtime_error(r.diagnostics_text());
-  return std::move(*r.module);
-}
+using nisa::bench::assemble_kernel;
 
 std::vector<float> random_input(size_t n) {
   std::mt19937 rng(42);
@@ -45,7 +37,7 @@ std::vector<float> random_input(size_t n) {
 // Runs `file` on trn2 with --lnc `lnc` once per iteration; x is fp32.
 void run_kernel(benchmark::State& st, const std::string& file, const Defines& d, int lnc,
                 const std::vector<float>& x) {
-  const Module m = assemble(file, d);
+  const Module m = assemble_kernel(file, d);
   nisa::interp::MachineOptions mo;
   mo.lnc = lnc;
   nisa::interp::Machine machine(m, mo);

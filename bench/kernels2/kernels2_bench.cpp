@@ -16,7 +16,7 @@
 #include <utility>
 #include <vector>
 
-#include "asm/asm.h"
+#include "bench/kernel_assemble.h"
 #include "interp/machine.h"
 #include "interp/scheduler.h"
 #include "isa/dtype.h"
@@ -28,18 +28,10 @@ namespace {
 
 using nisa::Module;
 using nisa::Target;
-using Defines = std::vector<std::pair<std::string, std::string>>;
+using nisa::bench::Defines;
 using Inputs = std::map<std::string, std::vector<uint8_t>>;
 
-Module assemble(const std::string& file, const Defines& d) {
-  nisa::nasm::AsmOptions o;
-  o.defines = d;
-  o.include_dirs = {std::string(NISA_SOURCE_DIR) + "/kernels_asm/lib"};
-  o.target = Target::trn2;
-  auto r = nisa::nasm::assemble_file(std::string(NISA_SOURCE_DIR) + "/kernels_asm/" + file, o);
-  if (!r.ok()) throw std::runtime_error(r.diagnostics_text());
-  return std::move(*r.module);
-}
+using nisa::bench::assemble_kernel;
 
 // bf16-representable normal values (as floats) and their bf16 bytes.
 std::vector<float> random_bf16(size_t n, uint32_t seed) {
@@ -99,10 +91,10 @@ void BM_CrossEntropyFwdBwd_Nisa(benchmark::State& st) {
   const Inputs fin = {{"logits", bf16_bytes(x)}, {"targets", raw_bytes(t)}};
   Inputs bin = fin;
   bin["lse"] = raw_bytes(lse);
-  run_modules(
-      st,
-      {{assemble("cross_entropy_fwd.nasm", d), fin}, {assemble("cross_entropy_bwd.nasm", db), bin}},
-      2);
+  run_modules(st,
+              {{assemble_kernel("cross_entropy_fwd.nasm", d), fin},
+               {assemble_kernel("cross_entropy_bwd.nasm", db), bin}},
+              2);
 }
 void BM_CrossEntropyFwdBwd_Native(benchmark::State& st) {
   const std::vector<float> x = random_bf16(size_t(kNpos) * kVocab, 1);
@@ -135,7 +127,8 @@ void BM_Conv1d_Nisa(benchmark::State& st) {
                      {"K", "3"},      {"PAD_L", "1"},    {"PAD_R", "1"},  {"DT", "bf16"},
                      {"ACT", "none"}, {"LNC_SHARD", "1"}};
   run_modules(
-      st, {{assemble("conv1d.nasm", d), {{"x", bf16_bytes(x)}, {"filters", bf16_bytes(f)}}}}, 2);
+      st, {{assemble_kernel("conv1d.nasm", d), {{"x", bf16_bytes(x)}, {"filters", bf16_bytes(f)}}}},
+      2);
 }
 void BM_Conv1d_Native(benchmark::State& st) {
   const std::vector<float> x = random_bf16(size_t(kB) * kCin * kL, 2);
@@ -180,10 +173,10 @@ void BM_Depthwise_Nisa(benchmark::State& st) {
   const std::vector<float> f = random_bf16(size_t(kC) * kS, 5);
   const Defines d = {{"N", "1"},      {"C", "1024"},   {"W", "1024"}, {"S", "128"},
                      {"PAD_L", "64"}, {"PAD_R", "63"}, {"DT", "bf16"}};
-  run_modules(
-      st,
-      {{assemble("depthwise_conv1d.nasm", d), {{"img", bf16_bytes(x)}, {"filter", bf16_bytes(f)}}}},
-      2);
+  run_modules(st,
+              {{assemble_kernel("depthwise_conv1d.nasm", d),
+                {{"img", bf16_bytes(x)}, {"filter", bf16_bytes(f)}}}},
+              2);
 }
 void BM_Depthwise_Native(benchmark::State& st) {
   const std::vector<float> x = random_bf16(size_t(kC) * kW, 4);
