@@ -230,7 +230,6 @@ TEST_F(Debugger, ReverseContinueReturnsToThePreviousBreakpoint) {
 // A label defined in several streams stops in each of them.
 TEST_F(Debugger, LabelBreakpointStopsInEveryStream) {
   nasm::AsmOptions ao;
-  ao.include_dirs = {std::string(NISA_SOURCE_DIR) + "/kernels_asm/lib"};
   nasm::AsmResult r =
       nasm::assemble_file(std::string(NISA_SOURCE_DIR) + "/kernels_asm/cascaded_max.nasm", ao);
   ASSERT_TRUE(r.ok()) << r.diagnostics_text();
@@ -290,7 +289,7 @@ TEST_F(Debugger, KernelsAreRaceFree) {
   for (const char* k : {"topk", "cascaded_max"})
     for (int lnc : {1, 2}) {
       std::string out, err;
-      int rc = sh(fmt::format("{} run kernels_asm/{}.nasm -I kernels_asm/lib --lnc {} --in x={} "
+      int rc = sh(fmt::format("{} run kernels_asm/{}.nasm --lnc {} --in x={} "
                               "--check-races",
                               NISA_BINARY, k, lnc, xin.string()),
                   out, &err);

@@ -12,7 +12,6 @@ namespace nisa::kt {
 Assembled assemble_kernel(const std::string& file, const Defines& defines, Target target) {
   nasm::AsmOptions o;
   o.defines = defines;
-  o.include_dirs = {std::string(NISA_SOURCE_DIR) + "/kernels_asm/lib"};
   o.target = target;
   nasm::AsmResult r = nasm::assemble_file(std::string(NISA_SOURCE_DIR) + "/kernels_asm/" + file, o);
   Assembled a;

@@ -23,7 +23,7 @@ struct Assembled {
   Module module;
 };
 
-// Assembles kernels_asm/<file> (with kernels_asm/lib on the include path).
+// Assembles kernels_asm/<file> as scripts do (no -I: kernels include lib/ by relative path).
 Assembled assemble_kernel(const std::string& file, const Defines& defines, Target target);
 
 struct RunOutput {
