@@ -12,7 +12,6 @@
 
 namespace nisa::nasm {
 namespace fs = std::filesystem;
-using P = Parser;
 
 namespace {
 
@@ -28,7 +27,7 @@ bool read_text(const std::string& path, std::string& out) {
   return true;
 }
 
-std::string unquote(const std::string& s) {
+std::string unquote(std::string_view s) {
   std::string out;
   for (size_t k = 1; k + 1 < s.size(); ++k) {
     if (s[k] == '\\' && k + 2 < s.size()) {
@@ -146,8 +145,8 @@ AsmResult Assembler::run_string(std::string_view text, const std::string& name) 
   try {
     uint32_t u = load_unit(name, std::string(text));
     if (units_[u].ok) {
-      cur_unit_ = u;
-      exec_range(u, 0, units_[u].lines.size());
+      enter_unit(u);
+      exec_range(u, 0, units_[u].parsed.stmts.size());
     }
   } catch (const Abort&) {
   }
@@ -220,18 +219,16 @@ const Assembler::LabelDef* Assembler::find_label(const Fixup& fx, std::string& m
 }
 
 uint32_t Assembler::load_unit(const std::string& display, std::string text) {
-  Unit u;
-  u.parsed = parse_source(display, std::move(text));
   const uint32_t id = static_cast<uint32_t>(units_.size());
   mod_.files.push_back(display);
-  units_.push_back(std::move(u));
+  units_.emplace_back();
   Unit& unit = units_.back();
-  for (const auto& e : unit.parsed->errors) {
+  unit.parsed = parse_source(display, std::move(text));
+  for (const auto& e : unit.parsed.errors) {
     report(Loc{id, e.line, e.col, cur_frame_}, e.message);
     unit.ok = false;
   }
   if (!unit.ok) return id;
-  unit.lines = unit.parsed->tree->line();
   match_blocks(unit, id);
   return id;
 }
@@ -239,7 +236,8 @@ uint32_t Assembler::load_unit(const std::string& display, std::string text) {
 // Pairs every block opener with its closer once per file, so that expansion can jump over
 // bodies and unterminated or stray blocks are reported even when never executed.
 void Assembler::match_blocks(Unit& u, uint32_t id) {
-  const size_t n = u.lines.size();
+  const std::vector<Stmt>& lines = u.parsed.stmts;
+  const size_t n = lines.size();
   u.close.assign(n, 0);
   u.branches.assign(n, {});
   struct Open {
@@ -249,30 +247,26 @@ void Assembler::match_blocks(Unit& u, uint32_t id) {
     bool seen_else = false;
   };
   std::vector<Open> stack;
-  auto at = [&](size_t i) { return loc(u.lines[i]->getStart()); };
-  auto here = [&](size_t i) {
-    Loc l = at(i);
-    l.file = id;
-    if (auto* s = u.lines[i]->stmt())
-      l.col = static_cast<uint32_t>(s->getStart()->getCharPositionInLine() + 1);
-    return l;
+  auto tok_loc = [&](uint32_t t) {
+    const Token& k = u.parsed.tokens[t];
+    return Loc{id, k.line, k.col, cur_frame_};
   };
+  auto line_of = [&](size_t i) { return u.parsed.tokens[lines[i].first].line; };
+  auto here = [&](size_t i) { return tok_loc(lines[i].tok); };
   for (size_t i = 0; i < n; ++i) {
-    auto* s = u.lines[i]->stmt();
-    if (!s) continue;
-    if (dynamic_cast<P::IfStmtContext*>(s))
+    const StmtKind k = lines[i].kind;
+    if (k == StmtKind::If)
       stack.push_back({i, ".if", ".endif"});
-    else if (dynamic_cast<P::ForStmtContext*>(s))
+    else if (k == StmtKind::For)
       stack.push_back({i, ".for", ".endfor"});
-    else if (dynamic_cast<P::MacroStmtContext*>(s))
+    else if (k == StmtKind::Macro)
       stack.push_back({i, ".macro", ".endm"});
     else {
-      const bool is_elif = dynamic_cast<P::ElifStmtContext*>(s) != nullptr;
-      const bool is_else = dynamic_cast<P::ElseStmtContext*>(s) != nullptr;
-      const char* closer = dynamic_cast<P::EndifStmtContext*>(s)    ? ".endif"
-                           : dynamic_cast<P::EndforStmtContext*>(s) ? ".endfor"
-                           : dynamic_cast<P::EndmStmtContext*>(s)   ? ".endm"
-                                                                    : nullptr;
+      const bool is_elif = k == StmtKind::Elif, is_else = k == StmtKind::Else;
+      const char* closer = k == StmtKind::Endif    ? ".endif"
+                           : k == StmtKind::Endfor ? ".endfor"
+                           : k == StmtKind::Endm   ? ".endm"
+                                                   : nullptr;
       if (!is_elif && !is_else && !closer) continue;
       const char* word = is_elif ? ".elif" : is_else ? ".else" : closer;
       if (stack.empty()) {
@@ -284,7 +278,7 @@ void Assembler::match_blocks(Unit& u, uint32_t id) {
       if (is_elif || is_else) {
         if (std::string_view(top.what) != ".if") {
           report(here(i), fmt::format("'{}' inside '{}' (opened at line {}), not inside .if", word,
-                                      top.what, at(top.line).line));
+                                      top.what, line_of(top.line)));
           u.ok = false;
         } else if (top.seen_else) {
           report(here(i), fmt::format("'{}' after '.else'", word));
@@ -297,7 +291,7 @@ void Assembler::match_blocks(Unit& u, uint32_t id) {
       }
       if (std::string_view(top.closer) != closer) {
         report(here(i), fmt::format("'{}' closes '{}' opened at line {}; expected '{}'", closer,
-                                    top.what, at(top.line).line, top.closer));
+                                    top.what, line_of(top.line), top.closer));
         u.ok = false;
         stack.pop_back();
         continue;
@@ -317,64 +311,70 @@ void Assembler::match_blocks(Unit& u, uint32_t id) {
 
 void Assembler::exec_range(uint32_t unit, size_t begin, size_t end) {
   const uint32_t saved = cur_unit_;
-  cur_unit_ = unit;
+  enter_unit(unit);
   for (size_t i = begin; i < end; ++i) exec_line(unit, i);
-  cur_unit_ = saved;
+  enter_unit(saved);
 }
 
 void Assembler::exec_line(uint32_t unit, size_t& i) {
-  P::LineContext* line = units_[unit].lines[i];
+  const Stmt& s = file_->stmts[i];
   try {
-    if (line->label) define_label(line->label);
-    if (auto* s = line->stmt()) exec_stmt(unit, i, s);
+    if (s.label != kNone) define_label(s.label);
+    if (s.kind != StmtKind::None) exec_stmt(unit, i, s);
   } catch (const StmtError& e) {
     report(e.loc, e.message);
   }
 }
 
-void Assembler::exec_stmt(uint32_t unit, size_t& i, P::StmtContext* s) {
-  if (auto* x = dynamic_cast<P::InstStmtContext*>(s)) return exec_inst(x);
-  if (auto* x = dynamic_cast<P::AssignStmtContext*>(s)) return exec_assign(x);
-  if (dynamic_cast<P::IfStmtContext*>(s)) return exec_if(unit, i);
-  if (auto* x = dynamic_cast<P::ForStmtContext*>(s)) return exec_for(unit, i, x);
-  if (auto* x = dynamic_cast<P::MacroCallContext*>(s)) return exec_macro_call(x);
-  if (auto* x = dynamic_cast<P::TensorStmtContext*>(s)) return exec_tensor(x);
-  if (auto* x = dynamic_cast<P::MacroStmtContext*>(s)) {
-    const std::string name = x->name->getText();
-    declare(name, loc(x->name), "macro");
-    Macro m{name, unit, i + 1, units_[unit].close[i], x->macroParam(), loc(x->name)};
-    std::vector<std::string> seen;
-    for (auto* p : m.params) {
-      const std::string pn = p->name->getText();
-      if (std::find(seen.begin(), seen.end(), pn) != seen.end())
-        fail(loc(p->name), fmt::format("duplicate parameter '{}' of macro '{}'", pn, name));
-      seen.push_back(pn);
-    }
-    macros_[name] = std::move(m);
-    i = units_[unit].close[i];
+void Assembler::exec_stmt(uint32_t unit, size_t& i, const Stmt& s) {
+  switch (s.kind) {
+  case StmtKind::Inst: return exec_inst(s);
+  case StmtKind::Assign: return exec_assign(s);
+  case StmtKind::If: return exec_if(unit, i);
+  case StmtKind::For: return exec_for(unit, i, s);
+  case StmtKind::MacroCall: return exec_macro_call(s);
+  case StmtKind::Tensor: return exec_tensor(s);
+  case StmtKind::Macro: return exec_macro_def(unit, i, s);
+  case StmtKind::Include: return exec_include(s);
+  case StmtKind::Error: fail(loc(s.tok), unquote(text(s.word)));
+  case StmtKind::Kernel: mod_.kernel = text(s.name); return;
+  case StmtKind::Target: return exec_target(s);
+  case StmtKind::View: return exec_view(s);
+  case StmtKind::Sem: return exec_sem(s);
+  case StmtKind::Group: return exec_group(s);
+  case StmtKind::UnknownDirective: return exec_unknown_directive(s);
+  default:
+    // .elif/.else/.endif/.endfor/.endm reached directly: their blocks are handled by the opener.
     return;
   }
-  if (auto* x = dynamic_cast<P::IncludeStmtContext*>(s)) return exec_include(x);
-  if (auto* x = dynamic_cast<P::ErrorStmtContext*>(s)) fail(x, unquote(x->STRING()->getText()));
-  if (auto* x = dynamic_cast<P::KernelStmtContext*>(s)) {
-    mod_.kernel = x->name->getText();
-    return;
+}
+
+void Assembler::exec_macro_def(uint32_t unit, size_t& i, const Stmt& s) {
+  const std::string name(text(s.name));
+  declare(name, loc(s.name), "macro");
+  Macro m{name, unit, i + 1, units_[unit].close[i], s.items, s.nitems, loc(s.name)};
+  std::vector<std::string_view> seen;
+  for (uint32_t k = 0; k < s.nitems; ++k) {
+    const uint32_t t = file().items[s.items + k].tok;
+    const std::string_view pn = text(t);
+    if (std::find(seen.begin(), seen.end(), pn) != seen.end())
+      fail(loc(t), fmt::format("duplicate parameter '{}' of macro '{}'", pn, name));
+    seen.push_back(pn);
   }
-  if (auto* x = dynamic_cast<P::TargetStmtContext*>(s)) return exec_target(x);
-  if (auto* x = dynamic_cast<P::ViewStmtContext*>(s)) return exec_view(x);
-  if (auto* x = dynamic_cast<P::SemStmtContext*>(s)) return exec_sem(x);
-  if (auto* x = dynamic_cast<P::GroupStmtContext*>(s)) return exec_group(x);
-  if (auto* x = dynamic_cast<P::UnknownDirectiveContext*>(s)) {
-    static const std::vector<std::string> kDirectives = {
-        ".kernel", ".target", ".param", ".equ",    ".set",   ".if",   ".elif",
-        ".else",   ".endif",  ".for",   ".endfor", ".macro", ".endm", ".include",
-        ".error",  ".hbm",    ".sbuf",  ".psum",   ".view",  ".sem",  ".group"};
-    const std::string d = x->DIRECTIVE()->getText();
-    bool known = std::find(kDirectives.begin(), kDirectives.end(), d) != kDirectives.end();
-    fail(x, known ? fmt::format("malformed '{}' directive (see docs/asm.md)", d)
-                  : fmt::format("unknown directive '{}'{}", d, did_you_mean(d, kDirectives)));
-  }
-  // .elif/.else/.endif/.endfor/.endm reached directly: their blocks are handled by the opener.
+  macros_[name] = std::move(m);
+  i = units_[unit].close[i];
+}
+
+void Assembler::exec_unknown_directive(const Stmt& s) {
+  static const std::vector<std::string> kDirectives = {
+      ".kernel", ".target", ".param", ".equ",    ".set",   ".if",   ".elif",
+      ".else",   ".endif",  ".for",   ".endfor", ".macro", ".endm", ".include",
+      ".error",  ".hbm",    ".sbuf",  ".psum",   ".view",  ".sem",  ".group"};
+  const std::string_view d = text(s.tok);
+  const bool known = std::find(kDirectives.begin(), kDirectives.end(), d) != kDirectives.end();
+  fail(loc(s.tok), known
+                       ? fmt::format("malformed '{}' directive (see docs/asm.md)", d)
+                       : fmt::format("unknown directive '{}'{}", d, did_you_mean(d, kDirectives)));
 }
 
 void Assembler::exec_if(uint32_t unit, size_t& i) {
@@ -385,15 +385,13 @@ void Assembler::exec_if(uint32_t unit, size_t& i) {
   heads.push_back(close);
   i = close;
   for (size_t b = 0; b + 1 < heads.size(); ++b) {
-    P::StmtContext* s = u.lines[heads[b]]->stmt();
-    P::ExprContext* cond = nullptr;
-    if (auto* x = dynamic_cast<P::IfStmtContext*>(s)) cond = x->expr();
-    if (auto* x = dynamic_cast<P::ElifStmtContext*>(s)) cond = x->expr();
+    const Stmt& s = file_->stmts[heads[b]];
     bool take = true;
-    if (cond) {
+    if (s.kind == StmtKind::If || s.kind == StmtKind::Elif) {
       try {
-        Value v = eval(cond);
-        if (!v.is_num()) fail(cond, fmt::format("condition must be a number, not '{}'", v.str()));
+        Value v = eval(s.e0);
+        if (!v.is_num())
+          fail_at(s.e0, fmt::format("condition must be a number, not '{}'", v.str()));
         take = v.num() != 0;
       } catch (const StmtError& e) {
         report(e.loc, e.message);
@@ -407,22 +405,22 @@ void Assembler::exec_if(uint32_t unit, size_t& i) {
   }
 }
 
-void Assembler::exec_for(uint32_t unit, size_t& i, P::ForStmtContext* s) {
+void Assembler::exec_for(uint32_t unit, size_t& i, const Stmt& s) {
   const size_t open = i, close = units_[unit].close[open];
   i = close;
-  if (s->kw->getText() != "in") fail(loc(s->kw), "expected 'in' in '.for VAR in A .. B'");
-  if (s->stepkw && s->stepkw->getText() != "step")
-    fail(loc(s->stepkw), fmt::format("expected 'step', not '{}'", s->stepkw->getText()));
-  const int64_t from = eval_int(s->from, "loop start"), to = eval_int(s->to, "loop end");
-  const int64_t step = s->step ? eval_int(s->step, "loop step") : 1;
-  if (step == 0) fail(s->step, "loop step cannot be zero");
+  if (text(s.word) != "in") fail(loc(s.word), "expected 'in' in '.for VAR in A .. B'");
+  if (s.word2 != kNone && text(s.word2) != "step")
+    fail(loc(s.word2), fmt::format("expected 'step', not '{}'", text(s.word2)));
+  const int64_t from = eval_int(s.e0, "loop start"), to = eval_int(s.e1, "loop end");
+  const int64_t step = s.e2 != kNone ? eval_int(s.e2, "loop step") : 1;
+  if (step == 0) fail_at(s.e2, "loop step cannot be zero");
   const double n = step > 0
                        ? std::ceil(static_cast<double>(to - from) / static_cast<double>(step))
                        : std::ceil(static_cast<double>(from - to) / static_cast<double>(-step));
+  const Loc at = loc(s.tok);
   if (n > static_cast<double>(opts_.max_iterations))
-    fail(s, fmt::format(".for of {} iterations exceeds the limit of {}", n, opts_.max_iterations));
-  const std::string var = s->var->getText();
-  const Loc at = loc(s);
+    fail(at, fmt::format(".for of {} iterations exceeds the limit of {}", n, opts_.max_iterations));
+  const std::string var(text(s.name));
   const int32_t outer = cur_frame_;
   for (int64_t v = from; step > 0 ? v < to : v > to; v += step) {
     cur_frame_ = push_frame(ExpansionFrame::ForIter, fmt::format("{}={}", var, v), at);
@@ -440,77 +438,88 @@ void Assembler::exec_for(uint32_t unit, size_t& i, P::ForStmtContext* s) {
   }
 }
 
-void Assembler::exec_macro_call(P::MacroCallContext* s) {
-  const std::string name = s->ID()->getText();
+void Assembler::exec_macro_call(const Stmt& s) {
+  const std::string name(text(s.tok));
+  const Loc at = loc(s.tok);
   auto it = macros_.find(name);
   if (it == macros_.end()) {
     if (!find_all_by_mnemonic(name).empty())
-      fail(s, fmt::format("instruction '{}' needs an engine prefix, e.g. '{}.{}'", name,
-                          name_of(static_cast<Engine>(
-                              std::countr_zero(find_all_by_mnemonic(name)[0]->engines))),
-                          name));
+      fail(at, fmt::format("instruction '{}' needs an engine prefix, e.g. '{}.{}'", name,
+                           name_of(static_cast<Engine>(
+                               std::countr_zero(find_all_by_mnemonic(name)[0]->engines))),
+                           name));
     std::vector<std::string> cands;
     for (const auto& [n, m] : macros_) cands.push_back(n);
-    fail(s, fmt::format("unknown macro '{}'{}", name, did_you_mean(name, cands)));
+    fail(at, fmt::format("unknown macro '{}'{}", name, did_you_mean(name, cands)));
   }
   const Macro& m = it->second;
+  // The macro's parameters are Items of the unit that defines it.
+  const ParsedFile& def = units_[m.unit].parsed;
+  const Item* params = def.items.data() + m.params;
   std::vector<std::string> pnames;
-  for (auto* p : m.params) pnames.push_back(p->name->getText() + (p->expr() ? "=..." : ""));
-  std::unordered_map<std::string, Var> args;
+  for (uint32_t k = 0; k < m.nparams; ++k)
+    pnames.push_back(std::string(def.text(params[k].tok)) + (params[k].rhs != kNone ? "=..." : ""));
+  NameMap<Var> args;
   size_t pos = 0;
   bool named = false;
-  for (auto* op : s->operand()) {
+  for (uint32_t k = 0; k < s.nitems; ++k) {
+    const Item& op = file().items[s.items + k];
     std::string pn;
-    if (antlr4::Token* ntok = operand_name(op)) {
+    if (const uint32_t ntok = operand_name(op); ntok != kNone) {
       named = true;
-      pn = ntok->getText();
-      auto pit = std::find_if(m.params.begin(), m.params.end(),
-                              [&](auto* p) { return p->name->getText() == pn; });
-      if (pit == m.params.end()) {
+      pn = text(ntok);
+      const Item* p = std::find_if(params, params + m.nparams,
+                                   [&](const Item& q) { return def.text(q.tok) == pn; });
+      if (p == params + m.nparams) {
         std::vector<std::string> c;
-        for (auto* p : m.params) c.push_back(p->name->getText());
-        fail(loc(op->lhs),
-             fmt::format("macro '{}' has no parameter '{}'{}", name, pn, did_you_mean(pn, c)));
+        for (uint32_t j = 0; j < m.nparams; ++j) c.emplace_back(def.text(params[j].tok));
+        fail_at(op.lhs,
+                fmt::format("macro '{}' has no parameter '{}'{}", name, pn, did_you_mean(pn, c)));
       }
-      if (args.count(pn)) fail(loc(op->lhs), fmt::format("argument '{}' given twice", pn));
+      if (args.count(pn)) fail_at(op.lhs, fmt::format("argument '{}' given twice", pn));
     } else {
-      if (named) fail(op, "positional argument after a named one");
-      if (pos >= m.params.size())
-        fail(op, fmt::format("macro '{}' takes {} argument(s) ({}), got more", name,
-                             m.params.size(), join(pnames)));
-      pn = m.params[pos++]->name->getText();
+      if (named) fail(loc(op.tok), "positional argument after a named one");
+      if (pos >= m.nparams)
+        fail(loc(op.tok), fmt::format("macro '{}' takes {} argument(s) ({}), got more", name,
+                                      m.nparams, join(pnames)));
+      pn = def.text(params[pos++].tok);
     }
-    args[pn] = Var{eval(operand_value(op)), Var::Arg, loc(op)};
+    args[pn] = Var{eval(operand_value(op)), Var::Arg, loc(op.tok)};
   }
   if (++depth_ > opts_.max_depth) {
     --depth_;
-    report(loc(s), fmt::format("expansion depth limit ({}) exceeded in macro '{}' (recursive "
-                               "expansion?)",
-                               opts_.max_depth, name));
+    report(at, fmt::format("expansion depth limit ({}) exceeded in macro '{}' (recursive "
+                           "expansion?)",
+                           opts_.max_depth, name));
     throw Abort{};
   }
   const int32_t outer = cur_frame_;
-  cur_frame_ = push_frame(ExpansionFrame::Macro, name, loc(s));
+  const uint32_t caller = cur_unit_;
+  cur_frame_ = push_frame(ExpansionFrame::Macro, name, at);
   macro_base_.push_back(locals_.size());
   locals_.emplace_back();
   auto restore = [&] {
     locals_.resize(macro_base_.back());
     macro_base_.pop_back();
     cur_frame_ = outer;
+    enter_unit(caller);
     --depth_;
   };
   try {
-    // Defaults are evaluated in the macro's scope, so they may use earlier parameters.
-    for (auto* p : m.params) {
-      const std::string pn = p->name->getText();
+    // Defaults are evaluated in the macro's scope (and file), so they may use earlier
+    // parameters.
+    enter_unit(m.unit);
+    for (uint32_t k = 0; k < m.nparams; ++k) {
+      const std::string pn(def.text(params[k].tok));
       auto a = args.find(pn);
       if (a != args.end()) {
         locals_.back()[pn] = a->second;
-      } else if (p->expr()) {
-        locals_.back()[pn] = Var{eval(p->expr()), Var::Arg, loc(p)};
+      } else if (params[k].rhs != kNone) {
+        locals_.back()[pn] = Var{eval(params[k].rhs), Var::Arg, loc(params[k].tok)};
       } else {
         cur_frame_ = outer;
-        fail(s, fmt::format("missing argument '{}' of macro '{}' ({})", pn, name, join(pnames)));
+        enter_unit(caller);
+        fail(at, fmt::format("missing argument '{}' of macro '{}' ({})", pn, name, join(pnames)));
       }
     }
     exec_range(m.unit, m.begin, m.end);
@@ -521,40 +530,39 @@ void Assembler::exec_macro_call(P::MacroCallContext* s) {
   restore();
 }
 
-void Assembler::exec_include(P::IncludeStmtContext* s) {
-  const std::string rel = unquote(s->STRING()->getText());
+void Assembler::exec_include(const Stmt& s) {
+  const std::string rel = unquote(text(s.word));
   std::vector<fs::path> cands;
-  const fs::path here = fs::path(units_[cur_unit_].parsed->name).parent_path();
+  const fs::path here = fs::path(file().name).parent_path();
   cands.push_back(here / rel);
   for (const auto& d : opts_.include_dirs) cands.push_back(fs::path(d) / rel);
   cands.push_back(rel);
-  std::string path, text;
+  std::string path, content;
   for (const auto& c : cands)
-    if (read_text(c.string(), text)) {
+    if (read_text(c.string(), content)) {
       path = c.lexically_normal().string();
       break;
     }
   if (path.empty())
-    fail(s->STRING()->getSymbol() ? loc(s->STRING()->getSymbol()) : loc(s),
+    fail(loc(s.word),
          fmt::format("cannot find include file '{}' (searched: {}{})", rel,
                      here.empty() ? "." : here.string(),
                      opts_.include_dirs.empty() ? "" : ", " + join(opts_.include_dirs)));
   std::error_code ec;
   const std::string canon = fs::weakly_canonical(path, ec).string();
   if (std::find(include_stack_.begin(), include_stack_.end(), canon) != include_stack_.end()) {
-    report(loc(s->STRING()->getSymbol()),
-           fmt::format("include cycle: '{}' is already being included", rel));
+    report(loc(s.word), fmt::format("include cycle: '{}' is already being included", rel));
     throw Abort{};
   }
-  if (depth_ + 1 > opts_.max_depth) fail(s, "include depth limit exceeded");
+  if (depth_ + 1 > opts_.max_depth) fail(loc(s.tok), "include depth limit exceeded");
   uint32_t unit;
   auto cached = unit_by_path_.find(canon);
   const int32_t outer = cur_frame_;
-  cur_frame_ = push_frame(ExpansionFrame::Include, path, loc(s));
+  cur_frame_ = push_frame(ExpansionFrame::Include, path, loc(s.tok));
   if (cached != unit_by_path_.end()) {
     unit = cached->second;
   } else {
-    unit = load_unit(path, std::move(text));
+    unit = load_unit(path, std::move(content));
     unit_by_path_[canon] = unit;
   }
   if (!units_[unit].ok) {
@@ -564,7 +572,7 @@ void Assembler::exec_include(P::IncludeStmtContext* s) {
   include_stack_.push_back(canon);
   ++depth_;
   try {
-    exec_range(unit, 0, units_[unit].lines.size());
+    exec_range(unit, 0, units_[unit].parsed.stmts.size());
   } catch (...) {
     include_stack_.pop_back();
     --depth_;
@@ -576,16 +584,17 @@ void Assembler::exec_include(P::IncludeStmtContext* s) {
   cur_frame_ = outer;
 }
 
-void Assembler::exec_assign(P::AssignStmtContext* s) {
-  const std::string kind = s->kind->getText(), name = s->name->getText();
-  const Loc at = loc(s->name);
-  if (kind == ".set") {
+void Assembler::exec_assign(const Stmt& s) {
+  const Tok kind = file().tokens[s.tok].kind;
+  const std::string_view name = text(s.name);
+  const Loc at = loc(s.name);
+  if (kind == Tok::KwSet) {
     for (size_t k = locals_.size(); k-- > macro_base_.back();) {
       auto it = locals_[k].find(name);
       if (it != locals_[k].end()) {
         if (it->second.kind == Var::Loop)
           fail(at, fmt::format("cannot assign the loop variable '{}'", name));
-        it->second.v = eval(s->expr());
+        it->second.v = eval(s.e0);
         return;
       }
     }
@@ -596,36 +605,37 @@ void Assembler::exec_assign(P::AssignStmtContext* s) {
       if (it->second.kind != Var::Set)
         fail(at, fmt::format("'{}' is a constant ({}); .set cannot change it", name,
                              it->second.kind == Var::Param ? ".param" : ".equ"));
-      it->second.v = eval(s->expr());
+      it->second.v = eval(s.e0);
       return;
     }
-    Value v = eval(s->expr());
+    Value v = eval(s.e0);
     declare(name, at, ".set");
-    globals_[name] = Var{v, Var::Set, at};
+    globals_[std::string(name)] = Var{v, Var::Set, at};
     return;
   }
-  const bool param = kind == ".param";
+  const bool param = kind == Tok::KwParam;
   Value v;
-  auto d = defines_.find(name);
+  auto d = defines_.find(std::string(name));
   if (param && d != defines_.end()) {
     v = d->second.first;
     d->second.second = true;
   } else {
-    v = eval(s->expr());
+    v = eval(s.e0);
   }
-  declare(name, at, kind.c_str());
-  globals_[name] = Var{v, param ? Var::Param : Var::Equ, at};
+  declare(name, at, param ? ".param" : ".equ");
+  globals_[std::string(name)] = Var{v, param ? Var::Param : Var::Equ, at};
   if (param) mod_.params.emplace_back(name, v.str());
 }
 
-void Assembler::exec_target(P::TargetStmtContext* s) {
-  const std::string n = s->name->getText();
+void Assembler::exec_target(const Stmt& s) {
+  const std::string_view n = text(s.name);
   auto t = enum_parse(EnumType::Target, n);
   if (!t)
-    fail(loc(s->name),
+    fail(loc(s.name),
          fmt::format("unknown target '{}'{}", n, did_you_mean(n, enum_names(EnumType::Target))));
   if (target_set_by_option_) return; // --target wins
-  if (target_locked_) fail(s, ".target must come before tensor declarations and instructions");
+  if (target_locked_)
+    fail(loc(s.tok), ".target must come before tensor declarations and instructions");
   mod_.target = static_cast<Target>(*t);
   alloc_ = std::make_unique<Allocator>(mod_.target);
   set_target_symbols();
@@ -636,128 +646,135 @@ void Assembler::set_target_symbols() {
   globals_["GEN"] = Var{Value::of_int(static_cast<int>(mod_.target)), Var::Predefined, {}};
 }
 
-DType Assembler::eval_dtype(antlr4::Token* t) {
-  std::string n = t->getText();
+DType Assembler::eval_dtype(uint32_t tok) {
+  std::string_view n = text(tok);
   if (const Var* v = lookup(n); v && v->v.kind == Value::Name) n = v->v.s;
   auto dt = parse_dtype(n);
   if (!dt) {
     std::vector<std::string> names;
     for (const auto& i : kDTypeInfo) names.emplace_back(i.name);
-    fail(loc(t), fmt::format("unknown dtype '{}'{}", n, did_you_mean(n, names)));
+    fail(loc(tok), fmt::format("unknown dtype '{}'{}", n, did_you_mean(n, names)));
   }
   return *dt;
 }
 
-void Assembler::exec_tensor(P::TensorStmtContext* s) {
+void Assembler::exec_tensor(const Stmt& s) {
   target_locked_ = true;
   TensorDecl t;
-  t.name = s->name->getText();
-  const std::string kind = s->kind->getText();
-  t.space = kind == ".hbm" ? MemSpace::hbm : kind == ".sbuf" ? MemSpace::sbuf : MemSpace::psum;
-  t.dtype = eval_dtype(s->dtype);
-  if (!s->exprList()) fail(s, "a tensor needs a shape, e.g. fp32[128, 512]");
-  for (auto* e : s->exprList()->expr()) {
-    int64_t d = eval_int(e, "dimension");
+  t.name = text(s.name);
+  const Tok kind = file().tokens[s.tok].kind;
+  t.space = kind == Tok::KwHbm    ? MemSpace::hbm
+            : kind == Tok::KwSbuf ? MemSpace::sbuf
+                                  : MemSpace::psum;
+  t.dtype = eval_dtype(s.word2);
+  if (s.nitems == 0) fail(loc(s.tok), "a tensor needs a shape, e.g. fp32[128, 512]");
+  const Item* shape = file().items.data() + s.items;
+  for (uint32_t k = 0; k < s.nitems; ++k) {
+    int64_t d = eval_int(shape[k].lhs, "dimension");
     if (d < 1 || d > (int64_t{1} << 40))
-      fail(e, fmt::format("dimension {} must be in [1, 2^40]", d));
+      fail_at(shape[k].lhs, fmt::format("dimension {} must be in [1, 2^40]", d));
     t.shape.push_back(d);
   }
   if (t.space != MemSpace::hbm && t.shape[0] > kNumPartitions)
-    fail(s->exprList()->expr(0), fmt::format("{} tensor '{}' has {} partitions; at most {}",
-                                             kind.substr(1), t.name, t.shape[0], kNumPartitions));
-  if (s->role) {
-    auto r = enum_parse(EnumType::Role, s->role->getText());
+    fail_at(shape[0].lhs,
+            fmt::format("{} tensor '{}' has {} partitions; at most {}",
+                        tok_spelling(kind).substr(1), t.name, t.shape[0], kNumPartitions));
+  if (s.word != kNone) {
+    const std::string_view role = text(s.word);
+    auto r = enum_parse(EnumType::Role, role);
     if (!r)
-      fail(loc(s->role),
-           fmt::format("unknown role '{}'{} (input, output or scratch)", s->role->getText(),
-                       did_you_mean(s->role->getText(), enum_names(EnumType::Role))));
+      fail(loc(s.word), fmt::format("unknown role '{}'{} (input, output or scratch)", role,
+                                    did_you_mean(role, enum_names(EnumType::Role))));
     t.role = static_cast<Role>(*r);
   }
   std::optional<uint64_t> pin;
-  if (s->addr) {
+  if (s.e0 != kNone) {
     // `@ addr`, or `@ [first_partition, addr]` on chip.
-    Value a = eval(s->addr);
+    Value a = eval(s.e0);
     if (a.kind == Value::List && a.list.size() == 2 && a.list[0].kind == Value::Int &&
         a.list[1].kind == Value::Int && t.space != MemSpace::hbm) {
       if (a.list[0].i < 0 || a.list[0].i + t.shape[0] > kNumPartitions)
-        fail(s->addr, fmt::format("partitions {}..{} are outside the {} partitions", a.list[0].i,
+        fail_at(s.e0, fmt::format("partitions {}..{} are outside the {} partitions", a.list[0].i,
                                   a.list[0].i + t.shape[0], kNumPartitions));
       t.part_start = static_cast<uint16_t>(a.list[0].i);
-      a = a.list[1];
+      Value second = a.list[1];
+      a = std::move(second);
     }
-    need_num(a, s->addr);
-    if (a.kind != Value::Int || a.i < 0) fail(s->addr, "the address must be an integer >= 0");
+    need_num(a, s.e0);
+    if (a.kind != Value::Int || a.i < 0) fail_at(s.e0, "the address must be an integer >= 0");
     pin = static_cast<uint64_t>(a.i);
   }
-  declare(t.name, loc(s->name), "tensor");
-  if (auto err = alloc_->place(t, pin)) fail(loc(s->name), *err);
+  declare(t.name, loc(s.name), "tensor");
+  if (auto err = alloc_->place(t, pin)) fail(loc(s.name), *err);
   tensors_[t.name] = t;
   mod_.tensors.push_back(t);
 }
 
-void Assembler::exec_view(P::ViewStmtContext* s) {
-  if (s->askw->getText() != "as")
-    fail(loc(s->askw), "expected 'as' in '.view NAME = TENSOR as DTYPE[SHAPE]'");
-  Value src = eval(s->src);
+void Assembler::exec_view(const Stmt& s) {
+  if (text(s.word) != "as")
+    fail(loc(s.word), "expected 'as' in '.view NAME = TENSOR as DTYPE[SHAPE]'");
+  Value src = eval(s.e0);
   const TensorDecl* base = src.kind == Value::Name ? find_tensor(src.s) : nullptr;
-  if (!base) fail(s->src, fmt::format("'{}' is not a tensor", src.str()));
+  if (!base) fail_at(s.e0, fmt::format("'{}' is not a tensor", src.str()));
   TensorDecl v = *base;
-  v.name = s->name->getText();
-  v.dtype = eval_dtype(s->dtype);
+  v.name = text(s.name);
+  v.dtype = eval_dtype(s.word2);
   v.shape.clear();
-  if (!s->exprList()) fail(s, "a view needs a shape");
-  for (auto* e : s->exprList()->expr()) {
-    int64_t d = eval_int(e, "dimension");
-    if (d < 1) fail(e, "dimensions must be >= 1");
+  if (s.nitems == 0) fail(loc(s.tok), "a view needs a shape");
+  const Item* shape = file().items.data() + s.items;
+  for (uint32_t k = 0; k < s.nitems; ++k) {
+    int64_t d = eval_int(shape[k].lhs, "dimension");
+    if (d < 1) fail_at(shape[k].lhs, "dimensions must be >= 1");
     v.shape.push_back(d);
   }
   if (v.space != MemSpace::hbm && v.shape[0] > base->shape[0])
-    fail(s->exprList()->expr(0), fmt::format("view '{}' has {} partitions; '{}' has {}", v.name,
-                                             v.shape[0], base->name, base->shape[0]));
+    fail_at(shape[0].lhs, fmt::format("view '{}' has {} partitions; '{}' has {}", v.name,
+                                      v.shape[0], base->name, base->shape[0]));
   if (tensor_bytes(v) > tensor_bytes(*base))
-    fail(s, fmt::format("view '{}' needs {} bytes{}; '{}' has {}", v.name, tensor_bytes(v),
-                        v.space == MemSpace::hbm ? "" : " per partition", base->name,
-                        tensor_bytes(*base)));
-  declare(v.name, loc(s->name), "view");
+    fail(loc(s.tok), fmt::format("view '{}' needs {} bytes{}; '{}' has {}", v.name, tensor_bytes(v),
+                                 v.space == MemSpace::hbm ? "" : " per partition", base->name,
+                                 tensor_bytes(*base)));
+  declare(v.name, loc(s.name), "view");
   tensors_[v.name] = v;
 }
 
-void Assembler::exec_sem(P::SemStmtContext* s) {
-  for (auto* d : s->semDecl()) {
-    const std::string n = d->name->getText();
-    int64_t init = d->expr() ? eval_int(d->expr(), "initial value") : 0;
-    if (init < 0 || init > UINT32_MAX) fail(d->expr(), "initial value must fit in 32 bits");
-    if (mod_.sems.size() >= 0xffff) fail(d, "too many semaphores");
-    declare(n, loc(d->name), "semaphore");
+void Assembler::exec_sem(const Stmt& s) {
+  for (uint32_t k = 0; k < s.nitems; ++k) {
+    const Item& d = file().items[s.items + k];
+    const std::string n(text(d.tok));
+    int64_t init = d.rhs != kNone ? eval_int(d.rhs, "initial value") : 0;
+    if (init < 0 || init > UINT32_MAX) fail_at(d.rhs, "initial value must fit in 32 bits");
+    if (mod_.sems.size() >= 0xffff) fail(loc(d.tok), "too many semaphores");
+    declare(n, loc(d.tok), "semaphore");
     sems_[n] = static_cast<uint16_t>(mod_.sems.size());
     mod_.sems.push_back({n, static_cast<uint32_t>(init)});
   }
 }
 
-void Assembler::exec_group(P::GroupStmtContext* s) {
-  Value v = eval(s->expr());
+void Assembler::exec_group(const Stmt& s) {
+  Value v = eval(s.e0);
   ReplicaGroupDecl g;
-  g.name = s->name->getText();
+  g.name = text(s.name);
   const char* shape = "a replica group is a list of rank lists, e.g. [[0, 1], [2, 3]]";
-  if (v.kind != Value::List) fail(s->expr(), shape);
+  if (v.kind != Value::List) fail_at(s.e0, shape);
   for (const auto& l : v.list) {
-    if (l.kind != Value::List) fail(s->expr(), shape);
+    if (l.kind != Value::List) fail_at(s.e0, shape);
     std::vector<uint32_t> ranks;
     for (const auto& r : l.list) {
       if (r.kind != Value::Int || r.i < 0 || r.i > 65535)
-        fail(s->expr(), "ranks are integers in [0, 65535]");
+        fail_at(s.e0, "ranks are integers in [0, 65535]");
       ranks.push_back(static_cast<uint32_t>(r.i));
     }
     g.groups.push_back(std::move(ranks));
   }
-  declare(g.name, loc(s->name), "replica group");
+  declare(g.name, loc(s.name), "replica group");
   groups_[g.name] = static_cast<uint16_t>(mod_.groups.size());
   mod_.groups.push_back(std::move(g));
 }
 
-void Assembler::define_label(antlr4::Token* t) {
-  const std::string written = t->getText();
-  std::string n = written;
+void Assembler::define_label(uint32_t t) {
+  const std::string_view written = text(t);
+  std::string n(written);
   if (n[0] == '.') {
     if (!is_local_label(n))
       fail(loc(t), fmt::format("'{}' is not a label: a local label starts with '.L'", n));
@@ -781,7 +798,7 @@ void Assembler::define_label(antlr4::Token* t) {
 
 // ---- symbols and diagnostics ----------------------------------------------------------------
 
-const Assembler::Var* Assembler::lookup(const std::string& name) const {
+const Assembler::Var* Assembler::lookup(std::string_view name) const {
   for (size_t k = locals_.size(); k-- > macro_base_.back();) {
     auto it = locals_[k].find(name);
     if (it != locals_[k].end()) return &it->second;
@@ -799,12 +816,12 @@ std::vector<std::string> Assembler::visible_names() const {
   return v;
 }
 
-const TensorDecl* Assembler::find_tensor(const std::string& name) const {
+const TensorDecl* Assembler::find_tensor(std::string_view name) const {
   auto it = tensors_.find(name);
   return it == tensors_.end() ? nullptr : &it->second;
 }
 
-void Assembler::declare(const std::string& name, Loc l, const char* what) {
+void Assembler::declare(std::string_view name, Loc l, const char* what) {
   if (is_predefined(name))
     fail(l, fmt::format("'{}' is predefined from the target (TARGET = {}, GEN = {}); it cannot be "
                         "redefined",
@@ -814,12 +831,7 @@ void Assembler::declare(const std::string& name, Loc l, const char* what) {
     fail(l, fmt::format("duplicate symbol '{}' ({}); first defined at {}:{}:{}", name, what,
                         fs::path(mod_.files[it->second.file]).filename().string(), it->second.line,
                         it->second.col));
-  symbols_[name] = l;
-}
-
-Loc Assembler::loc(antlr4::Token* t) const {
-  return Loc{cur_unit_, static_cast<uint32_t>(t->getLine()),
-             static_cast<uint32_t>(t->getCharPositionInLine() + 1), cur_frame_};
+  symbols_[std::string(name)] = l;
 }
 
 int32_t Assembler::push_frame(ExpansionFrame::Kind k, std::string what, Loc at) {
@@ -840,7 +852,7 @@ void Assembler::report(const Loc& l, const std::string& msg) {
   d.line = l.line;
   d.col = l.col;
   d.message = msg;
-  if (l.file < units_.size()) d.source_line = std::string(units_[l.file].parsed->line_text(l.line));
+  if (l.file < units_.size()) d.source_line = std::string(units_[l.file].parsed.line_text(l.line));
   // The same error from every iteration of a loop is reported once.
   for (const auto& o : diags_)
     if (o.file == d.file && o.line == d.line && o.col == d.col && o.message == d.message) return;

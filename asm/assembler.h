@@ -2,6 +2,7 @@
 // operand matching against the instruction table, and the Module it builds.
 #pragma once
 #include <array>
+#include <deque>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -10,13 +11,18 @@
 #include <vector>
 
 #include "asm/asm.h"
+#include "asm/ast.h"
 #include "asm/layout.h"
-#include "asm/parse.h"
 #include "asm/value.h"
 
 namespace nisa::nasm {
 
-using Parser = nisa_grammar::NeuronAsmParser;
+// Hash maps keyed by std::string that are searched with a string_view (no allocation).
+struct NameHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+};
+template <typename T> using NameMap = std::unordered_map<std::string, T, NameHash, std::equal_to<>>;
 
 struct Loc {
   uint32_t file = 0;
@@ -41,8 +47,7 @@ public:
 private:
   // ---- files and blocks
   struct Unit {
-    std::unique_ptr<ParsedFile> parsed;
-    std::vector<Parser::LineContext*> lines;
+    ParsedFile parsed;                         // parsed.stmts are the unit's "lines"
     std::vector<size_t> close;                 // opener line -> its closing line
     std::vector<std::vector<size_t>> branches; // .if line -> .elif/.else lines
     bool ok = true;
@@ -50,8 +55,8 @@ private:
   struct Macro {
     std::string name;
     uint32_t unit = 0;
-    size_t begin = 0, end = 0; // body lines [begin, end)
-    std::vector<Parser::MacroParamContext*> params;
+    size_t begin = 0, end = 0;        // body lines [begin, end)
+    uint32_t params = 0, nparams = 0; // Items of the unit: name token, default value
     Loc def;
   };
   struct Var {
@@ -75,67 +80,77 @@ private:
   void match_blocks(Unit& u, uint32_t id);
   void exec_range(uint32_t unit, size_t begin, size_t end);
   void exec_line(uint32_t unit, size_t& i);
-  void exec_stmt(uint32_t unit, size_t& i, Parser::StmtContext* s);
+  void exec_stmt(uint32_t unit, size_t& i, const Stmt& s);
   void exec_if(uint32_t unit, size_t& i);
-  void exec_for(uint32_t unit, size_t& i, Parser::ForStmtContext* s);
-  void exec_macro_call(Parser::MacroCallContext* s);
-  void exec_include(Parser::IncludeStmtContext* s);
-  void exec_assign(Parser::AssignStmtContext* s);
-  void exec_tensor(Parser::TensorStmtContext* s);
-  void exec_view(Parser::ViewStmtContext* s);
-  void exec_sem(Parser::SemStmtContext* s);
-  void exec_group(Parser::GroupStmtContext* s);
-  void exec_target(Parser::TargetStmtContext* s);
-  void exec_inst(Parser::InstStmtContext* s);
-  void define_label(antlr4::Token* t);
+  void exec_for(uint32_t unit, size_t& i, const Stmt& s);
+  void exec_macro_def(uint32_t unit, size_t& i, const Stmt& s);
+  void exec_macro_call(const Stmt& s);
+  void exec_include(const Stmt& s);
+  void exec_assign(const Stmt& s);
+  void exec_tensor(const Stmt& s);
+  void exec_view(const Stmt& s);
+  void exec_sem(const Stmt& s);
+  void exec_group(const Stmt& s);
+  void exec_target(const Stmt& s);
+  void exec_unknown_directive(const Stmt& s);
+  void exec_inst(const Stmt& s);
+  void define_label(uint32_t tok);
   void set_target_symbols();
   const LabelDef* find_label(const Fixup& fx, std::string& module_name) const;
 
   // ---- instructions
-  Operand convert_operand(const InstDesc& d, size_t k, Parser::ExprContext* e, Engine eng,
-                          uint32_t inst_index, bool& raw);
-  void parse_sync(Parser::SyncContext* s, Inst& in);
-  void check_shapes(const InstDesc& d, const Inst& in, const std::vector<bool>& raw,
-                    const std::vector<Parser::ExprContext*>& where, Loc inst_loc);
-  AccessPattern to_ap(const Value& v, Parser::ExprContext* e, bool& raw);
-  uint16_t sem_index(const std::string& name, Loc loc);
+  Operand convert_operand(const InstDesc& d, size_t k, uint32_t e, Engine eng, uint32_t inst_index,
+                          bool& raw);
+  void parse_sync(const Sync& s, Inst& in);
+  void check_shapes(const InstDesc& d, const Inst& in, const bool* raw, const uint32_t* where,
+                    Loc inst_loc);
+  AccessPattern to_ap(const Value& v, uint32_t e, bool& raw);
+  uint16_t sem_index(std::string_view name, Loc loc);
 
-  // `name=value` operands: the name token (nullptr when positional) and the value.
-  antlr4::Token* operand_name(Parser::OperandContext* op) const;
-  static Parser::ExprContext* operand_value(Parser::OperandContext* op) {
-    return op->rhs ? op->rhs : op->lhs;
-  }
+  // `name=value` operands: the name token (kNone when positional) and the value.
+  uint32_t operand_name(const Item& op) const;
+  static uint32_t operand_value(const Item& op) { return op.rhs != kNone ? op.rhs : op.lhs; }
 
-  // ---- expressions
-  Value eval(Parser::ExprContext* e);
-  Value eval_primary(Parser::PrimaryContext* p);
-  Value eval_binary(Parser::BinaryExprContext* b);
-  Value eval_call(Parser::CallPrimContext* c);
-  Value eval_index(Parser::IndexExprContext* x);
-  Value eval_raw_ap(Parser::CallPrimContext* c);
-  int64_t eval_int(Parser::ExprContext* e, const char* what);
-  double eval_num(Parser::ExprContext* e, const char* what);
-  void need_num(const Value& v, antlr4::ParserRuleContext* at);
-  DType eval_dtype(antlr4::Token* t);
-  const Var* lookup(const std::string& name) const;
+  // ---- expressions (node indices of the current unit's file)
+  Value eval(uint32_t e);
+  Value eval_call(const Node& c);
+  Value eval_binary(const Node& b);
+  Value eval_index(const Node& x);
+  Value eval_raw_ap(const Node& c);
+  int64_t eval_int(uint32_t e, const char* what);
+  double eval_num(uint32_t e, const char* what);
+  void need_num(const Value& v, uint32_t at);
+  DType eval_dtype(uint32_t tok);
+  const Var* lookup(std::string_view name) const;
   std::vector<std::string> visible_names() const;
-  const TensorDecl* find_tensor(const std::string& name) const;
+  const TensorDecl* find_tensor(std::string_view name) const;
+
+  // ---- the current file
+  const ParsedFile& file() const { return *file_; }
+  std::string_view text(uint32_t tok) const { return file_->text(tok); }
+  const Node& node(uint32_t e) const { return file_->nodes[e]; }
+  void enter_unit(uint32_t unit) {
+    cur_unit_ = unit;
+    file_ = &units_[unit].parsed;
+  }
 
   // ---- diagnostics
-  Loc loc(antlr4::Token* t) const;
-  Loc loc(antlr4::ParserRuleContext* c) const { return loc(c->getStart()); }
-  [[noreturn]] void fail(Loc l, std::string msg) const { throw StmtError{l, std::move(msg)}; }
-  [[noreturn]] void fail(antlr4::ParserRuleContext* c, std::string msg) const {
-    fail(loc(c), std::move(msg));
+  Loc loc(uint32_t tok) const {
+    const Token& t = file_->tokens[tok];
+    return Loc{cur_unit_, t.line, t.col, cur_frame_};
   }
+  Loc loc_of(uint32_t e) const { return loc(node(e).tok); }
+  [[noreturn]] void fail(Loc l, std::string msg) const { throw StmtError{l, std::move(msg)}; }
+  [[noreturn]] void fail_at(uint32_t e, std::string msg) const { fail(loc_of(e), std::move(msg)); }
   void report(const Loc& l, const std::string& msg);
   void report_global(const std::string& msg);
-  void declare(const std::string& name, Loc l, const char* what);
+  void declare(std::string_view name, Loc l, const char* what);
   int32_t push_frame(ExpansionFrame::Kind k, std::string what, Loc at);
 
   const AsmOptions& opts_;
   Module mod_;
-  std::vector<Unit> units_;
+  std::deque<Unit> units_; // a deque: references stay valid while includes load
+  const ParsedFile* file_ = nullptr;
   std::vector<std::string> include_stack_; // canonical paths, for cycle detection
   std::map<std::string, uint32_t> unit_by_path_;
   uint32_t cur_unit_ = 0;
@@ -146,14 +161,14 @@ private:
   bool target_set_by_option_ = false;
   std::unique_ptr<Allocator> alloc_;
 
-  std::unordered_map<std::string, Var> globals_;
-  std::vector<std::unordered_map<std::string, Var>> locals_;
+  NameMap<Var> globals_;
+  std::vector<NameMap<Var>> locals_;
   std::vector<size_t> macro_base_{0};
-  std::unordered_map<std::string, Loc> symbols_; // every declared name, for duplicates
-  std::unordered_map<std::string, Macro> macros_;
-  std::unordered_map<std::string, TensorDecl> tensors_; // includes views
-  std::unordered_map<std::string, uint16_t> sems_, groups_;
-  std::unordered_map<std::string, LabelDef> labels_;
+  NameMap<Loc> symbols_; // every declared name, for duplicates
+  NameMap<Macro> macros_;
+  NameMap<TensorDecl> tensors_; // includes views
+  NameMap<uint16_t> sems_, groups_;
+  NameMap<LabelDef> labels_;
   std::vector<Fixup> fixups_;
   std::map<std::string, std::pair<Value, bool>> defines_; // -D values, used?
   std::vector<Diagnostic> diags_;

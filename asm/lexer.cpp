@@ -1,146 +1,192 @@
-#include "asm/lexer.h"
-
 #include <array>
-#include <unordered_map>
+#include <string>
 
-#include "NeuronAsmLexer.h"
+#include "asm/token.h"
 
 namespace nisa::nasm {
 namespace {
 
-using L = nisa_grammar::NeuronAsmLexer;
-
-// The grammar's literal tokens ('.kernel', '+=', ...) from the generated vocabulary, so the
-// types stay in step with the grammar.
-struct Literals {
-  std::vector<std::string> storage; // the literals' text, which the maps' keys view
-  std::unordered_map<std::string_view, size_t> words; // '.kernel', '..'
-  std::array<size_t, 128> one{};                      // ':' '[' ...
-  std::unordered_map<std::string_view, size_t> two;   // '+=' '<<' ...
-  Literals() {
-    antlr4::ANTLRInputStream empty("");
-    L lexer(&empty);
-    const auto& vocab = lexer.getVocabulary();
-    storage.reserve(L::NL);
-    for (size_t t = 1; t < L::NL; ++t) {
-      std::string lit = vocab.getLiteralName(t);
-      if (lit.size() < 3) continue;
-      storage.push_back(lit.substr(1, lit.size() - 2));
-    }
-    size_t k = 0;
-    for (size_t t = 1; t < L::NL; ++t) {
-      if (vocab.getLiteralName(t).size() < 3) continue;
-      std::string_view s = storage[k++];
-      if (s[0] == '.')
-        words[s] = t;
-      else if (s.size() == 1)
-        one[static_cast<unsigned char>(s[0])] = t;
-      else
-        two[s] = t;
-    }
-  }
+constexpr std::string_view kSpelling[] = {"",
+                                          "",
+                                          "",
+                                          "",
+                                          "",
+                                          "",
+                                          "",
+                                          "",
+                                          "",
+#define X(name, text) text,
+                                          NISA_FIXED_TOKENS(X)
+#undef X
 };
-
-const Literals& literals() {
-  static const Literals l;
-  return l;
-}
+constexpr size_t kNumTok = sizeof(kSpelling) / sizeof(kSpelling[0]);
+constexpr size_t kFirstFixed = static_cast<size_t>(Tok::KwKernel);
 
 bool is_name_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
 bool is_name_char(char c) { return is_name_start(c) || (c >= '0' && c <= '9'); }
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
+bool is_continuation(char c) { return (static_cast<unsigned char>(c) & 0xc0) == 0x80; }
 
-} // namespace
+// '.word': a keyword or a Directive.
+Tok directive_kind(std::string_view w) {
+  for (size_t k = kFirstFixed; k < kNumTok; ++k)
+    if (kSpelling[k] == w) return static_cast<Tok>(k);
+  return Tok::Directive;
+}
 
-void FastLexer::advance(size_t n) {
-  for (size_t k = 0; k < n; ++k) {
-    // Continuation bytes do not start a code point.
-    if ((static_cast<unsigned char>(text_[pos_ + k]) & 0xc0) != 0x80) {
-      ++cp_;
-      ++col_;
-    }
+// One- and two-character operators; Eof when `c` starts none.
+Tok operator_kind(char c, char next, size_t& len) {
+  len = 2;
+  switch (c) {
+  case '+':
+    if (next == '=') return Tok::PlusAssign;
+    break;
+  case '<':
+    if (next == '<') return Tok::Shl;
+    if (next == '=') return Tok::Le;
+    break;
+  case '>':
+    if (next == '>') return Tok::Shr;
+    if (next == '=') return Tok::Ge;
+    break;
+  case '=':
+    if (next == '=') return Tok::EqEq;
+    break;
+  case '!':
+    if (next == '=') return Tok::Ne;
+    break;
+  case '&':
+    if (next == '&') return Tok::AndAnd;
+    break;
+  case '|':
+    if (next == '|') return Tok::OrOr;
+    break;
+  default: break;
   }
-  pos_ += n;
+  len = 1;
+  switch (c) {
+  case ':': return Tok::Colon;
+  case '[': return Tok::LBrack;
+  case ']': return Tok::RBrack;
+  case '(': return Tok::LParen;
+  case ')': return Tok::RParen;
+  case '@': return Tok::At;
+  case '=': return Tok::Assign;
+  case '+': return Tok::Plus;
+  case '-': return Tok::Minus;
+  case '!': return Tok::Not;
+  case '~': return Tok::Tilde;
+  case '*': return Tok::Star;
+  case '/': return Tok::Slash;
+  case '%': return Tok::Percent;
+  case '<': return Tok::Lt;
+  case '>': return Tok::Gt;
+  case '&': return Tok::Amp;
+  case '^': return Tok::Caret;
+  case '|': return Tok::Pipe;
+  default: return Tok::Eof;
+  }
 }
 
-void FastLexer::newline() {
-  ++pos_;
-  ++cp_;
-  ++line_;
-  col_ = 0;
-}
+class Lexer {
+public:
+  explicit Lexer(std::string_view t) : t_(t) {}
+  std::vector<Token> run();
+
+private:
+  // Consumes n bytes of one line (no '\n'), counting code points for the column.
+  void advance(size_t n) {
+    for (size_t k = 0; k < n; ++k) col_ += !is_continuation(t_[pos_ + k]);
+    pos_ += n;
+  }
+  void newline() {
+    ++pos_;
+    ++line_;
+    col_ = 1;
+  }
+  size_t match_comma_tail(size_t at) const;
+  size_t match_number(size_t at) const;
+  size_t match_string(size_t at) const;
+
+  std::string_view t_;
+  size_t pos_ = 0;
+  uint32_t line_ = 1, col_ = 1;
+};
 
 // After ',': the longest run of `[ \t]* comment? \r? \n` groups (a comma may end a line).
-size_t FastLexer::match_comma_tail(size_t at) const {
+size_t Lexer::match_comma_tail(size_t at) const {
   size_t end = at;
   for (;;) {
     size_t p = end;
-    while (p < text_.size() && (text_[p] == ' ' || text_[p] == '\t')) ++p;
-    if (p < text_.size() &&
-        (text_[p] == ';' || (text_[p] == '/' && p + 1 < text_.size() && text_[p + 1] == '/')))
-      while (p < text_.size() && text_[p] != '\r' && text_[p] != '\n') ++p;
-    if (p < text_.size() && text_[p] == '\r') ++p;
-    if (p >= text_.size() || text_[p] != '\n') return end;
+    while (p < t_.size() && (t_[p] == ' ' || t_[p] == '\t')) ++p;
+    if (p < t_.size() && (t_[p] == ';' || (t_[p] == '/' && p + 1 < t_.size() && t_[p + 1] == '/')))
+      while (p < t_.size() && t_[p] != '\r' && t_[p] != '\n') ++p;
+    if (p < t_.size() && t_[p] == '\r') ++p;
+    if (p >= t_.size() || t_[p] != '\n') return end;
     end = p + 1;
   }
 }
 
 // [0-9] [0-9a-zA-Z_]* ('.' [0-9] [0-9a-zA-Z_]*)? ([eE] [+-] [0-9]+)?, longest match.
-size_t FastLexer::match_number(size_t at) const {
+size_t Lexer::match_number(size_t at) const {
   auto run = [&](size_t p) {
-    while (p < text_.size() && is_name_char(text_[p])) ++p;
+    while (p < t_.size() && is_name_char(t_[p])) ++p;
     return p;
   };
   size_t p = run(at + 1);
-  if (p + 1 < text_.size() && text_[p] == '.' && is_digit(text_[p + 1])) p = run(p + 2);
+  if (p + 1 < t_.size() && t_[p] == '.' && is_digit(t_[p + 1])) p = run(p + 2);
   // The exponent's [eE] is the last character of the run just matched.
-  if ((text_[p - 1] == 'e' || text_[p - 1] == 'E') && p + 1 < text_.size() &&
-      (text_[p] == '+' || text_[p] == '-') && is_digit(text_[p + 1])) {
+  if ((t_[p - 1] == 'e' || t_[p - 1] == 'E') && p + 1 < t_.size() &&
+      (t_[p] == '+' || t_[p] == '-') && is_digit(t_[p + 1])) {
     p += 2;
-    while (p < text_.size() && is_digit(text_[p])) ++p;
+    while (p < t_.size() && is_digit(t_[p])) ++p;
   }
   return p;
 }
 
 // '"' (~["\\\r\n] | '\\' ~[\r\n])* '"'; returns `at` when unterminated.
-size_t FastLexer::match_string(size_t at) const {
-  for (size_t p = at + 1; p < text_.size(); ++p) {
-    const char c = text_[p];
+size_t Lexer::match_string(size_t at) const {
+  for (size_t p = at + 1; p < t_.size(); ++p) {
+    const char c = t_[p];
     if (c == '"') return p + 1;
     if (c == '\r' || c == '\n') return at;
     if (c == '\\') {
-      if (p + 1 >= text_.size() || text_[p + 1] == '\r' || text_[p + 1] == '\n') return at;
+      if (p + 1 >= t_.size() || t_[p + 1] == '\r' || t_[p + 1] == '\n') return at;
       ++p;
     }
   }
   return at;
 }
 
-std::unique_ptr<antlr4::Token> FastLexer::nextToken() {
-  const std::string_view t = text_;
+std::vector<Token> Lexer::run() {
+  std::vector<Token> out;
+  out.reserve(t_.size() / 3 + 1);
+  const std::string_view t = t_;
   for (;;) {
-    const size_t start_cp = cp_, line = line_, col = col_, at = pos_;
-    auto make = [&](size_t type) {
-      auto tok = std::make_unique<antlr4::CommonToken>(
-          std::make_pair(this, input_), type, antlr4::Token::DEFAULT_CHANNEL, start_cp, cp_ - 1);
-      tok->setLine(line);
-      tok->setCharPositionInLine(col);
-      return tok;
+    const size_t at = pos_;
+    Token tok{static_cast<uint32_t>(at), 0, line_, col_, Tok::Eof};
+    auto emit = [&](Tok k) {
+      tok.kind = k;
+      tok.end = static_cast<uint32_t>(pos_);
+      out.push_back(tok);
     };
     if (at >= t.size()) {
-      return make(antlr4::Token::EOF); // [index, index - 1], as ANTLR's
+      emit(Tok::Eof);
+      return out;
     }
     const char c = t[at];
     if (c == ' ' || c == '\t') { // WS -> skip
       size_t p = at;
       while (p < t.size() && (t[p] == ' ' || t[p] == '\t')) ++p;
-      advance(p - at);
+      col_ += static_cast<uint32_t>(p - at);
+      pos_ = p;
       continue;
     }
     if (c == '\n' || (c == '\r' && at + 1 < t.size() && t[at + 1] == '\n')) {
       if (c == '\r') advance(1);
       newline();
-      return make(L::NL);
+      emit(Tok::NL);
+      continue;
     }
     if (c == ';' || (c == '/' && at + 1 < t.size() && t[at + 1] == '/')) { // COMMENT -> skip
       size_t p = at;
@@ -157,7 +203,8 @@ std::unique_ptr<antlr4::Token> FastLexer::nextToken() {
         else
           advance(1);
       }
-      return make(L::COMMA);
+      emit(Tok::Comma);
+      continue;
     }
     if (c == '\\') { // CONT -> skip: '\\' [ \t]* '\r'? '\n'
       size_t p = at + 1;
@@ -169,65 +216,95 @@ std::unique_ptr<antlr4::Token> FastLexer::nextToken() {
         continue;
       }
       advance(1);
-      return make(L::ERRCHAR);
+      emit(Tok::ErrChar);
+      continue;
     }
-    if (is_name_start(c)) { // ID or DOTTED
+    if (is_name_start(c)) { // Id or Dotted
       size_t p = at + 1;
       while (p < t.size() && is_name_char(t[p])) ++p;
-      size_t type = L::ID;
+      Tok k = Tok::Id;
       if (p + 1 < t.size() && t[p] == '.' && is_name_start(t[p + 1])) {
         p += 2;
         while (p < t.size() && is_name_char(t[p])) ++p;
-        type = L::DOTTED;
+        k = Tok::Dotted;
       }
-      advance(p - at);
-      return make(type);
+      col_ += static_cast<uint32_t>(p - at); // ASCII only
+      pos_ = p;
+      emit(k);
+      continue;
     }
     if (is_digit(c)) {
-      advance(match_number(at) - at);
-      return make(L::NUMBER);
+      const size_t p = match_number(at);
+      col_ += static_cast<uint32_t>(p - at);
+      pos_ = p;
+      emit(Tok::Number);
+      continue;
     }
     if (c == '"') {
       const size_t end = match_string(at);
-      if (end != at) {
-        advance(end - at);
-        return make(L::STRING);
-      }
-      advance(1);
-      return make(L::ERRCHAR);
+      advance(end != at ? end - at : 1);
+      emit(end != at ? Tok::String : Tok::ErrChar);
+      continue;
     }
-    const Literals& lit = literals();
     if (c == '.') {
-      if (at + 1 < t.size() && is_name_start(t[at + 1])) { // a keyword or DIRECTIVE
+      if (at + 1 < t.size() && is_name_start(t[at + 1])) { // a keyword or a Directive
         size_t p = at + 2;
         while (p < t.size() && is_name_char(t[p])) ++p;
-        auto it = lit.words.find(t.substr(at, p - at));
-        advance(p - at);
-        return make(it != lit.words.end() ? it->second : size_t{L::DIRECTIVE});
+        col_ += static_cast<uint32_t>(p - at);
+        pos_ = p;
+        emit(directive_kind(t.substr(at, p - at)));
+        continue;
       }
       if (at + 1 < t.size() && t[at + 1] == '.') {
         advance(2);
-        return make(lit.words.at(".."));
+        emit(Tok::DotDot);
+        continue;
       }
     }
-    if (at + 1 < t.size()) {
-      auto it = lit.two.find(t.substr(at, 2));
-      if (it != lit.two.end()) {
-        advance(2);
-        return make(it->second);
-      }
+    size_t len = 0;
+    const Tok op = operator_kind(c, at + 1 < t.size() ? t[at + 1] : '\0', len);
+    if (op != Tok::Eof) {
+      advance(len);
+      emit(op);
+      continue;
     }
-    const auto uc = static_cast<unsigned char>(c);
-    if (uc < 128 && lit.one[uc]) {
-      advance(1);
-      return make(lit.one[uc]);
-    }
-    // ERRCHAR: one code point.
+    // ErrChar: one code point.
     size_t n = 1;
-    while (at + n < t.size() && (static_cast<unsigned char>(t[at + n]) & 0xc0) == 0x80) ++n;
+    while (at + n < t.size() && is_continuation(t[at + n])) ++n;
     advance(n);
-    return make(L::ERRCHAR);
+    emit(Tok::ErrChar);
   }
+}
+
+} // namespace
+
+std::vector<Token> lex(std::string_view src) { return Lexer(src).run(); }
+
+std::string_view tok_spelling(Tok k) {
+  const auto i = static_cast<size_t>(k);
+  return i < kNumTok ? kSpelling[i] : std::string_view{};
+}
+
+std::string_view tok_description(Tok k) {
+  switch (k) {
+  case Tok::Eof: return "end of file";
+  case Tok::NL: return "end of line";
+  case Tok::Comma: return "','";
+  case Tok::Dotted: return "an instruction";
+  case Tok::Directive: return "a directive";
+  case Tok::Number: return "a number";
+  case Tok::Id: return "a name";
+  case Tok::String: return "a string";
+  case Tok::ErrChar: return "a stray character";
+  default: break;
+  }
+  static const auto quoted = [] {
+    std::array<std::string, kNumTok> q;
+    for (size_t i = kFirstFixed; i < kNumTok; ++i) q[i] = "'" + std::string(kSpelling[i]) + "'";
+    return q;
+  }();
+  const auto i = static_cast<size_t>(k);
+  return i < kNumTok ? std::string_view(quoted[i]) : std::string_view("a token");
 }
 
 } // namespace nisa::nasm

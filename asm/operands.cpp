@@ -2,6 +2,7 @@
 // clauses, target checks and the shape checks the table implies.
 #include <fmt/format.h>
 
+#include <array>
 #include <bit>
 #include <cmath>
 
@@ -9,7 +10,6 @@
 #include "isa/encode.h"
 
 namespace nisa::nasm {
-using P = Parser;
 
 namespace {
 
@@ -52,7 +52,7 @@ std::string_view alu_alias(std::string_view n) {
   return n;
 }
 
-std::optional<int> prefixed_index(const std::string& s, char prefix, int limit) {
+std::optional<int> prefixed_index(std::string_view s, char prefix, int limit) {
   if (s.size() < 2 || s.size() > 4 || s[0] != prefix) return std::nullopt;
   if (s.size() > 2 && s[1] == '0') return std::nullopt;
   int v = 0;
@@ -65,15 +65,14 @@ std::optional<int> prefixed_index(const std::string& s, char prefix, int limit) 
 
 } // namespace
 
-antlr4::Token* Assembler::operand_name(P::OperandContext* op) const {
-  if (!op->rhs) return nullptr;
-  auto* pe = dynamic_cast<P::PrimaryExprContext*>(op->lhs);
-  auto* np = pe ? dynamic_cast<P::NamePrimContext*>(pe->primary()) : nullptr;
-  if (!np) fail(op->lhs, "expected an operand name before '='");
-  return np->name;
+uint32_t Assembler::operand_name(const Item& op) const {
+  if (op.rhs == kNone) return kNone;
+  const Node& n = node(op.lhs);
+  if (n.kind != NodeKind::Name) fail_at(op.lhs, "expected an operand name before '='");
+  return n.tok;
 }
 
-uint16_t Assembler::sem_index(const std::string& name, Loc l) {
+uint16_t Assembler::sem_index(std::string_view name, Loc l) {
   auto it = sems_.find(name);
   if (it == sems_.end()) {
     std::vector<std::string> names;
@@ -83,12 +82,12 @@ uint16_t Assembler::sem_index(const std::string& name, Loc l) {
   return it->second;
 }
 
-void Assembler::exec_inst(P::InstStmtContext* s) {
+void Assembler::exec_inst(const Stmt& s) {
   target_locked_ = true;
-  const std::string dotted = s->DOTTED()->getText();
+  const std::string_view dotted = text(s.tok);
   const size_t dot = dotted.find('.');
-  const std::string eng_name = dotted.substr(0, dot), mn = dotted.substr(dot + 1);
-  const Loc at = loc(s);
+  const std::string_view eng_name = dotted.substr(0, dot), mn = dotted.substr(dot + 1);
+  const Loc at = loc(s.tok);
   auto eng = enum_parse(EnumType::Engine, eng_name);
   if (!eng) {
     std::vector<std::string> engines;
@@ -123,13 +122,17 @@ void Assembler::exec_inst(P::InstStmtContext* s) {
 
   // Bind operands: positional in table order, then by name.
   const size_t n = d->operands.size();
-  std::vector<P::ExprContext*> bound(n, nullptr);
+  constexpr size_t kMaxOps = 32;
+  if (n > kMaxOps) fail(at, "instruction has too many operands"); // a table invariant
+  std::array<uint32_t, kMaxOps> bound;
+  bound.fill(kNone);
   size_t pos = 0;
   bool named = false;
-  for (auto* op : s->operand()) {
-    if (antlr4::Token* name = operand_name(op)) {
+  for (uint32_t j = 0; j < s.nitems; ++j) {
+    const Item& op = file().items[s.items + j];
+    if (const uint32_t name = operand_name(op); name != kNone) {
       named = true;
-      const std::string on = name->getText();
+      const std::string_view on = text(name);
       size_t k = 0;
       while (k < n && d->operands[k].name != on) ++k;
       if (k == n) {
@@ -138,12 +141,13 @@ void Assembler::exec_inst(P::InstStmtContext* s) {
         fail(loc(name), fmt::format("{} has no operand '{}'{} (operands: {})", dotted, on,
                                     did_you_mean(on, names), operand_list(*d)));
       }
-      if (bound[k]) fail(loc(name), fmt::format("operand '{}' given twice", on));
+      if (bound[k] != kNone) fail(loc(name), fmt::format("operand '{}' given twice", on));
       bound[k] = operand_value(op);
     } else {
-      if (named) fail(op, "positional operand after a named one");
+      if (named) fail(loc(op.tok), "positional operand after a named one");
       if (pos >= n)
-        fail(op, fmt::format("too many operands: {} takes {} ({})", dotted, n, operand_list(*d)));
+        fail(loc(op.tok),
+             fmt::format("too many operands: {} takes {} ({})", dotted, n, operand_list(*d)));
       bound[pos++] = operand_value(op);
     }
   }
@@ -151,18 +155,18 @@ void Assembler::exec_inst(P::InstStmtContext* s) {
   in.op = d->op;
   in.engine = engine;
   in.ops.resize(n);
-  std::vector<bool> raw(n, false);
+  std::array<bool, kMaxOps> raw{};
   const uint32_t index = static_cast<uint32_t>(mod_.streams[*eng].size());
   for (size_t k = 0; k < n; ++k) {
     const OperandDesc& od = d->operands[k];
-    if (!bound[k]) {
-      if (!od.optional)
-        fail(Loc{at.file, at.line,
-                 static_cast<uint32_t>(s->getStop()->getCharPositionInLine() + 1 +
-                                       s->getStop()->getText().size()),
+    if (bound[k] == kNone) {
+      if (!od.optional) {
+        const Token& last = file().tokens[s.last];
+        fail(Loc{at.file, last.line, last.col + static_cast<uint32_t>(last.end - last.begin),
                  at.frame},
              fmt::format("missing operand '{}' of {} (operands: {})", od.name, dotted,
                          operand_list(*d)));
+      }
       in.ops[k] = default_operand(od);
       continue;
     }
@@ -170,11 +174,11 @@ void Assembler::exec_inst(P::InstStmtContext* s) {
     in.ops[k] = convert_operand(*d, k, bound[k], engine, index, r);
     raw[k] = r;
     if (!(od.gens & gen_bit(mod_.target)) && !is_default(od, in.ops[k]))
-      fail(bound[k], fmt::format("operand '{}' of {} is not available on {} (available on: {})",
-                                 od.name, dotted, name_of(mod_.target), gens_text(od.gens)));
+      fail_at(bound[k], fmt::format("operand '{}' of {} is not available on {} (available on: {})",
+                                    od.name, dotted, name_of(mod_.target), gens_text(od.gens)));
   }
-  for (auto* sy : s->sync()) parse_sync(sy, in);
-  check_shapes(*d, in, raw, bound, at);
+  for (uint32_t y = 0; y < s.nsyncs; ++y) parse_sync(file().syncs[s.syncs + y], in);
+  check_shapes(*d, in, raw.data(), bound.data(), at);
   if (auto err = check_inst_for_target(in, mod_.target)) fail(at, *err);
   if (++total_insts_ > opts_.max_instructions) {
     report(at,
@@ -182,11 +186,10 @@ void Assembler::exec_inst(P::InstStmtContext* s) {
     throw Abort{};
   }
   mod_.streams[*eng].push_back(std::move(in));
-  const Loc l = at;
-  mod_.debug[*eng].push_back(DebugLoc{l.file, l.line, l.col, l.frame});
+  mod_.debug[*eng].push_back(DebugLoc{at.file, at.line, at.col, at.frame});
 }
 
-AccessPattern Assembler::to_ap(const Value& v, P::ExprContext* e, bool& raw) {
+AccessPattern Assembler::to_ap(const Value& v, uint32_t e, bool& raw) {
   if (v.kind == Value::Ap) {
     raw = v.raw;
     return v.ap;
@@ -194,17 +197,17 @@ AccessPattern Assembler::to_ap(const Value& v, P::ExprContext* e, bool& raw) {
   if (v.kind == Value::Name) {
     if (const TensorDecl* t = find_tensor(v.s)) {
       auto r = lower_slice(*t, {});
-      if (auto* err = std::get_if<LowerError>(&r)) fail(e, err->message);
+      if (auto* err = std::get_if<LowerError>(&r)) fail_at(e, err->message);
       return std::get<AccessPattern>(r);
     }
     std::vector<std::string> names;
     for (const auto& [n, t] : tensors_) names.push_back(n);
-    fail(e, fmt::format("unknown tensor '{}'{}", v.s, did_you_mean(v.s, names)));
+    fail_at(e, fmt::format("unknown tensor '{}'{}", v.s, did_you_mean(v.s, names)));
   }
-  fail(e, fmt::format("expected a tensor or a slice, not {}", v.str()));
+  fail_at(e, fmt::format("expected a tensor or a slice, not {}", v.str()));
 }
 
-Operand Assembler::convert_operand(const InstDesc& d, size_t k, P::ExprContext* e, Engine eng,
+Operand Assembler::convert_operand(const InstDesc& d, size_t k, uint32_t e, Engine eng,
                                    uint32_t inst_index, bool& raw) {
   const OperandDesc& od = d.operands[k];
   Operand o;
@@ -214,15 +217,15 @@ Operand Assembler::convert_operand(const InstDesc& d, size_t k, P::ExprContext* 
       v = Value::of_int(static_cast<int64_t>(v.f));
     if (v.kind != Value::Int) {
       need_num(v, e);
-      fail(e, fmt::format("operand '{}' must be an integer, not {}", od.name, v.str()));
+      fail_at(e, fmt::format("operand '{}' must be an integer, not {}", od.name, v.str()));
     }
     if (v.i < lo || v.i > hi)
-      fail(e, fmt::format("operand '{}' = {} is outside [{}, {}]", od.name, v.i, lo, hi));
+      fail_at(e, fmt::format("operand '{}' = {} is outside [{}, {}]", od.name, v.i, lo, hi));
     return v.i;
   };
   auto name_of_value = [&](const char* what) {
     if (v.kind != Value::Name)
-      fail(e, fmt::format("operand '{}' must be {}, not {}", od.name, what, v.str()));
+      fail_at(e, fmt::format("operand '{}' must be {}, not {}", od.name, what, v.str()));
     return v.s;
   };
   switch (od.kind) {
@@ -235,8 +238,8 @@ Operand Assembler::convert_operand(const InstDesc& d, size_t k, P::ExprContext* 
       for (MemSpace s : {MemSpace::hbm, MemSpace::sbuf, MemSpace::psum})
         if (od.spaces & space_bit(s))
           allowed += (allowed.empty() ? "" : " or ") + std::string(name_of(s));
-      fail(e, fmt::format("operand '{}' of {}.{} cannot be in {} (allowed: {})", od.name,
-                          name_of(eng), d.mnemonic, name_of(o.ap.space), allowed));
+      fail_at(e, fmt::format("operand '{}' of {}.{} cannot be in {} (allowed: {})", od.name,
+                             name_of(eng), d.mnemonic, name_of(o.ap.space), allowed));
     }
     return o;
   }
@@ -248,7 +251,7 @@ Operand Assembler::convert_operand(const InstDesc& d, size_t k, P::ExprContext* 
     o.is_ap = true;
     o.ap = to_ap(v, e, raw);
     if (!(od.spaces & space_bit(o.ap.space)))
-      fail(e, fmt::format("operand '{}' cannot be in {}", od.name, name_of(o.ap.space)));
+      fail_at(e, fmt::format("operand '{}' cannot be in {}", od.name, name_of(o.ap.space)));
     return o;
   case OperandKind::ImmF:
     need_num(v, e);
@@ -261,17 +264,17 @@ Operand Assembler::convert_operand(const InstDesc& d, size_t k, P::ExprContext* 
     if (od.enum_type == EnumType::AluOp) n = std::string(alu_alias(n));
     auto ev = enum_parse(od.enum_type, n);
     if (!ev)
-      fail(e,
-           fmt::format(
-               "unknown {} '{}' for operand '{}'{}", enum_type_name(od.enum_type), v.s, od.name,
-               [&] {
-                 std::vector<std::string> names;
-                 for (const auto& m : enum_members(od.enum_type)) names.emplace_back(m.name);
-                 if (od.enum_type == EnumType::AluOp)
-                   for (const char* a : {"mul", "sub", "eq", "ne", "ge", "gt", "le", "lt", "pow"})
-                     names.emplace_back(a);
-                 return did_you_mean(v.s, names);
-               }()));
+      fail_at(
+          e, fmt::format(
+                 "unknown {} '{}' for operand '{}'{}", enum_type_name(od.enum_type), v.s, od.name,
+                 [&] {
+                   std::vector<std::string> names;
+                   for (const auto& m : enum_members(od.enum_type)) names.emplace_back(m.name);
+                   if (od.enum_type == EnumType::AluOp)
+                     for (const char* a : {"mul", "sub", "eq", "ne", "ge", "gt", "le", "lt", "pow"})
+                       names.emplace_back(a);
+                   return did_you_mean(v.s, names);
+                 }()));
     o.i = *ev;
     return o;
   }
@@ -279,32 +282,32 @@ Operand Assembler::convert_operand(const InstDesc& d, size_t k, P::ExprContext* 
   case OperandKind::RegOrImm: {
     if (v.kind == Value::Name) {
       auto r = prefixed_index(v.s, 'r', kNumRegs);
-      if (!r) fail(e, fmt::format("'{}' is not a register (r0..r{})", v.s, kNumRegs - 1));
+      if (!r) fail_at(e, fmt::format("'{}' is not a register (r0..r{})", v.s, kNumRegs - 1));
       o.is_reg = od.kind == OperandKind::RegOrImm;
       o.i = *r;
       return o;
     }
     if (od.kind == OperandKind::Reg)
-      fail(e, fmt::format("operand '{}' must be a register r0..r{}", od.name, kNumRegs - 1));
+      fail_at(e, fmt::format("operand '{}' must be a register r0..r{}", od.name, kNumRegs - 1));
     o.i = as_int(INT32_MIN, INT32_MAX);
     return o;
   }
   case OperandKind::Queue: {
     auto q = v.kind == Value::Name ? prefixed_index(v.s, 'q', kNumDmaQueues) : std::nullopt;
     if (!q)
-      fail(e, fmt::format("operand '{}' must be a DMA queue q0..q{}, not {}", od.name,
-                          kNumDmaQueues - 1, v.str()));
+      fail_at(e, fmt::format("operand '{}' must be a DMA queue q0..q{}, not {}", od.name,
+                             kNumDmaQueues - 1, v.str()));
     o.i = *q;
     return o;
   }
-  case OperandKind::Sem: o.i = sem_index(name_of_value("a semaphore"), loc(e)); return o;
+  case OperandKind::Sem: o.i = sem_index(name_of_value("a semaphore"), loc_of(e)); return o;
   case OperandKind::Group: {
     const std::string n = name_of_value("a replica group");
     auto it = groups_.find(n);
     if (it == groups_.end()) {
       std::vector<std::string> names;
       for (const auto& [g, i] : groups_) names.push_back(g);
-      fail(e, fmt::format("unknown replica group '{}'{}", n, did_you_mean(n, names)));
+      fail_at(e, fmt::format("unknown replica group '{}'{}", n, did_you_mean(n, names)));
     }
     o.i = it->second;
     return o;
@@ -315,82 +318,82 @@ Operand Assembler::convert_operand(const InstDesc& d, size_t k, P::ExprContext* 
       return o;
     }
     fixups_.push_back(
-        {eng, inst_index, static_cast<uint32_t>(k), name_of_value("a label"), loc(e)});
+        {eng, inst_index, static_cast<uint32_t>(k), name_of_value("a label"), loc_of(e)});
     return o;
   case OperandKind::Pattern: {
     const char* msg = "a pattern is a list of 1 to 4 [step, num] pairs";
-    if (v.kind != Value::List || v.list.size() > 4) fail(e, msg);
+    if (v.kind != Value::List || v.list.size() > 4) fail_at(e, msg);
     o.pat.n = static_cast<uint8_t>(v.list.size());
     for (size_t j = 0; j < v.list.size(); ++j) {
       const Value& p = v.list[j];
       if (p.kind != Value::List || p.list.size() != 2 || p.list[0].kind != Value::Int ||
           p.list[1].kind != Value::Int || p.list[0].i < INT32_MIN || p.list[0].i > INT32_MAX ||
           p.list[1].i < INT32_MIN || p.list[1].i > INT32_MAX)
-        fail(e, msg);
+        fail_at(e, msg);
       o.pat.d[j] = {static_cast<int32_t>(p.list[0].i), static_cast<int32_t>(p.list[1].i)};
     }
     return o;
   }
   case OperandKind::Mask: {
     if (v.kind != Value::List || v.list.size() != 32)
-      fail(e, "a mask is a list of 32 partition indices (255 = keep)");
+      fail_at(e, "a mask is a list of 32 partition indices (255 = keep)");
     for (size_t j = 0; j < 32; ++j) {
       if (v.list[j].kind != Value::Int || v.list[j].i < 0 || v.list[j].i > 255)
-        fail(e, "mask entries are integers in [0, 255]");
+        fail_at(e, "mask entries are integers in [0, 255]");
       o.mask.v[j] = static_cast<uint8_t>(v.list[j].i);
     }
     return o;
   }
   }
-  fail(e, "unsupported operand kind");
+  fail_at(e, "unsupported operand kind");
 }
 
-void Assembler::parse_sync(P::SyncContext* s, Inst& in) {
-  const std::string kind = s->kind->getText();
+void Assembler::parse_sync(const Sync& s, Inst& in) {
+  const std::string_view kind = text(s.kind);
   if (kind != "wait" && kind != "signal")
-    fail(s, fmt::format("unknown sync clause '@{}'{}", kind,
-                        did_you_mean("@" + kind, {"@wait", "@signal"})));
-  auto sem_of = [&](P::ExprContext* e) {
-    auto* pe = dynamic_cast<P::PrimaryExprContext*>(e);
-    auto* np = pe ? dynamic_cast<P::NamePrimContext*>(pe->primary()) : nullptr;
-    if (!np) fail(e, "expected a semaphore name");
-    std::string n = np->name->getText();
+    fail(loc(s.tok), fmt::format("unknown sync clause '@{}'{}", kind,
+                                 did_you_mean("@" + std::string(kind), {"@wait", "@signal"})));
+  auto sem_of = [&](uint32_t e) {
+    const Node& np = node(e);
+    if (np.kind != NodeKind::Name) fail_at(e, "expected a semaphore name");
+    std::string_view n = text(np.tok);
     if (const Var* v = lookup(n); v && v->v.kind == Value::Name) n = v->v.s;
-    return sem_index(n, loc(np));
+    return sem_index(n, loc(np.tok));
   };
-  for (auto* a : s->syncArg()) {
+  for (uint32_t k = 0; k < s.nitems; ++k) {
+    const Item& a = file().items[s.items + k];
     if (kind == "signal") {
       Signal sig;
-      sig.sem = sem_of(a->lhs);
-      if (a->rhs) {
-        int64_t dv = eval_int(a->rhs, "signal increment");
-        if (dv < 0 || dv > UINT32_MAX) fail(a->rhs, "signal increment must fit in 32 bits");
+      sig.sem = sem_of(a.lhs);
+      if (a.rhs != kNone) {
+        int64_t dv = eval_int(a.rhs, "signal increment");
+        if (dv < 0 || dv > UINT32_MAX) fail_at(a.rhs, "signal increment must fit in 32 bits");
         sig.delta = static_cast<uint32_t>(dv);
       }
-      if (in.signals.size() >= kMaxSignals) fail(a, fmt::format("at most {} signals", kMaxSignals));
+      if (in.signals.size() >= kMaxSignals)
+        fail(loc(a.tok), fmt::format("at most {} signals", kMaxSignals));
       in.signals.push_back(sig);
       continue;
     }
-    auto* b = a->rhs ? nullptr : dynamic_cast<P::BinaryExprContext*>(a->lhs);
-    const std::string op = b ? b->op->getText() : "";
-    if (!b || (op != ">=" && op != "=="))
-      fail(a, "@wait takes conditions 'sem >= value' or 'sem == value'");
+    const Node* b = a.rhs == kNone ? &node(a.lhs) : nullptr;
+    if (!b || b->kind != NodeKind::Binary || (b->op != Tok::Ge && b->op != Tok::EqEq))
+      fail(loc(a.tok), "@wait takes conditions 'sem >= value' or 'sem == value'");
     Wait w;
-    w.sem = sem_of(b->expr(0));
-    w.cmp = op == ">=" ? WaitCmp::ge : WaitCmp::eq;
-    int64_t val = eval_int(b->expr(1), "wait value");
+    w.sem = sem_of(b->a);
+    w.cmp = b->op == Tok::Ge ? WaitCmp::ge : WaitCmp::eq;
+    int64_t val = eval_int(b->b, "wait value");
     if (val < 0 || val > UINT32_MAX)
-      fail(b->expr(1), fmt::format("wait value {} must be in [0, 2^32)", val));
+      fail_at(b->b, fmt::format("wait value {} must be in [0, 2^32)", val));
     w.value = static_cast<uint32_t>(val);
-    if (in.waits.size() >= kMaxWaits) fail(a, fmt::format("at most {} waits", kMaxWaits));
+    if (in.waits.size() >= kMaxWaits) fail(loc(a.tok), fmt::format("at most {} waits", kMaxWaits));
     in.waits.push_back(w);
   }
 }
 
 // Checks the table implies beyond kinds and spaces. Operands written as raw ap(...) are
 // exempt: they are exactly what the disassembler printed.
-void Assembler::check_shapes(const InstDesc& d, const Inst& in, const std::vector<bool>& raw,
-                             const std::vector<P::ExprContext*>& where, Loc inst_loc) {
+void Assembler::check_shapes(const InstDesc& d, const Inst& in, const bool* raw,
+                             const uint32_t* where, Loc inst_loc) {
   auto idx = [&](std::string_view name) -> int {
     for (size_t k = 0; k < d.operands.size(); ++k)
       if (d.operands[k].name == name) return static_cast<int>(k);
@@ -403,7 +406,7 @@ void Assembler::check_shapes(const InstDesc& d, const Inst& in, const std::vecto
     if (kind == OperandKind::Scalar && in.ops[k].is_ap) return &in.ops[k].ap;
     return nullptr;
   };
-  auto at = [&](int k) { return where[k] ? loc(where[k]) : inst_loc; };
+  auto at = [&](int k) { return where[k] != kNone ? loc_of(where[k]) : inst_loc; };
   const std::string name = fmt::format("{}.{}", name_of(in.engine), d.mnemonic);
   const int dst = idx("dst");
   const AccessPattern* D = ap_of(dst);

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "isa/isa.h"
@@ -41,6 +42,6 @@ struct Value {
 };
 
 // Parses a number as written in source: decimal, 0x hex, 0b binary integers, decimal floats.
-std::optional<Value> parse_number_text(const std::string& t);
+std::optional<Value> parse_number_text(std::string_view t);
 
 } // namespace nisa::nasm

@@ -1,0 +1,609 @@
+// Recursive-descent parser for grammar/NeuronAsm.g4, rule for rule (the rule each function
+// implements is quoted above it). Every decision is LL(1) or LL(2), as in the grammar. On a
+// syntax error the rest of the line is skipped and parsing goes on with the next line.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <optional>
+
+#include "asm/ast.h"
+
+namespace nisa::nasm {
+namespace {
+
+// Bounds that keep the recursion (here and in the evaluator) shallow on any input.
+constexpr uint32_t kMaxStatementTokens = 4000;
+constexpr int kMaxNesting = 64;
+
+struct ParseError {};
+
+class Parser {
+public:
+  explicit Parser(ParsedFile& f) : f_(f), toks_(f.tokens) {}
+  void program();
+
+private:
+  // ---- tokens
+  Tok peek(uint32_t ahead = 0) const {
+    const size_t i = pos_ + ahead;
+    return i < toks_.size() ? toks_[i].kind : Tok::Eof;
+  }
+  bool at(Tok k) const { return peek() == k; }
+  uint32_t take() {
+    if (pos_ - stmt_start_ >= kMaxStatementTokens)
+      error(pos_, fmt::format("statement longer than {} tokens", kMaxStatementTokens));
+    return pos_++;
+  }
+  uint32_t expect(Tok k, std::string_view what = {}) {
+    if (!at(k)) error_expected(what.empty() ? tok_description(k) : what);
+    return take();
+  }
+  bool accept(Tok k) {
+    if (!at(k)) return false;
+    take();
+    return true;
+  }
+  [[noreturn]] void error(uint32_t tok, std::string msg) {
+    const Token& t = toks_[tok];
+    f_.errors.push_back({t.line, t.col, std::move(msg)});
+    throw ParseError{};
+  }
+  [[noreturn]] void error_expected(std::string_view what) {
+    const Token& t = toks_[pos_];
+    if (t.kind == Tok::ErrChar)
+      error(pos_, fmt::format("unexpected character '{}'", f_.text(pos_)));
+    std::string found;
+    if (t.kind == Tok::NL || t.kind == Tok::Eof || t.kind == Tok::Comma)
+      found = std::string(tok_description(t.kind));
+    else
+      found = fmt::format("'{}'", f_.text(pos_));
+    error(pos_, fmt::format("expected {}, found {}", what, found));
+  }
+
+  // ---- building
+  uint32_t add(const Node& n) {
+    f_.nodes.push_back(n);
+    return static_cast<uint32_t>(f_.nodes.size() - 1);
+  }
+  // Moves the last `n` entries of the scratch stack into `kids`.
+  void take_kids(Node& n, size_t mark) {
+    n.kids = static_cast<uint32_t>(f_.kids.size());
+    n.nkids = static_cast<uint32_t>(scratch_.size() - mark);
+    f_.kids.insert(f_.kids.end(), scratch_.begin() + static_cast<long>(mark), scratch_.end());
+    scratch_.resize(mark);
+  }
+  void take_items(uint32_t& begin, uint32_t& count, size_t mark) {
+    begin = static_cast<uint32_t>(f_.items.size());
+    count = static_cast<uint32_t>(item_scratch_.size() - mark);
+    f_.items.insert(f_.items.end(), item_scratch_.begin() + static_cast<long>(mark),
+                    item_scratch_.end());
+    item_scratch_.resize(mark);
+  }
+
+  static bool starts_expr(Tok k) {
+    switch (k) {
+    case Tok::Number:
+    case Tok::String:
+    case Tok::Id:
+    case Tok::Directive:
+    case Tok::LParen:
+    case Tok::LBrack:
+    case Tok::Minus:
+    case Tok::Plus:
+    case Tok::Not:
+    case Tok::Tilde: return true;
+    default: return false;
+    }
+  }
+  // Binding strength of a binary operator (0: not one), highest first as in the grammar.
+  static int level(Tok k) {
+    switch (k) {
+    case Tok::Star:
+    case Tok::Slash:
+    case Tok::Percent: return 10;
+    case Tok::Plus:
+    case Tok::Minus: return 9;
+    case Tok::Shl:
+    case Tok::Shr: return 8;
+    case Tok::Lt:
+    case Tok::Le:
+    case Tok::Gt:
+    case Tok::Ge: return 7;
+    case Tok::EqEq:
+    case Tok::Ne: return 6;
+    case Tok::Amp: return 5;
+    case Tok::Caret: return 4;
+    case Tok::Pipe: return 3;
+    case Tok::AndAnd: return 2;
+    case Tok::OrOr: return 1;
+    default: return 0;
+    }
+  }
+
+  // ---- rules
+  void line();
+  void line_rest(uint32_t start, bool label); // the line after the label decision
+  void stmt(Stmt& s);
+  void operands(Stmt& s);
+  void sync(Stmt& s);
+  uint32_t expr(int min_level = 1);
+  uint32_t unary();
+  uint32_t postfix();
+  uint32_t primary();
+  uint32_t slice();
+  void expr_list(Stmt& s); // exprList? up to ']'
+  // Called after taking an opening bracket or a prefix operator.
+  void open_bracket() {
+    if (++nesting_ > kMaxNesting)
+      error(pos_ - 1,
+            fmt::format("{} nested deeper than {}",
+                        toks_[pos_ - 1].kind == Tok::LParen || toks_[pos_ - 1].kind == Tok::LBrack
+                            ? "brackets"
+                            : "operators",
+                        kMaxNesting));
+  }
+
+  ParsedFile& f_;
+  const std::vector<Token>& toks_;
+  uint32_t pos_ = 0, stmt_start_ = 0;
+  int nesting_ = 0;
+  std::vector<uint32_t> scratch_;
+  std::vector<Item> item_scratch_;
+};
+
+// program : line* EOF ;
+void Parser::program() {
+  while (!at(Tok::Eof)) {
+    stmt_start_ = pos_;
+    nesting_ = 0;
+    scratch_.clear();
+    item_scratch_.clear();
+    try {
+      line();
+    } catch (const ParseError&) {
+      // Skip the rest of the line.
+      while (!at(Tok::NL) && !at(Tok::Eof)) ++pos_;
+      if (at(Tok::NL)) ++pos_;
+      if (f_.errors.size() >= 100) return;
+    }
+  }
+}
+
+// line : (label=(ID | DOTTED | DIRECTIVE) ':')? stmt? NL ;
+void Parser::line() {
+  const uint32_t start = pos_;
+  const Tok k = peek();
+  const bool label =
+      (k == Tok::Id || k == Tok::Dotted || k == Tok::Directive) && peek(1) == Tok::Colon;
+  if (label && k == Tok::Directive) {
+    // `.x: rest` is a label and a statement, or one unknownDirective statement. As ANTLR's
+    // full-LL prediction does, take the label if the rest of the line parses, else the latter.
+    const size_t nodes = f_.nodes.size(), kids = f_.kids.size(), items = f_.items.size(),
+                 syncs = f_.syncs.size(), errors = f_.errors.size();
+    try {
+      line_rest(start, true);
+      return;
+    } catch (const ParseError&) {
+      pos_ = start;
+      nesting_ = 0;
+      scratch_.clear();
+      item_scratch_.clear();
+      f_.nodes.resize(nodes);
+      f_.kids.resize(kids);
+      f_.items.resize(items);
+      f_.syncs.resize(syncs);
+      f_.errors.resize(errors);
+    }
+  }
+  line_rest(start, label && k != Tok::Directive);
+}
+
+void Parser::line_rest(uint32_t start, bool label) {
+  Stmt s;
+  s.first = start;
+  if (label) {
+    s.label = take();
+    take();
+  }
+  if (!at(Tok::NL)) stmt(s);
+  expect(Tok::NL, "end of line");
+  if (s.label != kNone || s.kind != StmtKind::None) f_.stmts.push_back(s);
+}
+
+void Parser::stmt(Stmt& s) {
+  s.tok = pos_;
+  const Tok k = peek();
+  switch (k) {
+  case Tok::KwKernel: // '.kernel' name=ID
+  case Tok::KwTarget: // '.target' name=ID
+    take();
+    s.kind = k == Tok::KwKernel ? StmtKind::Kernel : StmtKind::Target;
+    s.name = expect(Tok::Id);
+    break;
+  case Tok::KwParam: // kind=('.param' | '.equ' | '.set') name=ID '=' expr
+  case Tok::KwEqu:
+  case Tok::KwSet:
+    take();
+    s.kind = StmtKind::Assign;
+    s.name = expect(Tok::Id);
+    expect(Tok::Assign);
+    s.e0 = expr();
+    break;
+  case Tok::KwIf: // '.if' expr
+  case Tok::KwElif:
+    take();
+    s.kind = k == Tok::KwIf ? StmtKind::If : StmtKind::Elif;
+    s.e0 = expr();
+    break;
+  case Tok::KwElse:
+  case Tok::KwEndif:
+  case Tok::KwEndfor:
+  case Tok::KwEndm:
+    take();
+    s.kind = k == Tok::KwElse     ? StmtKind::Else
+             : k == Tok::KwEndif  ? StmtKind::Endif
+             : k == Tok::KwEndfor ? StmtKind::Endfor
+                                  : StmtKind::Endm;
+    break;
+  case Tok::KwFor: // '.for' var=ID kw=ID from=expr '..' to=expr (stepkw=ID step=expr)?
+    take();
+    s.kind = StmtKind::For;
+    s.name = expect(Tok::Id);
+    s.word = expect(Tok::Id, "'in'");
+    s.e0 = expr();
+    expect(Tok::DotDot);
+    s.e1 = expr();
+    if (at(Tok::Id)) {
+      s.word2 = take();
+      s.e2 = expr();
+    }
+    break;
+  case Tok::KwMacro: { // '.macro' name=ID (macroParam (COMMA macroParam)*)?
+    take();
+    s.kind = StmtKind::Macro;
+    s.name = expect(Tok::Id);
+    const size_t mark = item_scratch_.size();
+    if (at(Tok::Id)) {
+      do { // macroParam : name=ID ('=' expr)? ;
+        Item p;
+        p.tok = expect(Tok::Id, "a parameter name");
+        if (accept(Tok::Assign)) p.rhs = expr();
+        item_scratch_.push_back(p);
+      } while (accept(Tok::Comma));
+    }
+    take_items(s.items, s.nitems, mark);
+    break;
+  }
+  case Tok::KwInclude: // '.include' STRING
+  case Tok::KwError:   // '.error' STRING
+    take();
+    s.kind = k == Tok::KwInclude ? StmtKind::Include : StmtKind::Error;
+    s.word = expect(Tok::String);
+    break;
+  case Tok::KwHbm: // kind=('.hbm'|'.sbuf'|'.psum') name=ID ':' dtype=ID '[' exprList? ']'
+  case Tok::KwSbuf:
+  case Tok::KwPsum: //   role=ID? ('@' addr=expr)?
+    take();
+    s.kind = StmtKind::Tensor;
+    s.name = expect(Tok::Id);
+    expect(Tok::Colon);
+    s.word2 = expect(Tok::Id, "a dtype");
+    expr_list(s);
+    if (at(Tok::Id)) s.word = take();
+    if (accept(Tok::At)) s.e0 = expr();
+    break;
+  case Tok::KwView: // '.view' name=ID '=' src=expr askw=ID dtype=ID '[' exprList? ']'
+    take();
+    s.kind = StmtKind::View;
+    s.name = expect(Tok::Id);
+    expect(Tok::Assign);
+    s.e0 = expr();
+    s.word = expect(Tok::Id, "'as'");
+    s.word2 = expect(Tok::Id, "a dtype");
+    expr_list(s);
+    break;
+  case Tok::KwSem: { // '.sem' semDecl (COMMA semDecl)*
+    take();
+    s.kind = StmtKind::Sem;
+    const size_t mark = item_scratch_.size();
+    do { // semDecl : name=ID ('=' expr)? ;
+      Item d;
+      d.tok = expect(Tok::Id, "a semaphore name");
+      if (accept(Tok::Assign)) d.rhs = expr();
+      item_scratch_.push_back(d);
+    } while (accept(Tok::Comma));
+    take_items(s.items, s.nitems, mark);
+    break;
+  }
+  case Tok::KwGroup: // '.group' name=ID '=' expr
+    take();
+    s.kind = StmtKind::Group;
+    s.name = expect(Tok::Id);
+    expect(Tok::Assign);
+    s.e0 = expr();
+    break;
+  case Tok::Directive: // DIRECTIVE (~NL)*
+    take();
+    s.kind = StmtKind::UnknownDirective;
+    while (!at(Tok::NL) && !at(Tok::Eof)) take();
+    break;
+  case Tok::Dotted: // DOTTED (operand (COMMA operand)*)? sync*
+    take();
+    s.kind = StmtKind::Inst;
+    operands(s);
+    if (at(Tok::At)) {
+      // A statement's sync clauses are stored contiguously.
+      const auto begin = static_cast<uint32_t>(f_.syncs.size());
+      while (at(Tok::At)) sync(s);
+      s.syncs = begin;
+      s.nsyncs = static_cast<uint32_t>(f_.syncs.size()) - begin;
+    }
+    break;
+  case Tok::Id: // ID (operand (COMMA operand)*)?
+    take();
+    s.kind = StmtKind::MacroCall;
+    operands(s);
+    break;
+  default: error_expected("a statement");
+  }
+  s.last = pos_ - 1;
+}
+
+// (operand (COMMA operand)*)?   operand : lhs=expr ('=' rhs=expr)? ;
+void Parser::operands(Stmt& s) {
+  const size_t mark = item_scratch_.size();
+  if (starts_expr(peek())) {
+    do {
+      Item o;
+      o.tok = pos_;
+      o.lhs = expr();
+      if (accept(Tok::Assign)) o.rhs = expr();
+      item_scratch_.push_back(o);
+    } while (accept(Tok::Comma));
+  }
+  take_items(s.items, s.nitems, mark);
+}
+
+// sync : '@' kind=ID '(' syncArg (COMMA syncArg)* ')' ;
+// syncArg : lhs=expr ('+=' rhs=expr)? ;
+void Parser::sync(Stmt&) {
+  Sync y;
+  y.tok = take();
+  y.kind = expect(Tok::Id, "'wait' or 'signal'");
+  expect(Tok::LParen);
+  open_bracket();
+  const size_t mark = item_scratch_.size();
+  do {
+    Item a;
+    a.tok = pos_;
+    a.lhs = expr();
+    if (accept(Tok::PlusAssign)) a.rhs = expr();
+    item_scratch_.push_back(a);
+  } while (accept(Tok::Comma));
+  y.last = expect(Tok::RParen, "')' or ','");
+  --nesting_;
+  take_items(y.items, y.nitems, mark);
+  f_.syncs.push_back(y);
+}
+
+// '[' exprList? ']'   exprList : expr (COMMA expr)* ;
+void Parser::expr_list(Stmt& s) {
+  expect(Tok::LBrack);
+  const size_t mark = item_scratch_.size();
+  if (!at(Tok::RBrack)) {
+    do {
+      Item e;
+      e.tok = pos_;
+      e.lhs = expr();
+      item_scratch_.push_back(e);
+    } while (accept(Tok::Comma));
+  }
+  expect(Tok::RBrack, "']' or ','");
+  take_items(s.items, s.nitems, mark);
+}
+
+// expr : primary | expr '[' slice (COMMA slice)* ']' | op=('-'|'+'|'!'|'~') expr
+//      | expr op=BINARY expr  (ten levels, left-associative)
+uint32_t Parser::expr(int min_level) {
+  uint32_t lhs = unary();
+  for (int l = level(peek()); l >= min_level && l > 0; l = level(peek())) {
+    Node n;
+    n.kind = NodeKind::Binary;
+    n.op = peek();
+    n.c = take();
+    n.tok = f_.nodes[lhs].tok;
+    n.a = lhs;
+    n.b = expr(l + 1);
+    lhs = add(n);
+  }
+  return lhs;
+}
+
+// A prefix operator's operand binds tighter than any binary operator, looser than '['.
+uint32_t Parser::unary() {
+  const Tok k = peek();
+  if (k == Tok::Minus || k == Tok::Plus || k == Tok::Not || k == Tok::Tilde) {
+    Node n;
+    n.kind = NodeKind::Unary;
+    n.op = k;
+    n.tok = take();
+    open_bracket(); // a chain of prefix operators nests like brackets do
+    n.a = unary();
+    --nesting_;
+    return add(n);
+  }
+  return postfix();
+}
+
+// expr '[' slice (COMMA slice)* ']'
+uint32_t Parser::postfix() {
+  uint32_t e = primary();
+  while (at(Tok::LBrack)) {
+    take();
+    open_bracket();
+    Node n;
+    n.kind = NodeKind::Index;
+    n.tok = f_.nodes[e].tok;
+    n.a = e;
+    const size_t mark = scratch_.size();
+    do scratch_.push_back(slice());
+    while (accept(Tok::Comma));
+    expect(Tok::RBrack, "']' or ','");
+    --nesting_;
+    take_kids(n, mark);
+    e = add(n);
+  }
+  return e;
+}
+
+// slice : '@' expr | lo=expr? (c1=':' hi=expr? (c2=':' step=expr?)?)? ;
+uint32_t Parser::slice() {
+  Node n;
+  n.tok = pos_;
+  if (accept(Tok::At)) {
+    n.kind = NodeKind::DynSlice;
+    n.a = expr();
+    return add(n);
+  }
+  n.kind = NodeKind::RangeSlice;
+  if (starts_expr(peek())) n.a = expr();
+  if (accept(Tok::Colon)) {
+    n.flags |= Node::kFirstColon;
+    if (starts_expr(peek())) n.b = expr();
+    if (accept(Tok::Colon)) {
+      n.flags |= Node::kSecondColon;
+      if (starts_expr(peek())) n.c = expr();
+    }
+  }
+  return add(n);
+}
+
+// primary : NUMBER | STRING | name=ID '(' (callArg (COMMA callArg)*)? ')' | name=(ID|DIRECTIVE)
+//         | '(' expr ')' | '[' (expr (COMMA expr)*)? ']' ;
+uint32_t Parser::primary() {
+  Node n;
+  n.tok = pos_;
+  switch (peek()) {
+  case Tok::Number: n.kind = NodeKind::Number; break;
+  case Tok::String: n.kind = NodeKind::String; break;
+  case Tok::Directive: n.kind = NodeKind::Name; break;
+  case Tok::Id:
+    if (peek(1) != Tok::LParen) {
+      n.kind = NodeKind::Name;
+      break;
+    }
+    { // callArg : (name=ID '=')? expr ;
+      take();
+      take();
+      open_bracket();
+      n.kind = NodeKind::Call;
+      const size_t mark = scratch_.size();
+      if (!at(Tok::RParen)) {
+        do {
+          Node a;
+          a.kind = NodeKind::CallArg;
+          a.tok = pos_;
+          if (at(Tok::Id) && peek(1) == Tok::Assign) {
+            a.b = take();
+            take();
+          }
+          a.a = expr();
+          scratch_.push_back(add(a));
+        } while (accept(Tok::Comma));
+      }
+      expect(Tok::RParen, "')' or ','");
+      --nesting_;
+      take_kids(n, mark);
+      return add(n);
+    }
+  case Tok::LParen:
+    take();
+    open_bracket();
+    n.kind = NodeKind::Paren;
+    n.a = expr();
+    expect(Tok::RParen);
+    --nesting_;
+    return add(n);
+  case Tok::LBrack: {
+    take();
+    open_bracket();
+    n.kind = NodeKind::List;
+    const size_t mark = scratch_.size();
+    if (!at(Tok::RBrack)) {
+      do scratch_.push_back(expr());
+      while (accept(Tok::Comma));
+    }
+    expect(Tok::RBrack, "']' or ','");
+    --nesting_;
+    take_kids(n, mark);
+    return add(n);
+  }
+  default: error_expected("an expression");
+  }
+  take();
+  return add(n);
+}
+
+void split_lines(ParsedFile& f, std::string_view t) {
+  size_t b = 0;
+  f.lines.reserve(static_cast<size_t>(std::count(t.begin(), t.end(), '\n')) + 1);
+  while (b < t.size()) {
+    size_t e = t.find('\n', b);
+    if (e == std::string_view::npos) e = t.size();
+    std::string_view l = t.substr(b, e - b);
+    if (!l.empty() && l.back() == '\r') l.remove_suffix(1);
+    f.lines.push_back(l);
+    b = e + 1;
+  }
+}
+
+std::optional<size_t> invalid_utf8(std::string_view s) {
+  for (size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    const int n = (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+    if (n == 0 || i + n > s.size()) return i;
+    for (int k = 1; k < n; ++k)
+      if ((static_cast<unsigned char>(s[i + k]) >> 6) != 2) return i;
+    if ((n == 2 && c < 0xc2) || (n == 4 && c > 0xf4)) return i;
+    i += static_cast<size_t>(n);
+  }
+  return std::nullopt;
+}
+
+} // namespace
+
+ParsedFile parse_source(std::string name, std::string text) {
+  ParsedFile f;
+  f.name = std::move(name);
+  f.src = std::move(text);
+  // Every statement ends with NL: make sure the last one does.
+  if (f.src.empty() || f.src.back() != '\n') f.src.push_back('\n');
+  split_lines(f, f.src);
+  // Columns count code points: reject malformed UTF-8 first.
+  if (auto bad = invalid_utf8(f.src)) {
+    const std::string_view s = f.src;
+    const size_t line_start = *bad == 0 ? std::string_view::npos : s.rfind('\n', *bad - 1);
+    const auto line =
+        static_cast<uint32_t>(std::count(s.begin(), s.begin() + static_cast<long>(*bad), '\n') + 1);
+    const auto col =
+        static_cast<uint32_t>(line_start == std::string_view::npos ? *bad + 1 : *bad - line_start);
+    f.errors.push_back({line, col, "invalid UTF-8 byte in the source"});
+    return f;
+  }
+  if (f.src.size() >= UINT32_MAX) {
+    f.errors.push_back({1, 1, "the source is larger than 4 GiB"});
+    return f;
+  }
+  f.tokens = lex(f.src);
+  f.stmts.reserve(f.lines.size());
+  f.nodes.reserve(f.tokens.size() / 2 + 16);
+  f.items.reserve(f.lines.size() * 2);
+  Parser(f).program();
+  return f;
+}
+
+} // namespace nisa::nasm
