@@ -160,7 +160,7 @@ size_t Lexer::match_string(size_t at) const {
 
 std::vector<Token> Lexer::run() {
   std::vector<Token> out;
-  out.reserve(t_.size() / 3 + 1);
+  out.reserve(t_.size() / 2 + 16); // a token and its blank are rarely under 2 bytes
   const std::string_view t = t_;
   for (;;) {
     const size_t at = pos_;

@@ -600,8 +600,10 @@ ParsedFile parse_source(std::string name, std::string text) {
   }
   f.tokens = lex(f.src);
   f.stmts.reserve(f.lines.size());
-  f.nodes.reserve(f.tokens.size() / 2 + 16);
-  f.items.reserve(f.lines.size() * 2);
+  // Generous reservations: pages never touched cost nothing, a reallocation copies them all.
+  f.nodes.reserve(f.tokens.size() * 3 / 4 + 16);
+  f.kids.reserve(f.tokens.size() / 4 + 16);
+  f.items.reserve(f.lines.size() * 8);
   Parser(f).program();
   return f;
 }

@@ -1,10 +1,16 @@
 // Assembler throughput: a flat generated listing of 100k instructions (every line parsed,
-// lowered and checked), and the same work expressed as .for loops (expansion-bound).
+// lowered and checked), and the same work expressed as .for loops (expansion-bound); the
+// front end's phases (lex, parse) and a memcpy of the text as baselines of the same run.
+//   bench_asm --write-flat N FILE   writes the flat listing with N instructions (for profiling
+//                                   one `nisa asm` run, e.g. under valgrind --tool=callgrind)
 #include <benchmark/benchmark.h>
 
+#include <cstring>
+#include <fstream>
 #include <string>
 
 #include "asm/asm.h"
+#include "asm/ast.h"
 
 namespace {
 
@@ -21,10 +27,10 @@ const char* kHeader = R"(.kernel bench
 )";
 
 // One of four instruction shapes per line, with varying slices and sync.
-std::string flat_source() {
+std::string flat_source(int n = kInsts) {
   std::string src = kHeader;
-  src.reserve(static_cast<size_t>(kInsts) * 90);
-  for (int i = 0; i < kInsts; ++i) {
+  src.reserve(static_cast<size_t>(n) * 90);
+  for (int i = 0; i < n; ++i) {
     const int k = i % 4, o = (i * 64) % 1536;
     switch (k) {
     case 0:
@@ -61,9 +67,18 @@ std::string loop_source() {
   return src;
 }
 
-void run(benchmark::State& state, const std::string& src) {
+int64_t count_lines(const std::string& src) {
   int64_t lines = 0;
   for (char ch : src) lines += ch == '\n';
+  return lines;
+}
+
+void set_line_rate(benchmark::State& state, const std::string& src) {
+  state.counters["lines/s"] = benchmark::Counter(
+      static_cast<double>(count_lines(src) * state.iterations()), benchmark::Counter::kIsRate);
+}
+
+void run(benchmark::State& state, const std::string& src) {
   for (auto _ : state) {
     auto r = nisa::nasm::assemble_string(src, "bench.nasm");
     if (!r.ok()) {
@@ -72,12 +87,40 @@ void run(benchmark::State& state, const std::string& src) {
     }
     benchmark::DoNotOptimize(r.module->streams);
   }
-  state.counters["lines/s"] = benchmark::Counter(static_cast<double>(lines * state.iterations()),
-                                                 benchmark::Counter::kIsRate);
+  set_line_rate(state, src);
   state.counters["insts/s"] =
       benchmark::Counter(static_cast<double>(kInsts) * static_cast<double>(state.iterations()),
                          benchmark::Counter::kIsRate);
 }
+
+// Baseline: copying the text once (what any tool reading it pays at least).
+void BM_BaselineMemcpyFlat100k(benchmark::State& state) {
+  static const std::string src = flat_source();
+  std::string dst(src.size(), '\0');
+  for (auto _ : state) {
+    std::memcpy(dst.data(), src.data(), src.size());
+    benchmark::DoNotOptimize(dst.data());
+    benchmark::ClobberMemory();
+  }
+  set_line_rate(state, src);
+}
+BENCHMARK(BM_BaselineMemcpyFlat100k)->Unit(benchmark::kMillisecond);
+
+// The front end's phases alone: tokens; tokens + tree.
+void BM_LexFlat100k(benchmark::State& state) {
+  static const std::string src = flat_source();
+  for (auto _ : state) benchmark::DoNotOptimize(nisa::nasm::lex(src).size());
+  set_line_rate(state, src);
+}
+BENCHMARK(BM_LexFlat100k)->Unit(benchmark::kMillisecond)->MinTime(1.0);
+
+void BM_ParseFlat100k(benchmark::State& state) {
+  static const std::string src = flat_source();
+  for (auto _ : state)
+    benchmark::DoNotOptimize(nisa::nasm::parse_source("bench.nasm", src).stmts.size());
+  set_line_rate(state, src);
+}
+BENCHMARK(BM_ParseFlat100k)->Unit(benchmark::kMillisecond)->MinTime(1.0);
 
 void BM_AssembleFlat100k(benchmark::State& state) {
   static const std::string src = flat_source();
@@ -93,4 +136,19 @@ BENCHMARK(BM_AssembleLoops100k)->Unit(benchmark::kMillisecond)->MinTime(2.0);
 
 } // namespace
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  if (argc == 4 && std::strcmp(argv[1], "--write-flat") == 0) {
+    const int n = std::atoi(argv[2]);
+    std::ofstream out(argv[3], std::ios::binary);
+    if (n <= 0 || !(out << flat_source(n))) {
+      fprintf(stderr, "bench_asm: --write-flat N FILE: N must be > 0 and FILE writable\n");
+      return 2;
+    }
+    return 0;
+  }
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
