@@ -21,10 +21,12 @@ bool read_text(const std::string& path, std::string& out) {
   if (!fs::is_regular_file(path, ec) || fs::file_size(path, ec) > (64u << 20)) return false;
   std::ifstream f(path, std::ios::binary);
   if (!f) return false;
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  out = ss.str();
-  return true;
+  // One read into a string of the right size (the file may still change under us: read what
+  // is there, up to the limit).
+  out.assign(std::min<uintmax_t>(fs::file_size(path, ec), 64u << 20), '\0');
+  f.read(out.data(), static_cast<std::streamsize>(out.size()));
+  out.resize(static_cast<size_t>(f.gcount()));
+  return !f.bad();
 }
 
 std::string unquote(std::string_view s) {
@@ -110,10 +112,14 @@ AsmResult Assembler::run_file(const std::string& path) {
   }
   std::error_code ec;
   include_stack_.push_back(fs::weakly_canonical(path, ec).string());
-  return run_string(text, path);
+  return run(std::move(text), path);
 }
 
 AsmResult Assembler::run_string(std::string_view text, const std::string& name) {
+  return run(std::string(text), name);
+}
+
+AsmResult Assembler::run(std::string text, const std::string& name) {
   for (const auto& [k, v] : opts_.defines) {
     auto num = parse_number_text(v);
     Value val;
@@ -143,7 +149,7 @@ AsmResult Assembler::run_string(std::string_view text, const std::string& name) 
   alloc_ = std::make_unique<Allocator>(mod_.target);
   set_target_symbols();
   try {
-    uint32_t u = load_unit(name, std::string(text));
+    uint32_t u = load_unit(name, std::move(text));
     if (units_[u].ok) {
       enter_unit(u);
       exec_range(u, 0, units_[u].parsed.stmts.size());

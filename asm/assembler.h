@@ -75,6 +75,7 @@ private:
     Loc loc;
   };
 
+  AsmResult run(std::string text, const std::string& name);
   AsmResult finish();
   uint32_t load_unit(const std::string& display, std::string text);
   void match_blocks(Unit& u, uint32_t id);

@@ -16,7 +16,7 @@ namespace nisa::nasm {
 constexpr uint32_t kNone = UINT32_MAX;
 
 enum class NodeKind : uint8_t {
-  Number,     // tok
+  Number,     // tok; flags & kIntValue: a decimal integer, value = b << 32 | a
   String,     // tok
   Name,       // tok (an ID, or a DIRECTIVE such as .Lloop)
   Call,       // tok = the name; kids = CallArg nodes
@@ -33,11 +33,11 @@ enum class NodeKind : uint8_t {
 struct Node {
   NodeKind kind = NodeKind::Number;
   Tok op = Tok::Eof;    // Unary / Binary: the operator
-  uint8_t flags = 0;    // RangeSlice: kFirstColon | kSecondColon
+  uint8_t flags = 0;    // RangeSlice: kFirstColon | kSecondColon; Number: kIntValue
   uint32_t tok = kNone; // the node's first token: where diagnostics point
   uint32_t a = kNone, b = kNone, c = kNone;
   uint32_t kids = 0, nkids = 0; // range of ParsedFile::kids
-  static constexpr uint8_t kFirstColon = 1, kSecondColon = 2;
+  static constexpr uint8_t kFirstColon = 1, kSecondColon = 2, kIntValue = 4;
 };
 
 enum class StmtKind : uint8_t {

@@ -52,6 +52,8 @@ Value Assembler::eval(uint32_t e) {
     return Value::of_name(std::string(s));
   }
   case NodeKind::Number: {
+    if (n.flags & Node::kIntValue)
+      return Value::of_int(static_cast<int64_t>(uint64_t{n.b} << 32 | n.a));
     const std::string_view t = text(n.tok);
     auto v = parse_number_text(t);
     if (!v) fail_at(e, fmt::format("invalid number '{}'", t));

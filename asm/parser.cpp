@@ -484,7 +484,20 @@ uint32_t Parser::primary() {
   Node n;
   n.tok = pos_;
   switch (peek()) {
-  case Tok::Number: n.kind = NodeKind::Number; break;
+  case Tok::Number: {
+    n.kind = NodeKind::Number;
+    // Plain decimal integers (most numbers) are converted once here, not at every evaluation.
+    const std::string_view t = f_.text(pos_);
+    if (t.size() <= 18 &&
+        std::all_of(t.begin(), t.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+      uint64_t v = 0;
+      for (char c : t) v = v * 10 + static_cast<uint64_t>(c - '0');
+      n.flags = Node::kIntValue;
+      n.a = static_cast<uint32_t>(v);
+      n.b = static_cast<uint32_t>(v >> 32);
+    }
+    break;
+  }
   case Tok::String: n.kind = NodeKind::String; break;
   case Tok::Directive: n.kind = NodeKind::Name; break;
   case Tok::Id:
