@@ -254,10 +254,10 @@ void Assembler::match_blocks(Unit& u, uint32_t id) {
   };
   std::vector<Open> stack;
   auto tok_loc = [&](uint32_t t) {
-    const Token& k = u.parsed.tokens[t];
-    return Loc{id, k.line, k.col, cur_frame_};
+    const auto [line, col] = u.parsed.position(t);
+    return Loc{id, line, col, cur_frame_};
   };
-  auto line_of = [&](size_t i) { return u.parsed.tokens[lines[i].first].line; };
+  auto line_of = [&](size_t i) { return u.parsed.line_of(lines[i].first); };
   auto here = [&](size_t i) { return tok_loc(lines[i].tok); };
   for (size_t i = 0; i < n; ++i) {
     const StmtKind k = lines[i].kind;
@@ -591,7 +591,7 @@ void Assembler::exec_include(const Stmt& s) {
 }
 
 void Assembler::exec_assign(const Stmt& s) {
-  const Tok kind = file().tokens[s.tok].kind;
+  const Tok kind = file().token(s.tok).kind;
   const std::string_view name = text(s.name);
   const Loc at = loc(s.name);
   if (kind == Tok::KwSet) {
@@ -668,7 +668,7 @@ void Assembler::exec_tensor(const Stmt& s) {
   target_locked_ = true;
   TensorDecl t;
   t.name = text(s.name);
-  const Tok kind = file().tokens[s.tok].kind;
+  const Tok kind = file().token(s.tok).kind;
   t.space = kind == Tok::KwHbm    ? MemSpace::hbm
             : kind == Tok::KwSbuf ? MemSpace::sbuf
                                   : MemSpace::psum;

@@ -137,8 +137,8 @@ private:
 
   // ---- diagnostics
   Loc loc(uint32_t tok) const {
-    const Token& t = file_->tokens[tok];
-    return Loc{cur_unit_, t.line, t.col, cur_frame_};
+    const auto [line, col] = file_->position(tok);
+    return Loc{cur_unit_, line, col, cur_frame_};
   }
   Loc loc_of(uint32_t e) const { return loc(node(e).tok); }
   [[noreturn]] void fail(Loc l, std::string msg) const { throw StmtError{l, std::move(msg)}; }

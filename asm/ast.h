@@ -1,19 +1,24 @@
-// The parsed form of one source file: tokens, one Stmt per non-empty line, expression nodes.
+// The parsed form of one source file: one Stmt per non-empty line, expression nodes.
 // It mirrors grammar/NeuronAsm.g4 rule for rule (the grammar is the specification; tests/asm/
 // parser_test.cpp checks that asm/parser.cpp and the ANTLR parser generated from the grammar
 // build the same tree), but is flat and compact: nodes live in arrays and refer to each other
-// and to tokens by index, so a 100k-line file costs a few hundred bytes per line.
+// by index and to tokens by their byte offset in the source (the token array is not kept: a
+// token is re-read from the source when its text or position is needed, which is rare), so a
+// 100k-line file costs a few hundred bytes per line.
 #pragma once
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "asm/token.h"
 
 namespace nisa::nasm {
 
-constexpr uint32_t kNone = UINT32_MAX;
+constexpr uint32_t kNone = UINT32_MAX; // no node, no token
+
+// Fields named `tok` (and other token fields) hold a token's byte offset in the source.
 
 enum class NodeKind : uint8_t {
   Number,     // tok; flags & kIntValue: a decimal integer, value = b << 32 | a
@@ -103,18 +108,21 @@ struct ParsedFile {
   std::string name;                    // as given (for diagnostics)
   std::string src;                     // the text, ending with '\n'
   std::vector<std::string_view> lines; // source lines, for carets
-  std::vector<Token> tokens;
-  std::vector<Stmt> stmts; // lines with a label or a statement, in order
+  std::vector<Stmt> stmts;             // lines with a label or a statement, in order
   std::vector<Node> nodes;
   std::vector<uint32_t> kids; // child node lists
   std::vector<Item> items;
   std::vector<Sync> syncs;
   std::vector<SyntaxError> errors;
 
+  // The token at byte offset `tok`: kind, extent, line and column.
+  Token token(uint32_t tok) const;
   std::string_view text(uint32_t tok) const {
-    const Token& t = tokens[tok];
+    const Token t = lex_at(src, tok);
     return std::string_view(src).substr(t.begin, t.end - t.begin);
   }
+  uint32_t line_of(uint32_t offset) const;                       // 1-based
+  std::pair<uint32_t, uint32_t> position(uint32_t offset) const; // line, column (code points)
   const Node& node(uint32_t i) const { return nodes[i]; }
   const uint32_t* kid_begin(const Node& n) const { return kids.data() + n.kids; }
   std::string_view line_text(uint32_t line) const {

@@ -25,7 +25,7 @@ private:
     out_ += ' ';
     if (t == kNone)
       out_ += '_';
-    else if (f_.tokens[t].kind == Tok::Comma)
+    else if (lex_at(f_.src, t).kind == Tok::Comma)
       out_ += ',';
     else
       out_ += f_.text(t);
@@ -166,7 +166,11 @@ std::string Printer::run() {
     case StmtKind::Group: head("group"), tok(s.name), expr(s.e0); break;
     case StmtKind::UnknownDirective:
       head("directive");
-      for (uint32_t t = s.tok; t <= s.last; ++t) tok(t);
+      for (Lexer lx(f_.src, s.tok);;) {
+        const Token t = lx.next();
+        tok(t.begin);
+        if (t.begin >= s.last || t.kind == Tok::Eof) break;
+      }
       break;
     case StmtKind::Inst:
       head("inst"), tok(s.tok), items(s, "op", false);

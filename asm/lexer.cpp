@@ -88,30 +88,18 @@ Tok operator_kind(char c, char next, size_t& len) {
   }
 }
 
-class Lexer {
-public:
-  explicit Lexer(std::string_view t) : t_(t) {}
-  std::vector<Token> run();
+} // namespace
 
-private:
-  // Consumes n bytes of one line (no '\n'), counting code points for the column.
-  void advance(size_t n) {
-    for (size_t k = 0; k < n; ++k) col_ += !is_continuation(t_[pos_ + k]);
-    pos_ += n;
-  }
-  void newline() {
-    ++pos_;
-    ++line_;
-    col_ = 1;
-  }
-  size_t match_comma_tail(size_t at) const;
-  size_t match_number(size_t at) const;
-  size_t match_string(size_t at) const;
+void Lexer::advance(size_t n) {
+  for (size_t k = 0; k < n; ++k) col_ += !is_continuation(t_[pos_ + k]);
+  pos_ += n;
+}
 
-  std::string_view t_;
-  size_t pos_ = 0;
-  uint32_t line_ = 1, col_ = 1;
-};
+void Lexer::newline() {
+  ++pos_;
+  ++line_;
+  col_ = 1;
+}
 
 // After ',': the longest run of `[ \t]* comment? \r? \n` groups (a comma may end a line).
 size_t Lexer::match_comma_tail(size_t at) const {
@@ -158,22 +146,17 @@ size_t Lexer::match_string(size_t at) const {
   return at;
 }
 
-std::vector<Token> Lexer::run() {
-  std::vector<Token> out;
-  out.reserve(t_.size() / 2 + 16); // a token and its blank are rarely under 2 bytes
+Token Lexer::next() {
   const std::string_view t = t_;
   for (;;) {
     const size_t at = pos_;
     Token tok{static_cast<uint32_t>(at), 0, line_, col_, Tok::Eof};
-    auto emit = [&](Tok k) {
+    auto done = [&](Tok k) {
       tok.kind = k;
       tok.end = static_cast<uint32_t>(pos_);
-      out.push_back(tok);
+      return tok;
     };
-    if (at >= t.size()) {
-      emit(Tok::Eof);
-      return out;
-    }
+    if (at >= t.size()) return done(Tok::Eof);
     const char c = t[at];
     if (c == ' ' || c == '\t') { // WS -> skip
       size_t p = at;
@@ -185,8 +168,7 @@ std::vector<Token> Lexer::run() {
     if (c == '\n' || (c == '\r' && at + 1 < t.size() && t[at + 1] == '\n')) {
       if (c == '\r') advance(1);
       newline();
-      emit(Tok::NL);
-      continue;
+      return done(Tok::NL);
     }
     if (c == ';' || (c == '/' && at + 1 < t.size() && t[at + 1] == '/')) { // COMMENT -> skip
       size_t p = at;
@@ -203,8 +185,7 @@ std::vector<Token> Lexer::run() {
         else
           advance(1);
       }
-      emit(Tok::Comma);
-      continue;
+      return done(Tok::Comma);
     }
     if (c == '\\') { // CONT -> skip: '\\' [ \t]* '\r'? '\n'
       size_t p = at + 1;
@@ -216,8 +197,7 @@ std::vector<Token> Lexer::run() {
         continue;
       }
       advance(1);
-      emit(Tok::ErrChar);
-      continue;
+      return done(Tok::ErrChar);
     }
     if (is_name_start(c)) { // Id or Dotted
       size_t p = at + 1;
@@ -230,21 +210,18 @@ std::vector<Token> Lexer::run() {
       }
       col_ += static_cast<uint32_t>(p - at); // ASCII only
       pos_ = p;
-      emit(k);
-      continue;
+      return done(k);
     }
     if (is_digit(c)) {
       const size_t p = match_number(at);
       col_ += static_cast<uint32_t>(p - at);
       pos_ = p;
-      emit(Tok::Number);
-      continue;
+      return done(Tok::Number);
     }
     if (c == '"') {
       const size_t end = match_string(at);
       advance(end != at ? end - at : 1);
-      emit(end != at ? Tok::String : Tok::ErrChar);
-      continue;
+      return done(end != at ? Tok::String : Tok::ErrChar);
     }
     if (c == '.') {
       if (at + 1 < t.size() && is_name_start(t[at + 1])) { // a keyword or a Directive
@@ -252,33 +229,41 @@ std::vector<Token> Lexer::run() {
         while (p < t.size() && is_name_char(t[p])) ++p;
         col_ += static_cast<uint32_t>(p - at);
         pos_ = p;
-        emit(directive_kind(t.substr(at, p - at)));
-        continue;
+        return done(directive_kind(t.substr(at, p - at)));
       }
       if (at + 1 < t.size() && t[at + 1] == '.') {
         advance(2);
-        emit(Tok::DotDot);
-        continue;
+        return done(Tok::DotDot);
       }
     }
     size_t len = 0;
     const Tok op = operator_kind(c, at + 1 < t.size() ? t[at + 1] : '\0', len);
     if (op != Tok::Eof) {
       advance(len);
-      emit(op);
-      continue;
+      return done(op);
     }
     // ErrChar: one code point.
     size_t n = 1;
     while (at + n < t.size() && is_continuation(t[at + n])) ++n;
     advance(n);
-    emit(Tok::ErrChar);
+    return done(Tok::ErrChar);
   }
 }
 
-} // namespace
+std::vector<Token> lex(std::string_view src) {
+  std::vector<Token> out;
+  out.reserve(src.size() / 2 + 16); // a token and its blank are rarely under 2 bytes
+  Lexer lx(src);
+  do out.push_back(lx.next());
+  while (out.back().kind != Tok::Eof);
+  return out;
+}
 
-std::vector<Token> lex(std::string_view src) { return Lexer(src).run(); }
+Token lex_at(std::string_view src, uint32_t offset) {
+  Token t = Lexer(src, offset).next();
+  t.line = t.col = 0;
+  return t;
+}
 
 std::string_view tok_spelling(Tok k) {
   const auto i = static_cast<size_t>(k);

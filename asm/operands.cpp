@@ -161,7 +161,7 @@ void Assembler::exec_inst(const Stmt& s) {
     const OperandDesc& od = d->operands[k];
     if (bound[k] == kNone) {
       if (!od.optional) {
-        const Token& last = file().tokens[s.last];
+        const Token last = file().token(s.last);
         fail(Loc{at.file, last.line, last.col + static_cast<uint32_t>(last.end - last.begin),
                  at.frame},
              fmt::format("missing operand '{}' of {} (operands: {})", od.name, dotted,

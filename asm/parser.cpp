@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <tuple>
 
 #include "asm/ast.h"
 
@@ -19,20 +20,35 @@ struct ParseError {};
 
 class Parser {
 public:
-  explicit Parser(ParsedFile& f) : f_(f), toks_(f.tokens) {}
+  explicit Parser(ParsedFile& f) : f_(f), lexer_(f.src) {}
   void program();
 
 private:
-  // ---- tokens
-  Tok peek(uint32_t ahead = 0) const {
+  // ---- tokens: those of the current line, read from the lexer as the parser needs them.
+  // pos_ indexes toks_; the tree stores tokens by their byte offset in the source.
+  Tok peek(uint32_t ahead = 0) {
     const size_t i = pos_ + ahead;
-    return i < toks_.size() ? toks_[i].kind : Tok::Eof;
+    while (toks_.size() <= i && !line_read()) toks_.push_back(lexer_.next());
+    return toks_[std::min(i, toks_.size() - 1)].kind;
   }
-  bool at(Tok k) const { return peek() == k; }
+  bool line_read() const {
+    return !toks_.empty() && (toks_.back().kind == Tok::NL || toks_.back().kind == Tok::Eof);
+  }
+  bool at(Tok k) { return peek() == k; }
+  uint32_t off(uint32_t i) const { return toks_[i].begin; }
+  uint32_t here() {
+    peek();
+    return toks_[std::min<size_t>(pos_, toks_.size() - 1)].begin;
+  }
+  std::string_view tok_text(uint32_t i) const {
+    return std::string_view(f_.src).substr(toks_[i].begin, toks_[i].end - toks_[i].begin);
+  }
+  // Consumes the current token; returns its offset.
   uint32_t take() {
-    if (pos_ - stmt_start_ >= kMaxStatementTokens)
+    peek();
+    if (pos_ >= kMaxStatementTokens)
       error(pos_, fmt::format("statement longer than {} tokens", kMaxStatementTokens));
-    return pos_++;
+    return off(pos_++);
   }
   uint32_t expect(Tok k, std::string_view what = {}) {
     if (!at(k)) error_expected(what.empty() ? tok_description(k) : what);
@@ -43,21 +59,30 @@ private:
     take();
     return true;
   }
-  [[noreturn]] void error(uint32_t tok, std::string msg) {
-    const Token& t = toks_[tok];
+  [[noreturn]] void error(uint32_t i, std::string msg) {
+    const Token& t = toks_[i];
     f_.errors.push_back({t.line, t.col, std::move(msg)});
     throw ParseError{};
   }
   [[noreturn]] void error_expected(std::string_view what) {
-    const Token& t = toks_[pos_];
-    if (t.kind == Tok::ErrChar)
-      error(pos_, fmt::format("unexpected character '{}'", f_.text(pos_)));
+    const Tok k = peek();
+    if (k == Tok::ErrChar) error(pos_, fmt::format("unexpected character '{}'", tok_text(pos_)));
     std::string found;
-    if (t.kind == Tok::NL || t.kind == Tok::Eof || t.kind == Tok::Comma)
-      found = std::string(tok_description(t.kind));
+    if (k == Tok::NL || k == Tok::Eof || k == Tok::Comma)
+      found = std::string(tok_description(k));
     else
-      found = fmt::format("'{}'", f_.text(pos_));
+      found = fmt::format("'{}'", tok_text(pos_));
     error(pos_, fmt::format("expected {}, found {}", what, found));
+  }
+  // Moves to the next line: drops this line's tokens (reading the rest of it if need be).
+  void next_line() {
+    Tok last = toks_.empty() ? Tok::Eof : toks_.back().kind;
+    if (!line_read()) do
+        last = lexer_.next().kind;
+      while (last != Tok::NL && last != Tok::Eof);
+    toks_.clear();
+    pos_ = 0;
+    at_eof_ = last == Tok::Eof;
   }
 
   // ---- building
@@ -144,8 +169,10 @@ private:
   }
 
   ParsedFile& f_;
-  const std::vector<Token>& toks_;
-  uint32_t pos_ = 0, stmt_start_ = 0;
+  Lexer lexer_;
+  std::vector<Token> toks_;
+  uint32_t pos_ = 0;
+  bool at_eof_ = false;
   int nesting_ = 0;
   std::vector<uint32_t> scratch_;
   std::vector<Item> item_scratch_;
@@ -153,25 +180,24 @@ private:
 
 // program : line* EOF ;
 void Parser::program() {
+  toks_.reserve(64);
   while (!at(Tok::Eof)) {
-    stmt_start_ = pos_;
     nesting_ = 0;
     scratch_.clear();
     item_scratch_.clear();
     try {
       line();
     } catch (const ParseError&) {
-      // Skip the rest of the line.
-      while (!at(Tok::NL) && !at(Tok::Eof)) ++pos_;
-      if (at(Tok::NL)) ++pos_;
       if (f_.errors.size() >= 100) return;
     }
+    next_line();
+    if (at_eof_) return;
   }
 }
 
 // line : (label=(ID | DOTTED | DIRECTIVE) ':')? stmt? NL ;
 void Parser::line() {
-  const uint32_t start = pos_;
+  const uint32_t start = 0;
   const Tok k = peek();
   const bool label =
       (k == Tok::Id || k == Tok::Dotted || k == Tok::Directive) && peek(1) == Tok::Colon;
@@ -200,7 +226,7 @@ void Parser::line() {
 
 void Parser::line_rest(uint32_t start, bool label) {
   Stmt s;
-  s.first = start;
+  s.first = off(start);
   if (label) {
     s.label = take();
     take();
@@ -211,7 +237,7 @@ void Parser::line_rest(uint32_t start, bool label) {
 }
 
 void Parser::stmt(Stmt& s) {
-  s.tok = pos_;
+  s.tok = here();
   const Tok k = peek();
   switch (k) {
   case Tok::KwKernel: // '.kernel' name=ID
@@ -346,7 +372,7 @@ void Parser::stmt(Stmt& s) {
     break;
   default: error_expected("a statement");
   }
-  s.last = pos_ - 1;
+  s.last = off(pos_ - 1);
 }
 
 // (operand (COMMA operand)*)?   operand : lhs=expr ('=' rhs=expr)? ;
@@ -355,7 +381,7 @@ void Parser::operands(Stmt& s) {
   if (starts_expr(peek())) {
     do {
       Item o;
-      o.tok = pos_;
+      o.tok = here();
       o.lhs = expr();
       if (accept(Tok::Assign)) o.rhs = expr();
       item_scratch_.push_back(o);
@@ -375,7 +401,7 @@ void Parser::sync(Stmt&) {
   const size_t mark = item_scratch_.size();
   do {
     Item a;
-    a.tok = pos_;
+    a.tok = here();
     a.lhs = expr();
     if (accept(Tok::PlusAssign)) a.rhs = expr();
     item_scratch_.push_back(a);
@@ -393,7 +419,7 @@ void Parser::expr_list(Stmt& s) {
   if (!at(Tok::RBrack)) {
     do {
       Item e;
-      e.tok = pos_;
+      e.tok = here();
       e.lhs = expr();
       item_scratch_.push_back(e);
     } while (accept(Tok::Comma));
@@ -459,7 +485,7 @@ uint32_t Parser::postfix() {
 // slice : '@' expr | lo=expr? (c1=':' hi=expr? (c2=':' step=expr?)?)? ;
 uint32_t Parser::slice() {
   Node n;
-  n.tok = pos_;
+  n.tok = here();
   if (accept(Tok::At)) {
     n.kind = NodeKind::DynSlice;
     n.a = expr();
@@ -482,12 +508,12 @@ uint32_t Parser::slice() {
 //         | '(' expr ')' | '[' (expr (COMMA expr)*)? ']' ;
 uint32_t Parser::primary() {
   Node n;
-  n.tok = pos_;
+  n.tok = here();
   switch (peek()) {
   case Tok::Number: {
     n.kind = NodeKind::Number;
     // Plain decimal integers (most numbers) are converted once here, not at every evaluation.
-    const std::string_view t = f_.text(pos_);
+    const std::string_view t = tok_text(pos_);
     if (t.size() <= 18 &&
         std::all_of(t.begin(), t.end(), [](char c) { return c >= '0' && c <= '9'; })) {
       uint64_t v = 0;
@@ -515,7 +541,7 @@ uint32_t Parser::primary() {
         do {
           Node a;
           a.kind = NodeKind::CallArg;
-          a.tok = pos_;
+          a.tok = here();
           if (at(Tok::Id) && peek(1) == Tok::Assign) {
             a.b = take();
             take();
@@ -611,14 +637,37 @@ ParsedFile parse_source(std::string name, std::string text) {
     f.errors.push_back({1, 1, "the source is larger than 4 GiB"});
     return f;
   }
-  f.tokens = lex(f.src);
+  // Generous reservations (about 1 node per 4 bytes of dense code): pages never touched cost
+  // nothing, a reallocation copies them all.
   f.stmts.reserve(f.lines.size());
-  // Generous reservations: pages never touched cost nothing, a reallocation copies them all.
-  f.nodes.reserve(f.tokens.size() * 3 / 4 + 16);
-  f.kids.reserve(f.tokens.size() / 4 + 16);
+  f.nodes.reserve(f.src.size() / 4 + 16);
+  f.kids.reserve(f.src.size() / 16 + 16);
   f.items.reserve(f.lines.size() * 8);
   Parser(f).program();
   return f;
+}
+
+uint32_t ParsedFile::line_of(uint32_t offset) const {
+  // The last line that starts at or before `offset`.
+  const char* at = src.data() + offset;
+  auto it = std::upper_bound(lines.begin(), lines.end(), at,
+                             [](const char* p, std::string_view l) { return p < l.data(); });
+  return static_cast<uint32_t>(std::max<std::ptrdiff_t>(it - lines.begin(), 1));
+}
+
+std::pair<uint32_t, uint32_t> ParsedFile::position(uint32_t offset) const {
+  const uint32_t line = line_of(offset);
+  const char* p = lines[line - 1].data();
+  uint32_t col = 1;
+  for (const char* end = src.data() + offset; p < end; ++p)
+    col += (static_cast<unsigned char>(*p) & 0xc0) != 0x80;
+  return {line, col};
+}
+
+Token ParsedFile::token(uint32_t tok) const {
+  Token t = lex_at(src, tok);
+  std::tie(t.line, t.col) = position(tok);
+  return t;
 }
 
 } // namespace nisa::nasm

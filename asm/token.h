@@ -88,8 +88,30 @@ struct Token {
   Tok kind = Tok::Eof;
 };
 
-// Tokenises `src` (valid UTF-8, ending with '\n'); comments, blanks and `\` line continuations
-// are skipped. The last token is Eof. Never fails: stray characters become ErrChar tokens.
+// Tokenises `src` (valid UTF-8, ending with '\n') one token at a time; comments, blanks and `\`
+// line continuations are skipped. Never fails: stray characters become ErrChar tokens; at the
+// end, Eof forever.
+class Lexer {
+public:
+  explicit Lexer(std::string_view src, uint32_t offset = 0) : t_(src), pos_(offset) {}
+  Token next();
+
+private:
+  // Consumes n bytes of one line (no '\n'), counting code points for the column.
+  void advance(size_t n);
+  void newline();
+  size_t match_comma_tail(size_t at) const;
+  size_t match_number(size_t at) const;
+  size_t match_string(size_t at) const;
+
+  std::string_view t_;
+  size_t pos_ = 0;
+  uint32_t line_ = 1, col_ = 1;
+};
+
+// Every token of `src`, through Eof.
 std::vector<Token> lex(std::string_view src);
+// The token that starts at byte `offset` of `src` (its line and col are left 0).
+Token lex_at(std::string_view src, uint32_t offset);
 
 } // namespace nisa::nasm
