@@ -473,7 +473,7 @@ void Assembler::exec_macro_call(const Stmt& s) {
     std::string pn;
     if (const uint32_t ntok = operand_name(op); ntok != kNone) {
       named = true;
-      pn = text(ntok);
+      pn = file().text(node(ntok));
       const Item* p = std::find_if(params, params + m.nparams,
                                    [&](const Item& q) { return def.text(q.tok) == pn; });
       if (p == params + m.nparams) {

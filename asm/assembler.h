@@ -108,7 +108,7 @@ private:
   AccessPattern to_ap(const Value& v, uint32_t e, bool& raw);
   uint16_t sem_index(std::string_view name, Loc loc);
 
-  // `name=value` operands: the name token (kNone when positional) and the value.
+  // `name=value` operands: the name's node (kNone when positional) and the value.
   uint32_t operand_name(const Item& op) const;
   static uint32_t operand_value(const Item& op) { return op.rhs != kNone ? op.rhs : op.lhs; }
 

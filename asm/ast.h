@@ -39,6 +39,7 @@ struct Node {
   NodeKind kind = NodeKind::Number;
   Tok op = Tok::Eof;    // Unary / Binary: the operator
   uint8_t flags = 0;    // RangeSlice: kFirstColon | kSecondColon; Number: kIntValue
+  uint8_t len = 0;      // Number/String/Name/Call: the length of tok, when under 256 (else 0)
   uint32_t tok = kNone; // the node's first token: where diagnostics point
   uint32_t a = kNone, b = kNone, c = kNone;
   uint32_t kids = 0, nkids = 0; // range of ParsedFile::kids
@@ -86,13 +87,14 @@ struct Sync {
 
 struct Stmt {
   StmtKind kind = StmtKind::None;
-  uint32_t first = kNone; // first token of the line: the label or the statement
-  uint32_t label = kNone; // `label:`'s name token
-  uint32_t tok = kNone;   // the statement's first token: keyword, mnemonic or macro name
-  uint32_t last = kNone;  // its last token
-  uint32_t name = kNone;  // the declared name; .for: the variable
-  uint32_t word = kNone;  // .for: 'in'; .view: 'as'; tensor: the role; .include/.error: STRING
-  uint32_t word2 = kNone; // .for: 'step'; tensor/.view: the dtype
+  uint32_t first = kNone;     // first token of the line: the label or the statement
+  uint32_t label = kNone;     // `label:`'s name token
+  uint32_t tok = kNone;       // the statement's first token: keyword, mnemonic or macro name
+  uint32_t last = kNone;      // its last token
+  uint32_t line = 0, col = 0; // where `tok` is
+  uint32_t name = kNone;      // the declared name; .for: the variable
+  uint32_t word = kNone;      // .for: 'in'; .view: 'as'; tensor: the role; .include/.error: STRING
+  uint32_t word2 = kNone;     // .for: 'step'; tensor/.view: the dtype
   uint32_t e0 = kNone, e1 = kNone, e2 = kNone; // value/condition; .for from/to/step;
                                                // tensor '@' address; .view source
   uint32_t items = 0, nitems = 0;              // operands, macro parameters, semaphores, shape
@@ -120,6 +122,10 @@ struct ParsedFile {
   std::string_view text(uint32_t tok) const {
     const Token t = lex_at(src, tok);
     return std::string_view(src).substr(t.begin, t.end - t.begin);
+  }
+  // A node's first token (without re-reading the source when the node knows its length).
+  std::string_view text(const Node& n) const {
+    return n.len ? std::string_view(src).substr(n.tok, n.len) : text(n.tok);
   }
   uint32_t line_of(uint32_t offset) const;                       // 1-based
   std::pair<uint32_t, uint32_t> position(uint32_t offset) const; // line, column (code points)

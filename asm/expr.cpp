@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <boost/container/small_vector.hpp>
 #include <cmath>
 #include <limits>
 
@@ -43,7 +44,7 @@ Value Assembler::eval(uint32_t e) {
   const Node& n = node(e);
   switch (n.kind) {
   case NodeKind::Name: {
-    const std::string_view s = text(n.tok);
+    const std::string_view s = file().text(n);
     if (const Var* v = lookup(s)) return v->v;
     if (s == "inf") return Value::of_float(std::numeric_limits<double>::infinity());
     if (s == "nan") return Value::of_float(std::numeric_limits<double>::quiet_NaN());
@@ -54,7 +55,7 @@ Value Assembler::eval(uint32_t e) {
   case NodeKind::Number: {
     if (n.flags & Node::kIntValue)
       return Value::of_int(static_cast<int64_t>(uint64_t{n.b} << 32 | n.a));
-    const std::string_view t = text(n.tok);
+    const std::string_view t = file().text(n);
     auto v = parse_number_text(t);
     if (!v) fail_at(e, fmt::format("invalid number '{}'", t));
     return *v;
@@ -64,7 +65,7 @@ Value Assembler::eval(uint32_t e) {
   case NodeKind::Paren: return eval(n.a);
   case NodeKind::Call: return eval_call(n);
   case NodeKind::String: {
-    const std::string_view t = text(n.tok);
+    const std::string_view t = file().text(n);
     return Value::of_name(std::string(t.substr(1, t.size() - 2)), Value::Str);
   }
   case NodeKind::List: {
@@ -168,7 +169,7 @@ Value Assembler::eval_binary(const Node& b) {
 }
 
 Value Assembler::eval_call(const Node& c) {
-  const std::string_view f = text(c.tok);
+  const std::string_view f = file().text(c);
   const uint32_t self = static_cast<uint32_t>(&c - file().nodes.data());
   if (f == "ap") return eval_raw_ap(c);
   static const std::vector<std::string_view> kFuncsView = {"cdiv", "min", "max", "align_up",
@@ -227,9 +228,9 @@ Value Assembler::eval_index(const Node& x) {
   const TensorDecl* t = nullptr;
   std::string base_name;
   const Node& b = node(x.a);
-  if (b.kind == NodeKind::Name && !lookup(text(b.tok))) {
+  if (b.kind == NodeKind::Name && !lookup(file().text(b))) {
     // The common case, a tensor named directly: no Value built.
-    t = find_tensor(text(b.tok));
+    t = find_tensor(file().text(b));
     if (t) base_name = t->name;
   }
   if (!t) {
@@ -247,7 +248,7 @@ Value Assembler::eval_index(const Node& x) {
                              s.empty() ? "" : "; did you mean '" + s + "'?"));
   }
   const uint32_t* slices = file().kid_begin(x);
-  std::vector<SliceIndex> idx(x.nkids);
+  boost::container::small_vector<SliceIndex, 4> idx(x.nkids);
   for (uint32_t k = 0; k < x.nkids; ++k) {
     const Node& s = node(slices[k]);
     SliceIndex& si = idx[k];
@@ -266,7 +267,7 @@ Value Assembler::eval_index(const Node& x) {
     }
     // '@' expr: @vec(tile) or a register.
     const Node& d = node(s.a);
-    if (d.kind == NodeKind::Call && text(d.tok) == "vec") {
+    if (d.kind == NodeKind::Call && file().text(d) == "vec") {
       const uint32_t self = s.a;
       if (d.nkids != 1) fail_at(self, "@vec takes one SBUF index tile");
       const uint32_t arg = node(file().kid_begin(d)[0]).a;
@@ -296,7 +297,7 @@ Value Assembler::eval_index(const Node& x) {
     si.kind = SliceIndex::DynReg;
     si.reg = static_cast<uint8_t>(reg);
   }
-  auto r = lower_slice(*t, idx);
+  auto r = lower_slice(*t, {idx.data(), idx.size()});
   if (auto* e = std::get_if<LowerError>(&r)) {
     uint32_t at = static_cast<uint32_t>(&x - file().nodes.data());
     if (e->index >= 0 && static_cast<uint32_t>(e->index) < x.nkids) at = slices[e->index];

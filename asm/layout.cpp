@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include <boost/container/small_vector.hpp>
+
 namespace nisa::nasm {
 namespace {
 
@@ -116,10 +118,13 @@ std::optional<std::string> resolve_range(const SliceIndex& s, int64_t n, int64_t
   return std::nullopt;
 }
 
+using DimList = boost::container::small_vector<Dim, 8>;
+
 // Fits the free dims into the hardware's 4: drop unit dims, then merge contiguous neighbours.
-bool fit_free_dims(std::vector<Dim>& dims) {
+bool fit_free_dims(DimList& dims) {
   if (dims.size() <= kMaxFreeDims) return true;
-  std::erase_if(dims, [](const Dim& d) { return d.count == 1; });
+  dims.erase(std::remove_if(dims.begin(), dims.end(), [](const Dim& d) { return d.count == 1; }),
+             dims.end());
   for (size_t k = dims.size(); dims.size() > kMaxFreeDims && k-- > 1;) {
     Dim& outer = dims[k - 1];
     const Dim& inner = dims[k];
@@ -134,14 +139,15 @@ bool fit_free_dims(std::vector<Dim>& dims) {
 } // namespace
 
 std::variant<AccessPattern, LowerError> lower_slice(const TensorDecl& t,
-                                                    const std::vector<SliceIndex>& slices) {
+                                                    std::span<const SliceIndex> slices) {
   const size_t rank = t.shape.size();
   if (slices.size() > rank)
     return LowerError{
         static_cast<int>(rank),
         fmt::format("too many indices: tensor '{}' has {} dimension(s)", t.name, rank)};
   const bool hbm = t.space == MemSpace::hbm;
-  std::vector<int64_t> elem_stride(rank, 1);
+  // Small vectors: one slice per operand of every instruction, no allocation for rank <= 8.
+  boost::container::small_vector<int64_t, 8> elem_stride(rank, 1);
   for (size_t k = rank; k-- > 1;) elem_stride[k - 1] = elem_stride[k] * t.shape[k];
   if (!hbm) elem_stride[0] = 0; // partitions are not addressed by element offset
 
@@ -149,7 +155,7 @@ std::variant<AccessPattern, LowerError> lower_slice(const TensorDecl& t,
   ap.space = t.space;
   ap.dtype = t.dtype;
   int64_t elem_off = 0;
-  std::vector<Dim> free;
+  DimList free;
   bool have_rows = false;
   // A single kept HBM dim (e.g. x[r, a:b]) is one row of n elements, not n rows of one.
   size_t kept = 0;
@@ -161,7 +167,8 @@ std::variant<AccessPattern, LowerError> lower_slice(const TensorDecl& t,
     have_rows = true;
   }
   for (size_t k = 0; k < rank; ++k) {
-    SliceIndex s = k < slices.size() ? slices[k] : SliceIndex{};
+    static const SliceIndex kWhole{};
+    const SliceIndex& s = k < slices.size() ? slices[k] : kWhole;
     const int idx = static_cast<int>(k);
     const int64_t n = t.shape[k];
     const bool part_dim = !hbm && k == 0;

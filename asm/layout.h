@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <variant>
 #include <vector>
@@ -54,6 +55,6 @@ struct LowerError {
 
 // Lowers t[slices] to the canonical access pattern (isa/isa.h).
 std::variant<AccessPattern, LowerError> lower_slice(const TensorDecl& t,
-                                                    const std::vector<SliceIndex>& slices);
+                                                    std::span<const SliceIndex> slices);
 
 } // namespace nisa::nasm

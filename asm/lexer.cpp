@@ -22,9 +22,42 @@ constexpr std::string_view kSpelling[] = {"",
 constexpr size_t kNumTok = sizeof(kSpelling) / sizeof(kSpelling[0]);
 constexpr size_t kFirstFixed = static_cast<size_t>(Tok::KwKernel);
 
-bool is_name_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
-bool is_name_char(char c) { return is_name_start(c) || (c >= '0' && c <= '9'); }
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
+// What a byte may start, for the lexer's dispatch.
+enum Class : uint8_t {
+  Other,
+  Blank,
+  Newline,
+  Return,
+  Semi,
+  Slash,
+  Comma,
+  Backslash,
+  Name,
+  Digit,
+  Quote,
+  Dot
+};
+constexpr std::array<uint8_t, 256> kClass = [] {
+  std::array<uint8_t, 256> c{};
+  for (int i = 'a'; i <= 'z'; ++i) c[i] = Name;
+  for (int i = 'A'; i <= 'Z'; ++i) c[i] = Name;
+  for (int i = '0'; i <= '9'; ++i) c[i] = Digit;
+  c['_'] = Name;
+  c[' '] = c['\t'] = Blank;
+  c['\n'] = Newline;
+  c['\r'] = Return;
+  c[';'] = Semi;
+  c['/'] = Slash;
+  c[','] = Comma;
+  c['\\'] = Backslash;
+  c['"'] = Quote;
+  c['.'] = Dot;
+  return c;
+}();
+uint8_t class_of(char c) { return kClass[static_cast<unsigned char>(c)]; }
+bool is_name_start(char c) { return class_of(c) == Name; }
+bool is_name_char(char c) { return class_of(c) == Name || class_of(c) == Digit; }
+bool is_digit(char c) { return class_of(c) == Digit; }
 bool is_continuation(char c) { return (static_cast<unsigned char>(c) & 0xc0) == 0x80; }
 
 // '.word': a keyword or a Directive.
@@ -148,35 +181,47 @@ size_t Lexer::match_string(size_t at) const {
 
 Token Lexer::next() {
   const std::string_view t = t_;
+  const size_t size = t.size();
   for (;;) {
     const size_t at = pos_;
     Token tok{static_cast<uint32_t>(at), 0, line_, col_, Tok::Eof};
+    // Ends the token at pos_; `ascii` tokens advance the column by their length.
     auto done = [&](Tok k) {
       tok.kind = k;
       tok.end = static_cast<uint32_t>(pos_);
       return tok;
     };
-    if (at >= t.size()) return done(Tok::Eof);
+    auto done_ascii = [&](Tok k, size_t end) {
+      col_ += static_cast<uint32_t>(end - at);
+      pos_ = end;
+      return done(k);
+    };
+    if (at >= size) return done(Tok::Eof);
     const char c = t[at];
-    if (c == ' ' || c == '\t') { // WS -> skip
-      size_t p = at;
-      while (p < t.size() && (t[p] == ' ' || t[p] == '\t')) ++p;
+    const char next = at + 1 < size ? t[at + 1] : '\0';
+    switch (class_of(c)) {
+    case Blank: { // WS -> skip
+      size_t p = at + 1;
+      while (p < size && class_of(t[p]) == Blank) ++p;
       col_ += static_cast<uint32_t>(p - at);
       pos_ = p;
       continue;
     }
-    if (c == '\n' || (c == '\r' && at + 1 < t.size() && t[at + 1] == '\n')) {
-      if (c == '\r') advance(1);
-      newline();
-      return done(Tok::NL);
-    }
-    if (c == ';' || (c == '/' && at + 1 < t.size() && t[at + 1] == '/')) { // COMMENT -> skip
+    case Return:
+      if (next != '\n') break;
+      advance(1);
+      [[fallthrough]];
+    case Newline: newline(); return done(Tok::NL);
+    case Slash:
+      if (next != '/') break;
+      [[fallthrough]];
+    case Semi: { // COMMENT -> skip
       size_t p = at;
-      while (p < t.size() && t[p] != '\r' && t[p] != '\n') ++p;
+      while (p < size && t[p] != '\r' && t[p] != '\n') ++p;
       advance(p - at);
       continue;
     }
-    if (c == ',') {
+    case Comma: {
       const size_t end = match_comma_tail(at + 1);
       advance(1);
       while (pos_ < end) {
@@ -187,64 +232,49 @@ Token Lexer::next() {
       }
       return done(Tok::Comma);
     }
-    if (c == '\\') { // CONT -> skip: '\\' [ \t]* '\r'? '\n'
+    case Backslash: { // CONT -> skip: '\\' [ \t]* '\r'? '\n'
       size_t p = at + 1;
-      while (p < t.size() && (t[p] == ' ' || t[p] == '\t')) ++p;
-      if (p < t.size() && t[p] == '\r') ++p;
-      if (p < t.size() && t[p] == '\n') {
+      while (p < size && class_of(t[p]) == Blank) ++p;
+      if (p < size && t[p] == '\r') ++p;
+      if (p < size && t[p] == '\n') {
         advance(p - at);
         newline();
         continue;
       }
-      advance(1);
-      return done(Tok::ErrChar);
+      return done_ascii(Tok::ErrChar, at + 1);
     }
-    if (is_name_start(c)) { // Id or Dotted
+    case Name: { // Id or Dotted
       size_t p = at + 1;
-      while (p < t.size() && is_name_char(t[p])) ++p;
-      Tok k = Tok::Id;
-      if (p + 1 < t.size() && t[p] == '.' && is_name_start(t[p + 1])) {
+      while (p < size && is_name_char(t[p])) ++p;
+      if (p + 1 < size && t[p] == '.' && is_name_start(t[p + 1])) {
         p += 2;
-        while (p < t.size() && is_name_char(t[p])) ++p;
-        k = Tok::Dotted;
+        while (p < size && is_name_char(t[p])) ++p;
+        return done_ascii(Tok::Dotted, p);
       }
-      col_ += static_cast<uint32_t>(p - at); // ASCII only
-      pos_ = p;
-      return done(k);
+      return done_ascii(Tok::Id, p);
     }
-    if (is_digit(c)) {
-      const size_t p = match_number(at);
-      col_ += static_cast<uint32_t>(p - at);
-      pos_ = p;
-      return done(Tok::Number);
-    }
-    if (c == '"') {
+    case Digit: return done_ascii(Tok::Number, match_number(at));
+    case Quote: {
       const size_t end = match_string(at);
       advance(end != at ? end - at : 1);
       return done(end != at ? Tok::String : Tok::ErrChar);
     }
-    if (c == '.') {
-      if (at + 1 < t.size() && is_name_start(t[at + 1])) { // a keyword or a Directive
+    case Dot:
+      if (is_name_start(next)) { // a keyword or a Directive
         size_t p = at + 2;
-        while (p < t.size() && is_name_char(t[p])) ++p;
-        col_ += static_cast<uint32_t>(p - at);
-        pos_ = p;
-        return done(directive_kind(t.substr(at, p - at)));
+        while (p < size && is_name_char(t[p])) ++p;
+        return done_ascii(directive_kind(t.substr(at, p - at)), p);
       }
-      if (at + 1 < t.size() && t[at + 1] == '.') {
-        advance(2);
-        return done(Tok::DotDot);
-      }
+      if (next == '.') return done_ascii(Tok::DotDot, at + 2);
+      break;
+    default: break;
     }
     size_t len = 0;
-    const Tok op = operator_kind(c, at + 1 < t.size() ? t[at + 1] : '\0', len);
-    if (op != Tok::Eof) {
-      advance(len);
-      return done(op);
-    }
+    const Tok op = operator_kind(c, next, len);
+    if (op != Tok::Eof) return done_ascii(op, at + len);
     // ErrChar: one code point.
     size_t n = 1;
-    while (at + n < t.size() && is_continuation(t[at + n])) ++n;
+    while (at + n < size && is_continuation(t[at + n])) ++n;
     advance(n);
     return done(Tok::ErrChar);
   }

@@ -67,9 +67,8 @@ std::optional<int> prefixed_index(std::string_view s, char prefix, int limit) {
 
 uint32_t Assembler::operand_name(const Item& op) const {
   if (op.rhs == kNone) return kNone;
-  const Node& n = node(op.lhs);
-  if (n.kind != NodeKind::Name) fail_at(op.lhs, "expected an operand name before '='");
-  return n.tok;
+  if (node(op.lhs).kind != NodeKind::Name) fail_at(op.lhs, "expected an operand name before '='");
+  return op.lhs;
 }
 
 uint16_t Assembler::sem_index(std::string_view name, Loc l) {
@@ -87,7 +86,7 @@ void Assembler::exec_inst(const Stmt& s) {
   const std::string_view dotted = text(s.tok);
   const size_t dot = dotted.find('.');
   const std::string_view eng_name = dotted.substr(0, dot), mn = dotted.substr(dot + 1);
-  const Loc at = loc(s.tok);
+  const Loc at{cur_unit_, s.line, s.col, cur_frame_};
   auto eng = enum_parse(EnumType::Engine, eng_name);
   if (!eng) {
     std::vector<std::string> engines;
@@ -132,16 +131,16 @@ void Assembler::exec_inst(const Stmt& s) {
     const Item& op = file().items[s.items + j];
     if (const uint32_t name = operand_name(op); name != kNone) {
       named = true;
-      const std::string_view on = text(name);
+      const std::string_view on = file().text(node(name));
       size_t k = 0;
       while (k < n && d->operands[k].name != on) ++k;
       if (k == n) {
         std::vector<std::string> names;
         for (const auto& o : d->operands) names.emplace_back(o.name);
-        fail(loc(name), fmt::format("{} has no operand '{}'{} (operands: {})", dotted, on,
-                                    did_you_mean(on, names), operand_list(*d)));
+        fail_at(name, fmt::format("{} has no operand '{}'{} (operands: {})", dotted, on,
+                                  did_you_mean(on, names), operand_list(*d)));
       }
-      if (bound[k] != kNone) fail(loc(name), fmt::format("operand '{}' given twice", on));
+      if (bound[k] != kNone) fail_at(name, fmt::format("operand '{}' given twice", on));
       bound[k] = operand_value(op);
     } else {
       if (named) fail(loc(op.tok), "positional operand after a named one");
@@ -356,7 +355,7 @@ void Assembler::parse_sync(const Sync& s, Inst& in) {
   auto sem_of = [&](uint32_t e) {
     const Node& np = node(e);
     if (np.kind != NodeKind::Name) fail_at(e, "expected a semaphore name");
-    std::string_view n = text(np.tok);
+    std::string_view n = file().text(np);
     if (const Var* v = lookup(n); v && v->v.kind == Value::Name) n = v->v.s;
     return sem_index(n, loc(np.tok));
   };
@@ -407,7 +406,8 @@ void Assembler::check_shapes(const InstDesc& d, const Inst& in, const bool* raw,
     return nullptr;
   };
   auto at = [&](int k) { return where[k] != kNone ? loc_of(where[k]) : inst_loc; };
-  const std::string name = fmt::format("{}.{}", name_of(in.engine), d.mnemonic);
+  // The instruction's name, for messages only.
+  auto name = [&] { return fmt::format("{}.{}", name_of(in.engine), d.mnemonic); };
   const int dst = idx("dst");
   const AccessPattern* D = ap_of(dst);
   const bool elementwise = d.cost == CostClass::elem1 || d.cost == CostClass::elem2 ||
@@ -441,20 +441,20 @@ void Assembler::check_shapes(const InstDesc& d, const Inst& in, const bool* raw,
     const AccessPattern* A = ap_of(k);
     if (A && info(A->dtype).is_float)
       fail(at(k), fmt::format("dtype mismatch: operand '{}' of {} must be an integer dtype, not {}",
-                              d.operands[k].name, name, dtype_name(A->dtype)));
+                              d.operands[k].name, name(), dtype_name(A->dtype)));
   };
   switch (d.op) {
   case Opcode::max8:
   case Opcode::find_index8:
     if (D && D->free_elems() != 8)
-      fail(at(dst), fmt::format("dst of {} must hold 8 elements per partition, not {}", name,
+      fail(at(dst), fmt::format("dst of {} must hold 8 elements per partition, not {}", name(),
                                 D->free_elems()));
     if (d.op == Opcode::find_index8) need_int(dst);
     if (d.op == Opcode::max8) {
       const AccessPattern* S = ap_of(idx("src"));
       if (S && (S->free_elems() < 8 || S->free_elems() > 16384))
         fail(at(idx("src")),
-             fmt::format("src of {} must hold 8..16384 elements per partition, not {}", name,
+             fmt::format("src of {} must hold 8..16384 elements per partition, not {}", name(),
                          S->free_elems()));
     }
     break;

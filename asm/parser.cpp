@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstring>
 #include <optional>
 #include <tuple>
 
@@ -26,26 +27,26 @@ public:
 private:
   // ---- tokens: those of the current line, read from the lexer as the parser needs them.
   // pos_ indexes toks_; the tree stores tokens by their byte offset in the source.
-  Tok peek(uint32_t ahead = 0) {
-    const size_t i = pos_ + ahead;
-    while (toks_.size() <= i && !line_read()) toks_.push_back(lexer_.next());
-    return toks_[std::min(i, toks_.size() - 1)].kind;
+  Tok peek(uint32_t ahead = 0) const {
+    return toks_[std::min<size_t>(pos_ + ahead, toks_.size() - 1)].kind;
   }
-  bool line_read() const {
-    return !toks_.empty() && (toks_.back().kind == Tok::NL || toks_.back().kind == Tok::Eof);
+  // Reads the next line's tokens, through its NL (or Eof); a line longer than any statement
+  // may be is cut short (take() reports it).
+  void read_line() {
+    toks_.clear();
+    pos_ = 0;
+    do toks_.push_back(lexer_.next());
+    while (!line_read() && toks_.size() < kMaxStatementTokens + 2);
   }
-  bool at(Tok k) { return peek() == k; }
+  bool line_read() const { return toks_.back().kind == Tok::NL || toks_.back().kind == Tok::Eof; }
+  bool at(Tok k) const { return peek() == k; }
   uint32_t off(uint32_t i) const { return toks_[i].begin; }
-  uint32_t here() {
-    peek();
-    return toks_[std::min<size_t>(pos_, toks_.size() - 1)].begin;
-  }
+  uint32_t here() const { return toks_[std::min<size_t>(pos_, toks_.size() - 1)].begin; }
   std::string_view tok_text(uint32_t i) const {
     return std::string_view(f_.src).substr(toks_[i].begin, toks_[i].end - toks_[i].begin);
   }
   // Consumes the current token; returns its offset.
   uint32_t take() {
-    peek();
     if (pos_ >= kMaxStatementTokens)
       error(pos_, fmt::format("statement longer than {} tokens", kMaxStatementTokens));
     return off(pos_++);
@@ -60,7 +61,7 @@ private:
     return true;
   }
   [[noreturn]] void error(uint32_t i, std::string msg) {
-    const Token& t = toks_[i];
+    const Token& t = toks_[std::min<size_t>(i, toks_.size() - 1)];
     f_.errors.push_back({t.line, t.col, std::move(msg)});
     throw ParseError{};
   }
@@ -74,14 +75,10 @@ private:
       found = fmt::format("'{}'", tok_text(pos_));
     error(pos_, fmt::format("expected {}, found {}", what, found));
   }
-  // Moves to the next line: drops this line's tokens (reading the rest of it if need be).
-  void next_line() {
-    Tok last = toks_.empty() ? Tok::Eof : toks_.back().kind;
-    if (!line_read()) do
-        last = lexer_.next().kind;
-      while (last != Tok::NL && last != Tok::Eof);
-    toks_.clear();
-    pos_ = 0;
+  // Finishes the current line (reading the rest of it if it was cut short).
+  void skip_line() {
+    Tok last = toks_.back().kind;
+    while (last != Tok::NL && last != Tok::Eof) last = lexer_.next().kind;
     at_eof_ = last == Tok::Eof;
   }
 
@@ -181,7 +178,9 @@ private:
 // program : line* EOF ;
 void Parser::program() {
   toks_.reserve(64);
-  while (!at(Tok::Eof)) {
+  while (!at_eof_) {
+    read_line();
+    if (toks_[0].kind == Tok::Eof) return;
     nesting_ = 0;
     scratch_.clear();
     item_scratch_.clear();
@@ -190,8 +189,7 @@ void Parser::program() {
     } catch (const ParseError&) {
       if (f_.errors.size() >= 100) return;
     }
-    next_line();
-    if (at_eof_) return;
+    skip_line();
   }
 }
 
@@ -238,6 +236,8 @@ void Parser::line_rest(uint32_t start, bool label) {
 
 void Parser::stmt(Stmt& s) {
   s.tok = here();
+  s.line = toks_[pos_].line;
+  s.col = toks_[pos_].col;
   const Tok k = peek();
   switch (k) {
   case Tok::KwKernel: // '.kernel' name=ID
@@ -509,6 +509,8 @@ uint32_t Parser::slice() {
 uint32_t Parser::primary() {
   Node n;
   n.tok = here();
+  if (const uint32_t len = toks_[pos_].end - toks_[pos_].begin; len < 256)
+    n.len = static_cast<uint8_t>(len);
   switch (peek()) {
   case Tok::Number: {
     n.kind = NodeKind::Number;
@@ -585,7 +587,7 @@ uint32_t Parser::primary() {
 
 void split_lines(ParsedFile& f, std::string_view t) {
   size_t b = 0;
-  f.lines.reserve(static_cast<size_t>(std::count(t.begin(), t.end(), '\n')) + 1);
+  f.lines.reserve(t.size() / 16 + 16); // re-sized if the lines are shorter
   while (b < t.size()) {
     size_t e = t.find('\n', b);
     if (e == std::string_view::npos) e = t.size();
@@ -598,6 +600,12 @@ void split_lines(ParsedFile& f, std::string_view t) {
 
 std::optional<size_t> invalid_utf8(std::string_view s) {
   for (size_t i = 0; i < s.size();) {
+    // ASCII runs, 8 bytes at a time.
+    uint64_t w;
+    if (i + 8 <= s.size() && (std::memcpy(&w, s.data() + i, 8), (w & 0x8080808080808080u) == 0)) {
+      i += 8;
+      continue;
+    }
     const auto c = static_cast<unsigned char>(s[i]);
     if (c < 0x80) {
       ++i;
