@@ -106,7 +106,7 @@ private:
   void check_shapes(const InstDesc& d, const Inst& in, const bool* raw, const uint32_t* where,
                     Loc inst_loc);
   AccessPattern to_ap(const Value& v, uint32_t e, bool& raw);
-  uint16_t sem_index(std::string_view name, Loc loc);
+  uint16_t sem_index(std::string_view name, uint32_t at); // `at`: the node, for messages
 
   // `name=value` operands: the name's node (kNone when positional) and the value.
   uint32_t operand_name(const Item& op) const;

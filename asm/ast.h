@@ -87,14 +87,14 @@ struct Sync {
 
 struct Stmt {
   StmtKind kind = StmtKind::None;
-  uint32_t first = kNone;     // first token of the line: the label or the statement
-  uint32_t label = kNone;     // `label:`'s name token
-  uint32_t tok = kNone;       // the statement's first token: keyword, mnemonic or macro name
-  uint32_t last = kNone;      // its last token
-  uint32_t line = 0, col = 0; // where `tok` is
-  uint32_t name = kNone;      // the declared name; .for: the variable
-  uint32_t word = kNone;      // .for: 'in'; .view: 'as'; tensor: the role; .include/.error: STRING
-  uint32_t word2 = kNone;     // .for: 'step'; tensor/.view: the dtype
+  uint32_t first = kNone; // first token of the line: the label or the statement
+  uint32_t label = kNone; // `label:`'s name token
+  uint32_t tok = kNone;   // the statement's first token: keyword, mnemonic or macro name
+  uint32_t last = kNone;  // its last token
+  uint32_t line = 0, col = 0, tok_len = 0; // where `tok` is, its length
+  uint32_t name = kNone;                   // the declared name; .for: the variable
+  uint32_t word = kNone;  // .for: 'in'; .view: 'as'; tensor: the role; .include/.error: STRING
+  uint32_t word2 = kNone; // .for: 'step'; tensor/.view: the dtype
   uint32_t e0 = kNone, e1 = kNone, e2 = kNone; // value/condition; .for from/to/step;
                                                // tensor '@' address; .view source
   uint32_t items = 0, nitems = 0;              // operands, macro parameters, semaphores, shape

@@ -71,19 +71,19 @@ uint32_t Assembler::operand_name(const Item& op) const {
   return op.lhs;
 }
 
-uint16_t Assembler::sem_index(std::string_view name, Loc l) {
+uint16_t Assembler::sem_index(std::string_view name, uint32_t at) {
   auto it = sems_.find(name);
   if (it == sems_.end()) {
     std::vector<std::string> names;
     for (const auto& [n, i] : sems_) names.push_back(n);
-    fail(l, fmt::format("unknown semaphore '{}'{}", name, did_you_mean(name, names)));
+    fail_at(at, fmt::format("unknown semaphore '{}'{}", name, did_you_mean(name, names)));
   }
   return it->second;
 }
 
 void Assembler::exec_inst(const Stmt& s) {
   target_locked_ = true;
-  const std::string_view dotted = text(s.tok);
+  const std::string_view dotted = std::string_view(file().src).substr(s.tok, s.tok_len);
   const size_t dot = dotted.find('.');
   const std::string_view eng_name = dotted.substr(0, dot), mn = dotted.substr(dot + 1);
   const Loc at{cur_unit_, s.line, s.col, cur_frame_};
@@ -299,7 +299,7 @@ Operand Assembler::convert_operand(const InstDesc& d, size_t k, uint32_t e, Engi
     o.i = *q;
     return o;
   }
-  case OperandKind::Sem: o.i = sem_index(name_of_value("a semaphore"), loc_of(e)); return o;
+  case OperandKind::Sem: o.i = sem_index(name_of_value("a semaphore"), e); return o;
   case OperandKind::Group: {
     const std::string n = name_of_value("a replica group");
     auto it = groups_.find(n);
@@ -357,7 +357,7 @@ void Assembler::parse_sync(const Sync& s, Inst& in) {
     if (np.kind != NodeKind::Name) fail_at(e, "expected a semaphore name");
     std::string_view n = file().text(np);
     if (const Var* v = lookup(n); v && v->v.kind == Value::Name) n = v->v.s;
-    return sem_index(n, loc(np.tok));
+    return sem_index(n, e);
   };
   for (uint32_t k = 0; k < s.nitems; ++k) {
     const Item& a = file().items[s.items + k];

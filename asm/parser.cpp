@@ -25,7 +25,7 @@ public:
   void program();
 
 private:
-  // ---- tokens: those of the current line, read from the lexer as the parser needs them.
+  // ---- tokens: those of the current line, read from the lexer a line at a time.
   // pos_ indexes toks_; the tree stores tokens by their byte offset in the source.
   Tok peek(uint32_t ahead = 0) const {
     return toks_[std::min<size_t>(pos_ + ahead, toks_.size() - 1)].kind;
@@ -238,6 +238,7 @@ void Parser::stmt(Stmt& s) {
   s.tok = here();
   s.line = toks_[pos_].line;
   s.col = toks_[pos_].col;
+  s.tok_len = toks_[pos_].end - toks_[pos_].begin;
   const Tok k = peek();
   switch (k) {
   case Tok::KwKernel: // '.kernel' name=ID
