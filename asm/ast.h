@@ -107,10 +107,12 @@ struct SyntaxError {
 };
 
 struct ParsedFile {
-  std::string name;                    // as given (for diagnostics)
-  std::string src;                     // the text, ending with '\n'
-  std::vector<std::string_view> lines; // source lines, for carets
-  std::vector<Stmt> stmts;             // lines with a label or a statement, in order
+  std::string name; // as given (for diagnostics)
+  std::string src;  // the text, ending with '\n'
+  // Where each line starts in `src`: offsets, not views, so that a ParsedFile can move (a
+  // short `src` lives inside the string object).
+  std::vector<uint32_t> line_starts;
+  std::vector<Stmt> stmts; // lines with a label or a statement, in order
   std::vector<Node> nodes;
   std::vector<uint32_t> kids; // child node lists
   std::vector<Item> items;
@@ -131,9 +133,7 @@ struct ParsedFile {
   std::pair<uint32_t, uint32_t> position(uint32_t offset) const; // line, column (code points)
   const Node& node(uint32_t i) const { return nodes[i]; }
   const uint32_t* kid_begin(const Node& n) const { return kids.data() + n.kids; }
-  std::string_view line_text(uint32_t line) const {
-    return line >= 1 && line <= lines.size() ? lines[line - 1] : std::string_view{};
-  }
+  std::string_view line_text(uint32_t line) const; // without its end of line
 };
 
 // Reads one source file. Syntax errors are collected (one per line at most, up to 100) in

@@ -586,16 +586,13 @@ uint32_t Parser::primary() {
   return add(n);
 }
 
-void split_lines(ParsedFile& f, std::string_view t) {
-  size_t b = 0;
-  f.lines.reserve(t.size() / 16 + 16); // re-sized if the lines are shorter
-  while (b < t.size()) {
-    size_t e = t.find('\n', b);
-    if (e == std::string_view::npos) e = t.size();
-    std::string_view l = t.substr(b, e - b);
-    if (!l.empty() && l.back() == '\r') l.remove_suffix(1);
-    f.lines.push_back(l);
-    b = e + 1;
+void split_lines(ParsedFile& f) {
+  const std::string_view t = f.src;
+  f.line_starts.reserve(t.size() / 16 + 16); // re-sized if the lines are shorter
+  for (size_t b = 0; b < t.size();) {
+    f.line_starts.push_back(static_cast<uint32_t>(b));
+    const size_t e = t.find('\n', b);
+    b = e == std::string_view::npos ? t.size() : e + 1;
   }
 }
 
@@ -630,7 +627,7 @@ ParsedFile parse_source(std::string name, std::string text) {
   f.src = std::move(text);
   // Every statement ends with NL: make sure the last one does.
   if (f.src.empty() || f.src.back() != '\n') f.src.push_back('\n');
-  split_lines(f, f.src);
+  split_lines(f);
   // Columns count code points: reject malformed UTF-8 first.
   if (auto bad = invalid_utf8(f.src)) {
     const std::string_view s = f.src;
@@ -648,29 +645,34 @@ ParsedFile parse_source(std::string name, std::string text) {
   }
   // Generous reservations (about 1 node per 4 bytes of dense code): pages never touched cost
   // nothing, a reallocation copies them all.
-  f.stmts.reserve(f.lines.size());
+  f.stmts.reserve(f.line_starts.size());
   f.nodes.reserve(f.src.size() / 4 + 16);
   f.kids.reserve(f.src.size() / 16 + 16);
-  f.items.reserve(f.lines.size() * 8);
+  f.items.reserve(f.line_starts.size() * 8);
   Parser(f).program();
   return f;
 }
 
 uint32_t ParsedFile::line_of(uint32_t offset) const {
   // The last line that starts at or before `offset`.
-  const char* at = src.data() + offset;
-  auto it = std::upper_bound(lines.begin(), lines.end(), at,
-                             [](const char* p, std::string_view l) { return p < l.data(); });
-  return static_cast<uint32_t>(std::max<std::ptrdiff_t>(it - lines.begin(), 1));
+  auto it = std::upper_bound(line_starts.begin(), line_starts.end(), offset);
+  return static_cast<uint32_t>(std::max<std::ptrdiff_t>(it - line_starts.begin(), 1));
 }
 
 std::pair<uint32_t, uint32_t> ParsedFile::position(uint32_t offset) const {
   const uint32_t line = line_of(offset);
-  const char* p = lines[line - 1].data();
   uint32_t col = 1;
-  for (const char* end = src.data() + offset; p < end; ++p)
-    col += (static_cast<unsigned char>(*p) & 0xc0) != 0x80;
+  for (uint32_t p = line_starts.empty() ? 0 : line_starts[line - 1]; p < offset; ++p)
+    col += (static_cast<unsigned char>(src[p]) & 0xc0) != 0x80;
   return {line, col};
+}
+
+std::string_view ParsedFile::line_text(uint32_t line) const {
+  if (line < 1 || line > line_starts.size()) return {};
+  std::string_view l = std::string_view(src).substr(line_starts[line - 1]);
+  l = l.substr(0, l.find('\n'));
+  if (!l.empty() && l.back() == '\r') l.remove_suffix(1);
+  return l;
 }
 
 Token ParsedFile::token(uint32_t tok) const {

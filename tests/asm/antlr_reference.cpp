@@ -2,7 +2,10 @@
 // antlr_reference.h. The printer mirrors asm/ast_print.cpp rule for rule.
 #include "tests/asm/antlr_reference.h"
 
+#include <algorithm>
 #include <array>
+#include <fstream>
+#include <sstream>
 #include <stdexcept>
 
 #include "NeuronAsmLexer.h"
@@ -352,6 +355,64 @@ size_t error_line(const std::string& error) {
   for (; i < error.size() && error[i] >= '0' && error[i] <= '9'; ++i)
     n = n * 10 + static_cast<size_t>(error[i] - '0');
   return i > 0 && i < error.size() && error[i] == ':' ? n : 0;
+}
+
+std::string diff_tokens(const std::vector<AntlrToken>& antlr, const std::vector<AntlrToken>& ours) {
+  for (size_t k = 0; k < std::max(antlr.size(), ours.size()); ++k) {
+    if (k < antlr.size() && k < ours.size() && antlr[k] == ours[k]) continue;
+    auto show = [&](const std::vector<AntlrToken>& v) {
+      return k < v.size() ? v[k].str() : std::string("(none)");
+    };
+    return "token " + std::to_string(k) + ": antlr " + show(antlr) + ", lex " + show(ours);
+  }
+  return "";
+}
+
+std::string diff_parses(const ParsedFile& ours, const std::string& antlr_tree,
+                        const std::vector<std::string>& antlr_errors) {
+  auto ours_error = [&] {
+    const SyntaxError& e = ours.errors.front();
+    return std::to_string(e.line) + ":" + std::to_string(e.col) + ": " + e.message;
+  };
+  if (ours.errors.empty() != antlr_errors.empty()) {
+    if (ours.errors.empty())
+      return "ANTLR rejects (" + antlr_errors.front() + "), ours accepts:\n" + to_sexpr(ours);
+    return "ours rejects (" + ours_error() + "), ANTLR accepts:\n" + antlr_tree;
+  }
+  if (!antlr_errors.empty()) {
+    // ANTLR's columns are 0-based, ours 1-based.
+    const std::string& a = antlr_errors.front();
+    const SyntaxError& e = ours.errors.front();
+    if (error_line(a) != e.line ||
+        a.compare(0, a.find(' '), std::to_string(e.line) + ":" + std::to_string(e.col - 1) + ":"))
+      return "first errors at different places: ANTLR " + a + ", ours " + ours_error();
+    return "";
+  }
+  const std::string tree = to_sexpr(ours);
+  if (tree != antlr_tree) return "trees differ:\nANTLR:\n" + antlr_tree + "ours:\n" + tree;
+  return "";
+}
+
+std::vector<std::filesystem::path> corpus(const std::string& asm_test_dir) {
+  namespace fs = std::filesystem;
+  const fs::path t(asm_test_dir);
+  std::vector<fs::path> out;
+  for (const fs::path& dir : {t / "golden", t / "invalid", t / "inputs", t / "../../kernels_asm",
+                              t / "../../kernels_asm/lib"}) {
+    if (!fs::is_directory(dir)) continue;
+    for (const auto& e : fs::directory_iterator(dir))
+      if (e.path().extension() == ".nasm" || e.path().extension() == ".inc")
+        out.push_back(e.path());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::string read_file(const std::filesystem::path& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
 }
 
 } // namespace nisa::nasm::antlr_ref

@@ -4,10 +4,12 @@
 //     line, 0-based charPositionInLine), and the generated lexer's tokens in the same form;
 //   - the generated parser's tree printed in the format of nisa::nasm::to_sexpr.
 #pragma once
+#include <filesystem>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "asm/ast.h"
 #include "asm/token.h"
 
 namespace nisa::nasm::antlr_ref {
@@ -43,5 +45,19 @@ std::string antlr_sexpr(const std::string& text, std::vector<std::string>& error
 
 // The line number of an error string from antlr_sexpr ("12:3: ..." -> 12); 0 if malformed.
 size_t error_line(const std::string& error);
+
+// ---- the comparisons the tests and fuzz_parser make ("" when both sides agree)
+
+// Token by token: the generated lexer's tokens against ours (both from antlr_lex/lex_as_antlr).
+std::string diff_tokens(const std::vector<AntlrToken>& antlr, const std::vector<AntlrToken>& ours);
+// Our parse against ANTLR's (antlr_sexpr's tree and errors): the same accept/reject decision;
+// when both accept, the same tree; when both reject, the first error at the same line:col.
+std::string diff_parses(const ParsedFile& ours, const std::string& antlr_tree,
+                        const std::vector<std::string>& antlr_errors);
+
+// Every listing of the repository (*.nasm, *.inc under tests/asm/{golden,invalid,inputs},
+// kernels_asm and kernels_asm/lib); `asm_test_dir` is tests/asm.
+std::vector<std::filesystem::path> corpus(const std::string& asm_test_dir);
+std::string read_file(const std::filesystem::path& path);
 
 } // namespace nisa::nasm::antlr_ref

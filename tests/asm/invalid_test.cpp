@@ -158,6 +158,21 @@ TEST(Diagnostics, InstructionLimitStopsTheAssembly) {
   EXPECT_EQ(r.diags[0].notes[0], "in iteration i=10 of .for at limit.nasm:1:1");
 }
 
+// A source shorter than std::string's inline buffer moves with its ParsedFile: the caret's line
+// must still be read from the right place (found by fuzz_asm under ASan).
+TEST(Diagnostics, ShortSourceKeepsItsLineForTheCaret) {
+  auto r = assemble_string("==k", "short.nasm");
+  ASSERT_EQ(r.diags.size(), 1u);
+  EXPECT_EQ(r.diags[0].line, 1u);
+  EXPECT_EQ(r.diags[0].col, 1u);
+  EXPECT_EQ(r.diags[0].message, "expected a statement, found '=='");
+  EXPECT_EQ(r.diags[0].source_line, "==k");
+  auto crlf = assemble_string("sp.nop\r\n@\r\n", "crlf.nasm");
+  ASSERT_EQ(crlf.diags.size(), 1u);
+  EXPECT_EQ(crlf.diags[0].line, 2u);
+  EXPECT_EQ(crlf.diags[0].source_line, "@");
+}
+
 TEST(Diagnostics, MalformedBytesAndDeepNestingAreErrorsNotCrashes) {
   auto bad = assemble_string("sp.nop\n  sp.nop \xff\n", "bytes.nasm");
   ASSERT_EQ(bad.diags.size(), 1u);

@@ -7,9 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <fstream>
 #include <random>
-#include <sstream>
 
 #include "asm/ast.h"
 #include "tests/asm/antlr_reference.h"
@@ -30,49 +28,16 @@ std::string compare(const std::string& text, Outcome* outcome = nullptr) {
   std::vector<std::string> errors;
   const std::string ref = antlr_ref::antlr_sexpr(text, errors);
   if (outcome) *outcome = {f.errors.empty(), errors.empty()};
-  auto ours_error = [&] {
-    const SyntaxError& e = f.errors.front();
-    return std::to_string(e.line) + ":" + std::to_string(e.col) + ": " + e.message;
-  };
-  if (f.errors.empty() != errors.empty()) {
-    if (f.errors.empty()) return "ANTLR rejects (" + errors.front() + "), ours accepts";
-    return "ours rejects (" + ours_error() + "), ANTLR accepts:\n" + ref;
-  }
-  if (!errors.empty()) {
-    // ANTLR's columns are 0-based, ours 1-based.
-    const std::string& a = errors.front();
-    const SyntaxError& e = f.errors.front();
-    if (antlr_ref::error_line(a) != e.line ||
-        a.compare(0, a.find(' '), std::to_string(e.line) + ":" + std::to_string(e.col - 1) + ":"))
-      return "first errors at different places: ANTLR " + a + ", ours " + ours_error();
-    return "";
-  }
-  const std::string ours = to_sexpr(f);
-  if (ours != ref) return "trees differ:\nANTLR:\n" + ref + "ours:\n" + ours;
-  return "";
-}
-
-std::string read(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
+  return antlr_ref::diff_parses(f, ref, errors);
 }
 
 TEST(Parser, MatchesAntlrOnEveryListing) {
   size_t files = 0, accepted = 0;
-  for (const fs::path& dir :
-       {fs::path(kDir) / "golden", fs::path(kDir) / "invalid", fs::path(kDir) / "inputs",
-        fs::path(kDir) / "../../kernels_asm", fs::path(kDir) / "../../kernels_asm/lib"}) {
-    if (!fs::is_directory(dir)) continue;
-    for (const auto& e : fs::directory_iterator(dir)) {
-      const auto ext = e.path().extension();
-      if (ext != ".nasm" && ext != ".inc") continue;
-      Outcome o;
-      EXPECT_EQ(compare(read(e.path()), &o), "") << e.path();
-      accepted += o.antlr_ok;
-      ++files;
-    }
+  for (const fs::path& p : antlr_ref::corpus(kDir)) {
+    Outcome o;
+    EXPECT_EQ(compare(antlr_ref::read_file(p), &o), "") << p;
+    accepted += o.antlr_ok;
+    ++files;
   }
   EXPECT_GT(files, 50u);
   // Nearly every listing is syntactically valid (tests/asm/invalid holds semantic errors too):

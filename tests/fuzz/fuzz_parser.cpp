@@ -102,10 +102,6 @@ void run_antlr_big_stack(AntlrRun& r) {
   pthread_attr_destroy(&attr);
 }
 
-std::string where(const SyntaxError& e) {
-  return std::to_string(e.line) + ":" + std::to_string(e.col) + ": " + e.message;
-}
-
 bool intended_limit(const std::vector<SyntaxError>& errors) {
   for (const SyntaxError& e : errors)
     if (e.message.find("nested deeper") != std::string::npos ||
@@ -132,35 +128,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   a.text = &lexed; // antlr_sexpr would append the same '\n'
   run_antlr_big_stack(a);
 
-  // Tokens, one by one.
-  const std::vector<AntlrToken> ours_toks = antlr_ref::lex_as_antlr(lexed);
-  for (size_t k = 0; k < std::max(a.tokens.size(), ours_toks.size()); ++k) {
-    if (k < a.tokens.size() && k < ours_toks.size() && a.tokens[k] == ours_toks[k]) continue;
-    auto show = [&](const std::vector<AntlrToken>& v) {
-      return k < v.size() ? v[k].str() : std::string("(none)");
-    };
-    fail("lexers differ at token " + std::to_string(k) + ": antlr " + show(a.tokens) + ", lex " +
-             show(ours_toks),
-         text);
-  }
-
-  // Accept/reject, then the first error's place or the trees.
-  if (f.errors.empty() != a.errors.empty()) {
-    if (f.errors.empty())
-      fail("ANTLR rejects (" + a.errors.front() + "), ours accepts:\n" + to_sexpr(f), text);
-    fail("ours rejects (" + where(f.errors.front()) + "), ANTLR accepts:\n" + a.sexpr, text);
-  }
-  if (!a.errors.empty()) {
-    // ANTLR's columns are 0-based, ours 1-based.
-    const std::string& ae = a.errors.front();
-    const SyntaxError& e = f.errors.front();
-    if (antlr_ref::error_line(ae) != e.line ||
-        ae.compare(0, ae.find(' '),
-                   std::to_string(e.line) + ":" + std::to_string(e.col - 1) + ":") != 0)
-      fail("first errors at different places: ANTLR " + ae + ", ours " + where(e), text);
-    return 0;
-  }
-  const std::string ours = to_sexpr(f);
-  if (ours != a.sexpr) fail("trees differ:\nANTLR:\n" + a.sexpr + "ours:\n" + ours, text);
+  // Tokens one by one, then accept/reject, the first error's place or the trees.
+  if (auto d = antlr_ref::diff_tokens(a.tokens, antlr_ref::lex_as_antlr(lexed)); !d.empty())
+    fail("lexers differ at " + d, text);
+  if (auto d = antlr_ref::diff_parses(f, a.sexpr, a.errors); !d.empty()) fail(d, text);
   return 0;
 }
