@@ -387,6 +387,8 @@ void Parser::operands(Stmt& s) {
       if (accept(Tok::Assign)) o.rhs = expr();
       item_scratch_.push_back(o);
     } while (accept(Tok::Comma));
+    // The most common slip: a missing comma between two operands.
+    if (starts_expr(peek())) error(pos_, "expected ',' before the next operand");
   }
   take_items(s.items, s.nitems, mark);
 }
