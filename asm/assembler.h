@@ -114,12 +114,11 @@ private:
 
   // ---- expressions (node indices of the current unit's file)
   Value eval(uint32_t e);
-  Value eval_call(const Node& c);
-  Value eval_binary(const Node& b);
-  Value eval_index(const Node& x);
-  Value eval_raw_ap(const Node& c);
+  Value eval_call(uint32_t e);
+  Value eval_binary(uint32_t e);
+  Value eval_index(uint32_t e);
+  Value eval_raw_ap(uint32_t e);
   int64_t eval_int(uint32_t e, const char* what);
-  double eval_num(uint32_t e, const char* what);
   void need_num(const Value& v, uint32_t at);
   DType eval_dtype(uint32_t tok);
   const Var* lookup(std::string_view name) const;

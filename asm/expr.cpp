@@ -21,12 +21,6 @@ int64_t Assembler::eval_int(uint32_t e, const char* what) {
   return v.i;
 }
 
-double Assembler::eval_num(uint32_t e, const char*) {
-  Value v = eval(e);
-  need_num(v, e);
-  return v.num();
-}
-
 void Assembler::need_num(const Value& v, uint32_t at) {
   if (v.is_num()) return;
   if (v.kind == Value::Name) {
@@ -60,10 +54,10 @@ Value Assembler::eval(uint32_t e) {
     if (!v) fail_at(e, fmt::format("invalid number '{}'", t));
     return *v;
   }
-  case NodeKind::Binary: return eval_binary(n);
-  case NodeKind::Index: return eval_index(n);
+  case NodeKind::Binary: return eval_binary(e);
+  case NodeKind::Index: return eval_index(e);
   case NodeKind::Paren: return eval(n.a);
-  case NodeKind::Call: return eval_call(n);
+  case NodeKind::Call: return eval_call(e);
   case NodeKind::String: {
     const std::string_view t = file().text(n);
     return Value::of_name(std::string(t.substr(1, t.size() - 2)), Value::Str);
@@ -96,9 +90,9 @@ Value Assembler::eval(uint32_t e) {
   fail_at(e, "malformed expression");
 }
 
-Value Assembler::eval_binary(const Node& b) {
+Value Assembler::eval_binary(uint32_t self) {
+  const Node& b = node(self);
   const Tok op = b.op;
-  const uint32_t self = static_cast<uint32_t>(&b - file().nodes.data());
   if (op == Tok::AndAnd || op == Tok::OrOr) {
     Value l = eval(b.a);
     need_num(l, b.a);
@@ -168,10 +162,10 @@ Value Assembler::eval_binary(const Node& b) {
   fail_at(self, fmt::format("operator '{}' needs integer operands", tok_spelling(op)));
 }
 
-Value Assembler::eval_call(const Node& c) {
+Value Assembler::eval_call(uint32_t self) {
+  const Node& c = node(self);
   const std::string_view f = file().text(c);
-  const uint32_t self = static_cast<uint32_t>(&c - file().nodes.data());
-  if (f == "ap") return eval_raw_ap(c);
+  if (f == "ap") return eval_raw_ap(self);
   static const std::vector<std::string_view> kFuncsView = {"cdiv", "min", "max", "align_up",
                                                            "log2", "abs", "ap"};
   static const std::vector<std::string> kFuncs(kFuncsView.begin(), kFuncsView.end());
@@ -224,7 +218,8 @@ Value Assembler::eval_call(const Node& c) {
 }
 
 // x[...] : lower a tensor slice to an access pattern.
-Value Assembler::eval_index(const Node& x) {
+Value Assembler::eval_index(uint32_t self) {
+  const Node& x = node(self);
   const TensorDecl* t = nullptr;
   std::string base_name;
   const Node& b = node(x.a);
@@ -268,13 +263,12 @@ Value Assembler::eval_index(const Node& x) {
     // '@' expr: @vec(tile) or a register.
     const Node& d = node(s.a);
     if (d.kind == NodeKind::Call && file().text(d) == "vec") {
-      const uint32_t self = s.a;
-      if (d.nkids != 1) fail_at(self, "@vec takes one SBUF index tile");
+      if (d.nkids != 1) fail_at(s.a, "@vec takes one SBUF index tile");
       const uint32_t arg = node(file().kid_begin(d)[0]).a;
       Value v = eval(arg);
       if (v.kind == Value::Name && find_tensor(v.s)) {
         auto w = lower_slice(*find_tensor(v.s), {});
-        if (auto* e = std::get_if<LowerError>(&w)) fail_at(self, e->message);
+        if (auto* e = std::get_if<LowerError>(&w)) fail_at(s.a, e->message);
         v.kind = Value::Ap;
         v.ap = std::get<AccessPattern>(w);
       }
@@ -299,7 +293,7 @@ Value Assembler::eval_index(const Node& x) {
   }
   auto r = lower_slice(*t, {idx.data(), idx.size()});
   if (auto* e = std::get_if<LowerError>(&r)) {
-    uint32_t at = static_cast<uint32_t>(&x - file().nodes.data());
+    uint32_t at = self;
     if (e->index >= 0 && static_cast<uint32_t>(e->index) < x.nkids) at = slices[e->index];
     fail_at(at, e->message);
   }
@@ -312,9 +306,9 @@ Value Assembler::eval_index(const Node& x) {
 
 // ap(SPACE, DTYPE, PSTART, PCOUNT, OFFSET, [[stride, count], ...], pstride=, dyn=, mult=,
 //    limit=, vidx=[pstart, pcount, offset, dtype]): every AccessPattern field, exactly.
-Value Assembler::eval_raw_ap(const Node& c) {
+Value Assembler::eval_raw_ap(uint32_t self) {
+  const Node& c = node(self);
   AccessPattern ap;
-  const uint32_t self = static_cast<uint32_t>(&c - file().nodes.data());
   const uint32_t* args = file().kid_begin(c);
   std::vector<uint32_t> pos; // CallArg nodes
   for (uint32_t k = 0; k < c.nkids; ++k)

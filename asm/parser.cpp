@@ -147,7 +147,7 @@ private:
   void line_rest(uint32_t start, bool label); // the line after the label decision
   void stmt(Stmt& s);
   void operands(Stmt& s);
-  void sync(Stmt& s);
+  void sync();
   uint32_t expr(int min_level = 1);
   uint32_t unary();
   uint32_t postfix();
@@ -361,7 +361,7 @@ void Parser::stmt(Stmt& s) {
     if (at(Tok::At)) {
       // A statement's sync clauses are stored contiguously.
       const auto begin = static_cast<uint32_t>(f_.syncs.size());
-      while (at(Tok::At)) sync(s);
+      while (at(Tok::At)) sync();
       s.syncs = begin;
       s.nsyncs = static_cast<uint32_t>(f_.syncs.size()) - begin;
     }
@@ -395,7 +395,7 @@ void Parser::operands(Stmt& s) {
 
 // sync : '@' kind=ID '(' syncArg (COMMA syncArg)* ')' ;
 // syncArg : lhs=expr ('+=' rhs=expr)? ;
-void Parser::sync(Stmt&) {
+void Parser::sync() {
   Sync y;
   y.tok = take();
   y.kind = expect(Tok::Id, "'wait' or 'signal'");
