@@ -372,15 +372,12 @@ void Assembler::exec_macro_def(uint32_t unit, size_t& i, const Stmt& s) {
 }
 
 void Assembler::exec_unknown_directive(const Stmt& s) {
-  static const std::vector<std::string> kDirectives = {
-      ".kernel", ".target", ".param", ".equ",    ".set",   ".if",   ".elif",
-      ".else",   ".endif",  ".for",   ".endfor", ".macro", ".endm", ".include",
-      ".error",  ".hbm",    ".sbuf",  ".psum",   ".view",  ".sem",  ".group"};
+  // Never a keyword: those are tokens of their own (asm/token.h), so the parser matched them.
+  std::vector<std::string> directives;
+  for (auto k = static_cast<int>(Tok::KwKernel); k <= static_cast<int>(Tok::KwGroup); ++k)
+    directives.emplace_back(tok_spelling(static_cast<Tok>(k)));
   const std::string_view d = text(s.tok);
-  const bool known = std::find(kDirectives.begin(), kDirectives.end(), d) != kDirectives.end();
-  fail(loc(s.tok), known
-                       ? fmt::format("malformed '{}' directive (see docs/asm.md)", d)
-                       : fmt::format("unknown directive '{}'{}", d, did_you_mean(d, kDirectives)));
+  fail(loc(s.tok), fmt::format("unknown directive '{}'{}", d, did_you_mean(d, directives)));
 }
 
 void Assembler::exec_if(uint32_t unit, size_t& i) {
