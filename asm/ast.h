@@ -136,7 +136,10 @@ struct ParsedFile {
   std::string_view line_text(uint32_t line) const; // without its end of line
 };
 
-// Reads one source file. Syntax errors are collected (one per line at most, up to 100) in
+constexpr std::string_view kUtf8Bom = "\xEF\xBB\xBF";
+
+// Reads one source file (a leading UTF-8 byte order mark is dropped, as ANTLR's input stream
+// drops it). Syntax errors are collected (one per line at most, up to 100) in
 // `errors`; the statements of the lines without errors are kept.
 ParsedFile parse_source(std::string name, std::string text);
 

@@ -627,6 +627,8 @@ ParsedFile parse_source(std::string name, std::string text) {
   ParsedFile f;
   f.name = std::move(name);
   f.src = std::move(text);
+  // A UTF-8 byte order mark (editors on Windows write one) is not part of the text.
+  if (f.src.starts_with(kUtf8Bom)) f.src.erase(0, kUtf8Bom.size());
   // Every statement ends with NL: make sure the last one does.
   if (f.src.empty() || f.src.back() != '\n') f.src.push_back('\n');
   split_lines(f);

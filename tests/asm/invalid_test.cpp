@@ -173,6 +173,21 @@ TEST(Diagnostics, ShortSourceKeepsItsLineForTheCaret) {
   EXPECT_EQ(crlf.diags[0].source_line, "@");
 }
 
+// A UTF-8 byte order mark is not part of the text: same module, same error columns (found by
+// fuzz_parser: ANTLR's input stream drops it, our lexer read it as a stray character).
+TEST(Diagnostics, ByteOrderMarkIsIgnored) {
+  const std::string body = ".kernel k\n.sbuf a : fp32[128, 8]\n  pool.iota a[:, 0:4], [[1, 4]]\n";
+  auto plain = assemble_string(body, "plain.nasm");
+  auto bom = assemble_string("\xEF\xBB\xBF" + body, "bom.nasm");
+  ASSERT_TRUE(plain.ok()) << plain.diagnostics_text();
+  ASSERT_TRUE(bom.ok()) << bom.diagnostics_text();
+  EXPECT_EQ(plain.module->streams, bom.module->streams);
+  auto bad = assemble_string("\xEF\xBB\xBF.kernel 3\n", "bad.nasm");
+  ASSERT_EQ(bad.diags.size(), 1u);
+  EXPECT_EQ(bad.diags[0].col, 9u);
+  EXPECT_EQ(bad.diags[0].source_line, ".kernel 3");
+}
+
 TEST(Diagnostics, MalformedBytesAndDeepNestingAreErrorsNotCrashes) {
   auto bad = assemble_string("sp.nop\n  sp.nop \xff\n", "bytes.nasm");
   ASSERT_EQ(bad.diags.size(), 1u);

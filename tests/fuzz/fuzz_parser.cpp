@@ -121,8 +121,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const ParsedFile f = parse_source("fuzz.nasm", text);
   if (intended_limit(f.errors)) return -1;
 
-  // Both lexers see the text ending with '\n', as lex() requires and parse_source ensures.
-  std::string lexed = text;
+  // Both lexers see the text ending with '\n', as lex() requires and parse_source ensures, and
+  // without a leading byte order mark, which parse_source and ANTLR's input stream drop.
+  std::string lexed = text.starts_with(kUtf8Bom) ? text.substr(kUtf8Bom.size()) : text;
   if (lexed.empty() || lexed.back() != '\n') lexed.push_back('\n');
   AntlrRun a;
   a.text = &lexed; // antlr_sexpr would append the same '\n'
