@@ -150,6 +150,16 @@ void Assembler::exec_inst(const Stmt& s) {
       bound[pos++] = operand_value(op);
     }
   }
+  // Label operands queue fixups as they are converted: take them back if the instruction
+  // fails after that (the fixup would name an instruction that is never added).
+  struct PendingFixups {
+    std::vector<Fixup>& fixups;
+    size_t before;
+    bool keep = false;
+    ~PendingFixups() {
+      if (!keep) fixups.resize(before);
+    }
+  } pending{fixups_, fixups_.size()};
   Inst in;
   in.op = d->op;
   in.engine = engine;
@@ -185,6 +195,7 @@ void Assembler::exec_inst(const Stmt& s) {
     throw Abort{};
   }
   mod_.streams[*eng].push_back(std::move(in));
+  pending.keep = true;
   mod_.debug[*eng].push_back(DebugLoc{at.file, at.line, at.col, at.frame});
 }
 

@@ -188,6 +188,16 @@ TEST(Diagnostics, ByteOrderMarkIsIgnored) {
   EXPECT_EQ(bad.diags[0].source_line, ".kernel 3");
 }
 
+// A branch whose instruction fails after its label operand was read: the label's fixup must
+// go with it (it pointed past the end of the stream; found by fuzz_asm under UBSan).
+TEST(Diagnostics, FailedBranchLeavesNoFixupBehind) {
+  auto r = assemble_string(".kernel k\ntop:\n  sp.br top @wait(nosuch >= 1)\n", "br.nasm");
+  ASSERT_EQ(r.diags.size(), 1u) << r.diagnostics_text();
+  EXPECT_EQ(r.diags[0].line, 3u);
+  EXPECT_EQ(r.diags[0].message, "unknown semaphore 'nosuch'");
+  EXPECT_FALSE(r.ok());
+}
+
 TEST(Diagnostics, MalformedBytesAndDeepNestingAreErrorsNotCrashes) {
   auto bad = assemble_string("sp.nop\n  sp.nop \xff\n", "bytes.nasm");
   ASSERT_EQ(bad.diags.size(), 1u);
