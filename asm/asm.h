@@ -18,6 +18,7 @@ struct AsmOptions {
   int max_depth = 64;                   // nested macro expansions and includes
   int64_t max_iterations = 1'000'000;   // per .for
   int64_t max_instructions = 4'000'000; // per kernel
+  int64_t max_steps = 8'000'000;        // statements executed plus loop iterations, all told
 };
 
 struct Diagnostic {

@@ -324,6 +324,7 @@ void Assembler::exec_range(uint32_t unit, size_t begin, size_t end) {
 
 void Assembler::exec_line(uint32_t unit, size_t& i) {
   const Stmt& s = file_->stmts[i];
+  if (++steps_ > opts_.max_steps) count_step(loc(s.first));
   try {
     if (s.label != kNone) define_label(s.label);
     if (s.kind != StmtKind::None) exec_stmt(unit, i, s);
@@ -426,6 +427,7 @@ void Assembler::exec_for(uint32_t unit, size_t& i, const Stmt& s) {
   const std::string var(text(s.name));
   const int32_t outer = cur_frame_;
   for (int64_t v = from; step > 0 ? v < to : v > to; v += step) {
+    if (++steps_ > opts_.max_steps) count_step(at);
     cur_frame_ = push_frame(ExpansionFrame::ForIter, fmt::format("{}={}", var, v), at);
     locals_.emplace_back();
     locals_.back()[var] = Var{Value::of_int(v), Var::Loop, at};
@@ -849,6 +851,14 @@ int32_t Assembler::push_frame(ExpansionFrame::Kind k, std::string what, Loc at) 
   return static_cast<int32_t>(mod_.frames.size() - 1);
 }
 
+// Nested loops multiply: bound the whole expansion, not only each loop and the instructions.
+void Assembler::count_step(const Loc& at) {
+  report(at, fmt::format("the expansion exceeds the limit of {} steps (statements executed and "
+                         "loop iterations; nested loops multiply)",
+                         opts_.max_steps));
+  throw Abort{};
+}
+
 void Assembler::report(const Loc& l, const std::string& msg) {
   Diagnostic d;
   d.file = l.file < mod_.files.size() ? mod_.files[l.file] : "<input>";
@@ -856,9 +866,17 @@ void Assembler::report(const Loc& l, const std::string& msg) {
   d.col = l.col;
   d.message = msg;
   if (l.file < units_.size()) d.source_line = std::string(units_[l.file].parsed.line_text(l.line));
-  // The same error from every iteration of a loop is reported once.
+  // The same error from every iteration of a loop is reported once; past a bound, repeating
+  // errors stop the assembly (each one may cost a did-you-mean search).
   for (const auto& o : diags_)
-    if (o.file == d.file && o.line == d.line && o.col == d.col && o.message == d.message) return;
+    if (o.file == d.file && o.line == d.line && o.col == d.col && o.message == d.message) {
+      if (++repeats_ < kMaxRepeatedErrors) return;
+      Diagnostic stop;
+      stop.message = fmt::format("{} repeated errors (in a loop?); stopping", repeats_);
+      diags_.push_back(stop);
+      ++errors_;
+      throw Abort{};
+    }
   for (int32_t f = l.frame; f >= 0 && f < static_cast<int32_t>(mod_.frames.size());
        f = mod_.frames[f].parent) {
     const auto& fr = mod_.frames[f];

@@ -143,6 +143,7 @@ private:
   [[noreturn]] void fail(Loc l, std::string msg) const { throw StmtError{l, std::move(msg)}; }
   [[noreturn]] void fail_at(uint32_t e, std::string msg) const { fail(loc_of(e), std::move(msg)); }
   void report(const Loc& l, const std::string& msg);
+  void count_step(const Loc& at); // Aborts past opts_.max_steps
   void report_global(const std::string& msg);
   void declare(std::string_view name, Loc l, const char* what);
   int32_t push_frame(ExpansionFrame::Kind k, std::string what, Loc at);
@@ -157,6 +158,7 @@ private:
   int32_t cur_frame_ = -1;
   int depth_ = 0;
   int64_t total_insts_ = 0;
+  int64_t steps_ = 0; // statements executed and loop iterations begun (opts_.max_steps)
   bool target_locked_ = false;
   bool target_set_by_option_ = false;
   std::unique_ptr<Allocator> alloc_;
@@ -173,6 +175,8 @@ private:
   std::map<std::string, std::pair<Value, bool>> defines_; // -D values, used?
   std::vector<Diagnostic> diags_;
   int errors_ = 0;
+  int64_t repeats_ = 0; // errors not reported again (duplicates)
+  static constexpr int64_t kMaxRepeatedErrors = 1000;
 };
 
 } // namespace nisa::nasm

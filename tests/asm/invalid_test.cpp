@@ -198,6 +198,25 @@ TEST(Diagnostics, FailedBranchLeavesNoFixupBehind) {
   EXPECT_FALSE(r.ok());
 }
 
+// Nested loops multiply: each .for stays under its own limit, the whole expansion is bounded
+// too (statements executed plus iterations), and an error repeated by a loop stops the
+// assembly after a while instead of being re-diagnosed a million times (found by fuzz_asm).
+TEST(Diagnostics, NestedLoopsAndRepeatedErrorsAreBounded) {
+  AsmOptions o;
+  o.max_steps = 1000;
+  auto nested = assemble_string(
+      ".for i in 0 .. 1000000\n.for j in 0 .. 1000000\n.endfor\n.endfor\n", "nested.nasm", o);
+  ASSERT_EQ(nested.diags.size(), 1u) << nested.diagnostics_text();
+  EXPECT_EQ(nested.diags[0].line, 2u);
+  EXPECT_EQ(nested.diags[0].message, "the expansion exceeds the limit of 1000 steps (statements "
+                                     "executed and loop iterations; nested loops multiply)");
+  auto repeated = assemble_string(".for i in 0 .. 1000000\n  dve.nope\n.endfor\n", "rep.nasm");
+  ASSERT_EQ(repeated.diags.size(), 2u) << repeated.diagnostics_text();
+  EXPECT_EQ(repeated.diags[0].line, 2u);
+  EXPECT_EQ(repeated.diags[1].message, "1000 repeated errors (in a loop?); stopping");
+  EXPECT_FALSE(repeated.ok());
+}
+
 TEST(Diagnostics, MalformedBytesAndDeepNestingAreErrorsNotCrashes) {
   auto bad = assemble_string("sp.nop\n  sp.nop \xff\n", "bytes.nasm");
   ASSERT_EQ(bad.diags.size(), 1u);
