@@ -9,7 +9,7 @@
 //   (macrocall N (op E) ...)
 // Expressions: NUMBER NAME "STRING" (call F (carg E) (carg NAME E)...) (paren E) (list E...)
 //   (index E SLICE...) with SLICE = (dyn E) | (range LO|_ [: HI|_ [: STEP|_]]), (OP E), (OP L R)
-// tests/asm/parser_test.cpp prints ANTLR's tree in the same form.
+// tests/asm/antlr_reference.cpp prints ANTLR's tree in the same form (tests/asm/parser_test.cpp).
 #include "asm/ast.h"
 
 namespace nisa::nasm {
