@@ -2,10 +2,10 @@
 // antlr_reference.h. The printer mirrors asm/ast_print.cpp rule for rule.
 #include "tests/asm/antlr_reference.h"
 
+#include "tests/test_files.h"
+
 #include <algorithm>
 #include <array>
-#include <fstream>
-#include <sstream>
 #include <stdexcept>
 
 #include "NeuronAsmLexer.h"
@@ -394,25 +394,12 @@ std::string diff_parses(const ParsedFile& ours, const std::string& antlr_tree,
 }
 
 std::vector<std::filesystem::path> corpus(const std::string& asm_test_dir) {
-  namespace fs = std::filesystem;
-  const fs::path t(asm_test_dir);
-  std::vector<fs::path> out;
-  for (const fs::path& dir : {t / "golden", t / "invalid", t / "inputs", t / "../../kernels_asm",
-                              t / "../../kernels_asm/lib"}) {
-    if (!fs::is_directory(dir)) continue;
-    for (const auto& e : fs::directory_iterator(dir))
-      if (e.path().extension() == ".nasm" || e.path().extension() == ".inc")
-        out.push_back(e.path());
-  }
-  std::sort(out.begin(), out.end());
+  const std::filesystem::path t(asm_test_dir);
+  std::vector<std::filesystem::path> out;
+  for (const auto& dir : {t / "golden", t / "invalid", t / "inputs", t / "../../kernels_asm",
+                          t / "../../kernels_asm/lib"})
+    for (auto& p : test::files_in(dir, {".nasm", ".inc"})) out.push_back(std::move(p));
   return out;
-}
-
-std::string read_file(const std::filesystem::path& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
 }
 
 } // namespace nisa::nasm::antlr_ref

@@ -58,6 +58,5 @@ std::string diff_parses(const ParsedFile& ours, const std::string& antlr_tree,
 // Every listing of the repository (*.nasm, *.inc under tests/asm/{golden,invalid,inputs},
 // kernels_asm and kernels_asm/lib); `asm_test_dir` is tests/asm.
 std::vector<std::filesystem::path> corpus(const std::string& asm_test_dir);
-std::string read_file(const std::filesystem::path& path);
 
 } // namespace nisa::nasm::antlr_ref

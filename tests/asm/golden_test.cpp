@@ -10,6 +10,7 @@
 
 #include "asm/asm.h"
 #include "isa/print.h"
+#include "tests/test_files.h"
 
 namespace nisa::nasm {
 namespace {
@@ -17,18 +18,9 @@ namespace fs = std::filesystem;
 
 const std::string kDir = std::string(NISA_ASM_TEST_DIR) + "/golden";
 
-std::string read(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
 std::vector<std::string> golden_files() {
   std::vector<std::string> v;
-  for (const auto& e : fs::directory_iterator(kDir))
-    if (e.path().extension() == ".nasm") v.push_back(e.path().stem().string());
-  std::sort(v.begin(), v.end());
+  for (const auto& p : test::files_in(kDir, {".nasm"})) v.push_back(p.stem().string());
   return v;
 }
 
@@ -39,7 +31,7 @@ TEST_P(Golden, DisassemblyMatchesExpectation) {
   // Assembled under its bare file name so that source comments do not depend on the checkout.
   AsmOptions o;
   o.include_dirs = {kDir};
-  auto r = assemble_string(read(kDir + "/" + name + ".nasm"), name + ".nasm", o);
+  auto r = assemble_string(test::read_file(kDir + "/" + name + ".nasm"), name + ".nasm", o);
   ASSERT_TRUE(r.ok()) << r.diagnostics_text();
   ModulePrintOptions po;
   po.show_encoding = true;
@@ -51,7 +43,7 @@ TEST_P(Golden, DisassemblyMatchesExpectation) {
   }
   ASSERT_TRUE(fs::exists(expected_path))
       << "missing " << expected_path << " (run scripts/regen-asm-golden.sh)";
-  EXPECT_EQ(got, read(expected_path));
+  EXPECT_EQ(got, test::read_file(expected_path));
   // The golden text is itself assembly: it must assemble back to the same streams.
   auto again = assemble_string(got, name + ".dis.nasm");
   ASSERT_TRUE(again.ok()) << again.diagnostics_text();

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "asm/asm.h"
+#include "tests/test_files.h"
 
 namespace nisa::nasm {
 namespace {
@@ -77,9 +78,7 @@ Spec read_spec(const std::string& path) {
 
 std::vector<std::string> invalid_files() {
   std::vector<std::string> v;
-  for (const auto& e : fs::directory_iterator(kDir))
-    if (e.path().extension() == ".nasm") v.push_back(e.path().filename().string());
-  std::sort(v.begin(), v.end());
+  for (const auto& p : test::files_in(kDir, {".nasm"})) v.push_back(p.filename().string());
   return v;
 }
 

@@ -9,6 +9,7 @@
 
 #include "asm/token.h"
 #include "tests/asm/antlr_reference.h"
+#include "tests/test_files.h"
 
 namespace nisa::nasm {
 namespace {
@@ -26,7 +27,7 @@ std::string compare(std::string text) {
 TEST(Lexer, MatchesAntlrOnEveryListing) {
   size_t files = 0;
   for (const fs::path& p : antlr_ref::corpus(kDir)) {
-    EXPECT_EQ(compare(antlr_ref::read_file(p)), "") << p;
+    EXPECT_EQ(compare(test::read_file(p)), "") << p;
     ++files;
   }
   EXPECT_GT(files, 50u);

@@ -11,6 +11,7 @@
 
 #include "asm/ast.h"
 #include "tests/asm/antlr_reference.h"
+#include "tests/test_files.h"
 
 namespace nisa::nasm {
 namespace {
@@ -35,7 +36,7 @@ TEST(Parser, MatchesAntlrOnEveryListing) {
   size_t files = 0, accepted = 0;
   for (const fs::path& p : antlr_ref::corpus(kDir)) {
     Outcome o;
-    EXPECT_EQ(compare(antlr_ref::read_file(p), &o), "") << p;
+    EXPECT_EQ(compare(test::read_file(p), &o), "") << p;
     accepted += o.antlr_ok;
     ++files;
   }

@@ -21,6 +21,7 @@
 #include "interp/debug/session.h"
 #include "interp/npy.h"
 #include "interp/run.h"
+#include "tests/test_files.h"
 
 namespace nisa::interp {
 namespace {
@@ -28,13 +29,6 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr int kRows = 130, kCols = 2500; // two partition tiles, two free tiles
-
-std::string slurp(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
 
 // Seeded, non-constant input x[kRows, kCols] (values k/8 - 2 with k in 0..31: sums are exact).
 std::vector<float> make_input() {
@@ -76,8 +70,8 @@ protected:
     std::string full =
         fmt::format("cd '{}' && {} > '{}' 2> '{}'", NISA_SOURCE_DIR, cmd, o.string(), e.string());
     int rc = std::system(full.c_str());
-    out = slurp(o);
-    if (err) *err = slurp(e);
+    out = test::read_file(o);
+    if (err) *err = test::read_file(e);
     return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
   }
   static std::string kernel_args(const std::string& kernel = "kernels_asm/cumsum.nasm") {
@@ -126,7 +120,7 @@ TEST_P(Scripted, MatchesTheExpectedTranscript) {
     GTEST_SKIP() << "rewrote " << expected;
   }
   ASSERT_TRUE(fs::exists(expected)) << expected;
-  EXPECT_EQ(out, slurp(expected)) << "transcript of " << t.script << " differs";
+  EXPECT_EQ(out, test::read_file(expected)) << "transcript of " << t.script << " differs";
 }
 
 INSTANTIATE_TEST_SUITE_P(Sessions, Scripted,
@@ -435,7 +429,7 @@ TEST_F(Debugger, TraceHasOneRecordPerEvent) {
             sh(fmt::format("{} run {} --trace {} --stats", NISA_BINARY, kernel_args(), t.string()),
                out, &err))
       << err;
-  std::string text = slurp(t);
+  std::string text = test::read_file(t);
   ASSERT_EQ(text.rfind("# nisa-trace v1 kernel=cumsum", 0), 0u) << text.substr(0, 200);
   auto rows = trace_rows(text);
   // NP = 2 partition tiles x NF = 2 free tiles: 1 + 2 + 4*2 dve instructions, 4*2 sp triggers,
@@ -477,13 +471,13 @@ TEST_F(Debugger, TraceHasOneRecordPerEvent) {
   ASSERT_EQ(0, sh(fmt::format("{} run {} --trace {} --trace-engines dve", NISA_BINARY,
                               kernel_args(), t.string()),
                   out, &err));
-  auto dve = trace_rows(slurp(t));
+  auto dve = trace_rows(test::read_file(t));
   EXPECT_EQ(dve.size(), 11u);
   for (const auto& r : dve) EXPECT_EQ(r[4], "dve");
   ASSERT_EQ(0, sh(fmt::format("{} run {} --trace {} --trace-from 1000 --trace-to 2000", NISA_BINARY,
                               kernel_args(), t.string()),
                   out, &err));
-  for (const auto& r : trace_rows(slurp(t))) {
+  for (const auto& r : trace_rows(test::read_file(t))) {
     EXPECT_GE(std::stod(r[1]), 1000.0);
     EXPECT_LE(std::stod(r[0]), 2000.0);
   }

@@ -4,12 +4,12 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "builders.h"
 #include "interp/npy.h"
+#include "tests/test_files.h"
 
 namespace nisa::test {
 namespace {
@@ -32,10 +32,7 @@ struct Cli : ::testing::Test {
     std::string cmd =
         std::string(NISA_BINARY) + " " + args + " 2> " + p("err.txt") + " > " + p("out.txt");
     int rc = std::system(cmd.c_str());
-    std::ifstream f(p("err.txt"));
-    std::stringstream ss;
-    ss << f.rdbuf();
-    err = ss.str();
+    err = test::read_file(p("err.txt"));
     return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
   }
 };

@@ -4,25 +4,17 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <fstream>
-#include <sstream>
 
 #include "isa/isa.h"
 #include "isa/reference.h"
+#include "tests/test_files.h"
 
 namespace nisa {
 namespace {
 
-std::string read_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
 TEST(Reference, DocsIsaMdIsUpToDate) {
   const std::string path = std::string(NISA_SOURCE_DIR) + "/docs/isa.md";
-  const std::string on_disk = read_file(path);
+  const std::string on_disk = test::read_file(path);
   const std::string generated = isa_reference(true);
   if (on_disk == generated) return;
   // Point at the first differing line to make the failure readable.
@@ -36,7 +28,7 @@ TEST(Reference, DocsIsaMdIsUpToDate) {
 // docs/encoding.md embeds the generated layout table between two markers.
 TEST(Reference, DocsEncodingMdLayoutTableIsUpToDate) {
   const std::string path = std::string(NISA_SOURCE_DIR) + "/docs/encoding.md";
-  const std::string doc = read_file(path);
+  const std::string doc = test::read_file(path);
   const std::string begin = "<!-- BEGIN GENERATED: nisa isa --format encoding -->\n";
   const std::string end = "<!-- END GENERATED -->";
   const size_t b = doc.find(begin), e = doc.find(end);
