@@ -17,8 +17,8 @@ struct CmaxCase {
 
 std::string case_name(const testing::TestParamInfo<CmaxCase>& i) {
   const CmaxCase& c = i.param;
-  return std::string(target_name(c.target)) + "_lnc" + std::to_string(c.lnc) + "_" + dt_name(c.dt) +
-         "_" + std::to_string(c.bxs) + "x" + std::to_string(c.v);
+  return case_prefix(c.target, c.lnc, c.dt) + "_" + std::to_string(c.bxs) + "x" +
+         std::to_string(c.v);
 }
 
 Defines cmax_defines(int64_t bxs, int64_t v, DType dt) {

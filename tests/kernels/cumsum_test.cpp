@@ -17,8 +17,8 @@ struct CumsumCase {
 
 std::string case_name(const testing::TestParamInfo<CumsumCase>& i) {
   const CumsumCase& c = i.param;
-  return std::string(target_name(c.target)) + "_lnc" + std::to_string(c.lnc) + "_" + dt_name(c.dt) +
-         "_" + std::to_string(c.rows) + "x" + std::to_string(c.cols);
+  return case_prefix(c.target, c.lnc, c.dt) + "_" + std::to_string(c.rows) + "x" +
+         std::to_string(c.cols);
 }
 
 class Cumsum : public testing::TestWithParam<CumsumCase> {};

@@ -117,4 +117,8 @@ const char* target_name(Target t) {
   return t == Target::trn1 ? "trn1" : t == Target::trn2 ? "trn2" : "trn3";
 }
 
+std::string case_prefix(Target t, int lnc, DType dt) {
+  return std::string(target_name(t)) + "_lnc" + std::to_string(lnc) + "_" + dt_name(dt);
+}
+
 } // namespace nisa::kt

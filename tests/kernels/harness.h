@@ -57,5 +57,7 @@ std::vector<float> random_values(size_t n, DType dt, uint32_t seed, float scale 
 
 const char* dt_name(DType dt);
 const char* target_name(Target t);
+// "trn2_lnc2_fp32": how every parameterised kernel test's name starts.
+std::string case_prefix(Target t, int lnc, DType dt);
 
 } // namespace nisa::kt

@@ -23,9 +23,9 @@ struct TopkCase {
 
 std::string case_name(const testing::TestParamInfo<TopkCase>& i) {
   const TopkCase& c = i.param;
-  return std::string(target_name(c.target)) + "_lnc" + std::to_string(c.lnc) + "_" + dt_name(c.dt) +
-         "_" + std::to_string(c.bxs) + "x" + std::to_string(c.v) + "_k" + std::to_string(c.k) +
-         (c.sorted ? "_sorted_" : "_unsorted_") + c.method +
+  return case_prefix(c.target, c.lnc, c.dt) + "_" + std::to_string(c.bxs) + "x" +
+         std::to_string(c.v) + "_k" + std::to_string(c.k) + (c.sorted ? "_sorted_" : "_unsorted_") +
+         c.method +
          (c.pattern == 1   ? "_ascending"
           : c.pattern == 2 ? "_descending"
                            : "");

@@ -26,10 +26,9 @@ struct CeCase {
 
 std::string case_name(const testing::TestParamInfo<CeCase>& i) {
   const CeCase& c = i.param;
-  return std::string(target_name(c.target)) + "_lnc" + std::to_string(c.lnc) + "_" + dt_name(c.dt) +
-         "_n" + std::to_string(c.npos) + "_v" + std::to_string(c.v) + "_pb" + std::to_string(c.pb) +
-         "_cs" + std::to_string(c.cs) + "_ign" + std::to_string(c.ignore_every) +
-         (c.mean ? "_mean" : "_sum");
+  return case_prefix(c.target, c.lnc, c.dt) + "_n" + std::to_string(c.npos) + "_v" +
+         std::to_string(c.v) + "_pb" + std::to_string(c.pb) + "_cs" + std::to_string(c.cs) +
+         "_ign" + std::to_string(c.ignore_every) + (c.mean ? "_mean" : "_sum");
 }
 
 std::vector<uint8_t> i32_bytes(const std::vector<int32_t>& v) {

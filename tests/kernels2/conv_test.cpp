@@ -42,12 +42,11 @@ struct ConvCase {
 
 std::string conv_name(const testing::TestParamInfo<ConvCase>& i) {
   const ConvCase& c = i.param;
-  return std::string(target_name(c.target)) + "_lnc" + std::to_string(c.lnc) + "_" + dt_name(c.dt) +
-         "_b" + std::to_string(c.b) + "_ci" + std::to_string(c.cin) + "_co" +
-         std::to_string(c.cout) + "_l" + std::to_string(c.l) + "_k" + std::to_string(c.k) + "_s" +
-         std::to_string(c.stride) + "_p" + std::to_string(c.pad_l) + "_" + std::to_string(c.pad_r) +
-         "_d" + std::to_string(c.dil) + "_bias" + std::to_string(c.bias) + "_" + c.act + "_shard" +
-         std::to_string(c.shard);
+  return case_prefix(c.target, c.lnc, c.dt) + "_b" + std::to_string(c.b) + "_ci" +
+         std::to_string(c.cin) + "_co" + std::to_string(c.cout) + "_l" + std::to_string(c.l) +
+         "_k" + std::to_string(c.k) + "_s" + std::to_string(c.stride) + "_p" +
+         std::to_string(c.pad_l) + "_" + std::to_string(c.pad_r) + "_d" + std::to_string(c.dil) +
+         "_bias" + std::to_string(c.bias) + "_" + c.act + "_shard" + std::to_string(c.shard);
 }
 
 class Conv1d : public testing::TestWithParam<ConvCase> {};
@@ -153,10 +152,9 @@ struct DwCase {
 
 std::string dw_name(const testing::TestParamInfo<DwCase>& i) {
   const DwCase& c = i.param;
-  return std::string(target_name(c.target)) + "_lnc" + std::to_string(c.lnc) + "_" + dt_name(c.dt) +
-         "_n" + std::to_string(c.n) + "_c" + std::to_string(c.c) + "_w" + std::to_string(c.w) +
-         "_s" + std::to_string(c.s) + "_st" + std::to_string(c.stride) + "_p" +
-         std::to_string(c.pad_l) + "_" + std::to_string(c.pad_r);
+  return case_prefix(c.target, c.lnc, c.dt) + "_n" + std::to_string(c.n) + "_c" +
+         std::to_string(c.c) + "_w" + std::to_string(c.w) + "_s" + std::to_string(c.s) + "_st" +
+         std::to_string(c.stride) + "_p" + std::to_string(c.pad_l) + "_" + std::to_string(c.pad_r);
 }
 
 class DepthwiseConv1d : public testing::TestWithParam<DwCase> {};
