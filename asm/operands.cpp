@@ -188,7 +188,8 @@ void Assembler::exec_inst(const Stmt& s) {
   }
   for (uint32_t y = 0; y < s.nsyncs; ++y) parse_sync(file().syncs[s.syncs + y], in);
   check_shapes(*d, in, raw.data(), bound.data(), at);
-  if (auto err = check_inst_for_target(in, mod_.target)) fail(at, *err);
+  // The table's payload rules (the generation rules were checked above, with better messages).
+  if (auto err = check_inst(in)) fail(at, *err);
   if (++total_insts_ > opts_.max_instructions) {
     report(at,
            fmt::format("the kernel exceeds the limit of {} instructions", opts_.max_instructions));
