@@ -1,4 +1,4 @@
-// `nisa run` end to end through the binary: exit codes and messages.
+// `nisa asm`, `nisa disasm` and `nisa run` end to end through the binary: exit codes and messages.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -57,6 +57,36 @@ TEST_F(Cli, RunSucceedsAndWritesOutputs) {
   auto x = interp::read_npy(p("x.npy")), y = interp::read_npy(p("y.npy"));
   EXPECT_EQ(x.data, y.data);
   EXPECT_TRUE(fs::exists(p("t.json")));
+}
+
+// `nisa asm` and `nisa disasm` through the binary: an object comes back bit for bit through
+// its disassembly, and a file with errors reports each one (file:line:col, caret) and exits 1.
+TEST_F(Cli, AsmDisasmRoundTripAndErrorsExitOne) {
+  write("copy.nasm", kCopy);
+  std::string err;
+  ASSERT_EQ(nisa("asm " + p("copy.nasm") + " -o " + p("a.nbin"), err), 0) << err;
+  ASSERT_EQ(nisa("disasm " + p("a.nbin"), err), 0) << err;
+  fs::copy_file(p("out.txt"), p("back.nasm"));
+  ASSERT_EQ(nisa("asm " + p("back.nasm") + " -o " + p("b.nbin"), err), 0) << err;
+  ASSERT_EQ(nisa("disasm " + p("b.nbin") + " --show-encoding --no-source", err), 0) << err;
+  const std::string with_bytes = test::read_file(p("out.txt"));
+  ASSERT_EQ(nisa("disasm " + p("a.nbin") + " --show-encoding --no-source", err), 0) << err;
+  EXPECT_EQ(test::read_file(p("out.txt")), with_bytes); // same streams, same encodings
+
+  write("bad.nasm", ".kernel bad\n  dve.nope\n  sp.nop @wait(nosem >= 1)\n");
+  EXPECT_EQ(nisa("asm " + p("bad.nasm") + " -o " + p("bad.nbin"), err), 1);
+  EXPECT_NE(err.find("bad.nasm:2:7: error: unknown mnemonic 'nope'"), std::string::npos) << err;
+  EXPECT_NE(err.find("bad.nasm:3:16: error: unknown semaphore 'nosem'"), std::string::npos) << err;
+  EXPECT_NE(err.find("\n  dve.nope\n      ^\n"), std::string::npos) << err; // the caret
+  EXPECT_FALSE(fs::exists(p("bad.nbin")));
+  write("syntax.nasm", ".equ X = 4 $ 2\n");
+  EXPECT_EQ(nisa("asm " + p("syntax.nasm"), err), 1);
+  EXPECT_NE(err.find("syntax.nasm:1:12: error: unexpected character '$'"), std::string::npos)
+      << err;
+  EXPECT_EQ(nisa("asm " + p("none.nasm"), err), 1);
+  EXPECT_NE(err.find("cannot read file"), std::string::npos) << err;
+  EXPECT_EQ(nisa("asm " + p("copy.nasm") + " -D NOPE=1 -o " + p("c.nbin"), err), 1);
+  EXPECT_NE(err.find("unknown -D name 'NOPE'"), std::string::npos) << err;
 }
 
 TEST_F(Cli, InputErrorsExitOne) {
