@@ -10,9 +10,17 @@
 ;             scale_i = valid_i / max(1, number of valid positions) (mean) or valid_i (sum);
 ;             valid_i = (targets[i] != IGNORE_INDEX): ignored positions get a zero gradient, and
 ;             `mean` divides by the positions that are not ignored (all ignored: all zero).
-; Envelope:   1 <= PB <= 128; 1 <= CS <= 65535; two DT chunk buffers and two fp32 masks
-;             fit a partition ((2 * sizeof(DT) + 8) * CS <= 204800 bytes); V < 2^24 (the fp32
-;             one-hot compare is exact); |IGNORE_INDEX| < 2^24.
+; Envelope:   1 <= PB <= 128; 1 <= CS <= 65535 with either DT, at any V < 2^24 (the fp32
+;             one-hot compare is exact; chunks are split into DMA tiles that fit the SBUF:
+;             (2 * sizeof(DT) + 8) * TW <= 204800 bytes, TW <= 12800 fp32 / 17066 bf16, and
+;             chunks narrower than 512 are merged); |IGNORE_INDEX| < 2^24.
+; Targets:    each is in [0, V) or IGNORE_INDEX. Any other target is a run-time fault (exit code
+;             3) of the batch's range-check DMA, which reads row pos + NPOS of the targets:
+;             "vector offset of row P = NPOS + POS is outside [0, NPOS)" (POS the position, P its
+;             row in the batch). (Not a read of the logits as in the forward: with INPLACE the
+;             other core may be overwriting them.)
+; Extremes:   grad follows the saved lse: a row of -inf (lse -inf) gives NaN, as PyTorch's
+;             autograd of cross_entropy.
 ;
 ; Idea (seed 000 section 4, isa-facts 5.5): per batch of PB positions (partitions) and vocabulary
 ; chunk of CS columns:
@@ -70,9 +78,14 @@
 .else
   .equ C = min(V, CS)
 .endif
-.if (2 * DB + 8) * C > 204800
-  .error "cross_entropy_bwd: SBUF budget: (2 * sizeof(DT) + 8) * CS must be <= 204800 bytes per partition"
-.endif
+; DMA tiles (as the forward): two DT buffers and two fp32 masks of TW columns fit a partition,
+; (2 * sizeof(DT) + 8) * TW <= 204800 bytes; wider chunks run as NSUB near-equal sub-tiles,
+; chunks narrower than TMIN are merged. The gradient is elementwise: the tiling never changes it.
+.equ TWMAX = 204800 / (2 * DB + 8)  ; 12800 fp32, 17066 bf16
+.equ TMIN  = 512
+.equ CE    = min(V, C * max(1, TMIN / C))
+.equ NSUB  = cdiv(CE, TWMAX)
+.equ TW    = cdiv(CE, NSUB)
 .if abs(IGNORE_INDEX) >= 16777216
   .error "cross_entropy_bwd: |IGNORE_INDEX| must be < 2^24"
 .endif
@@ -80,7 +93,7 @@
   .error "cross_entropy_bwd: INPLACE must be 0 or 1"
 .endif
 
-.equ NC = cdiv(V, C)                 ; chunks per batch
+.equ NC = cdiv(V, CE)                ; chunks per batch
 .equ H  = cdiv(NPOS, 2)              ; rows of half 0
 .equ NH = cdiv(NPOS, H)              ; halves: 1 or 2
 .equ NT = cdiv(NPOS, 128)            ; 128-target tiles of the count pass
@@ -98,9 +111,14 @@
 .hbm  lse     : fp32[NPOS]    input
 .hbm  grad    : DT[NPOS, V]   output
 .endif
-.sbuf buf0    : DT[PB, C]
-.sbuf buf1    : DT[PB, C]
-.sbuf mask    : fp32[PB, 2, C]   ; chunk g's one-hot in mask[:, g % 2, :]
+.view tview   = targets as int32[NPOS, 1]   ; the range check's rows
+.sbuf buf0    : DT[PB, TW]
+.sbuf buf1    : DT[PB, TW]
+.sbuf mask    : fp32[PB, 2, TW]  ; tile g's one-hot in mask[:, g % 2, :]
+.sbuf tchk    : int32[PB, 1]     ; the range check's (discarded) element
+.sbuf bad     : int32[PB, 1]
+.sbuf bad2    : int32[PB, 1]
+.sbuf ci      : int32[PB, 1]
 .sbuf ones    : fp32[128, PB]
 .sbuf ct      : int32[128, 1]     ; count pass: targets, valid flags
 .sbuf cv      : int32[128, 1]
@@ -118,8 +136,8 @@
 .sbuf nsc     : fp32[PB, 1]
 .psum cps     : fp32[PB, 1]
 ; Counts: count pass s_ct, s_cv, s_cm += 1 per tile, s_rc 1; per batch s_tg, s_lse, s_gi,
-; s_prep += 1; per chunk s_ld, s_io, s_exp, s_dv, s_st += 1.
-.sem  s_ct, s_cv, s_cm, s_rc, s_tg, s_lse, s_gi, s_prep, s_ld, s_io, s_exp, s_dv, s_st, s_go
+; s_ck, s_prep += 1; per tile s_ld, s_io, s_exp, s_dv, s_st += 1.
+.sem  s_ct, s_cv, s_cm, s_rc, s_tg, s_lse, s_gi, s_ck, s_prep, s_ld, s_io, s_exp, s_dv, s_st, s_go
 
 .set B = 0           ; batches so far (global, both halves)
 .set G = 0           ; chunks so far
@@ -128,30 +146,44 @@
 .macro bwd_batch r0, n
         sp.dma q2, tg[0:n, :], targets[r0 : r0+n]  @wait(s_gi >= B) @signal(s_tg)
         sp.dma q3, lsb[0:n, :], lse[r0 : r0+n]  @wait(s_prep >= B) @signal(s_lse)
-        pool.nop  @wait(s_tg >= B + 1, s_prep >= B)
+        pool.nop  @wait(s_tg >= B + 1, s_prep >= B, s_ck >= B)
         ce_valid tg, valid, validf, iic, n
+        ; range check: bad = valid * (target < 0 or target >= V); the DMA reads row
+        ; r0 + p + bad * NPOS of the targets, which faults exactly for a bad target
+        pool.tensor_scalar bad[0:n, :], tg[0:n, :], op0=less, operand0=0.0
+        pool.tensor_scalar bad2[0:n, :], tg[0:n, :], op0=greater_equal, operand0=V
+        pool.tensor_tensor bad[0:n, :], bad[0:n, :], bad2[0:n, :], op=add
+        pool.tensor_tensor bad[0:n, :], bad[0:n, :], valid[0:n, :], op=multiply
+        pool.tensor_scalar bad[0:n, :], bad[0:n, :], op0=multiply, operand0=NPOS
+        pool.iota ci[0:n, :], [[0, 1]], offset=r0, pmul=1
+        pool.tensor_tensor ci[0:n, :], ci[0:n, :], bad[0:n, :], op=add
         pool.copy tf[0:n, :], tg[0:n, :]  @signal(s_gi)
+        sp.dma q3, tchk[0:n, :], tview[@vec(ci[0:n, 0:1]), :]  @wait(s_gi >= B + 1) @signal(s_ck)
         ; per-position constants: -lse, scale = valid * rc, -scale
         dve.tensor_scalar nlse[0:n, :], lsb[0:n, :], op0=multiply, operand0=-1.0  @wait(s_lse >= B + 1, s_gi >= B + 1, s_rc >= 1)
         dve.tensor_tensor sc[0:n, :], validf[0:n, :], rc[0:n, :], op=multiply
         dve.tensor_scalar nsc[0:n, :], sc[0:n, :], op0=multiply, operand0=-1.0  @signal(s_prep)
   .for k in 0 .. NC
-    .set W = min(C, V - k * C)
-        pool.iota mask[0:n, G % 2, 0:W], [[1, W]], offset=k * C  @wait(s_dv >= max(0, G - 1)) @signal(s_io)
+    .set WC = min(CE, V - k * CE)
+    .for su in 0 .. cdiv(WC, TW)
+    .set W = min(TW, WC - su * TW)
+    .set K0 = k * CE + su * TW
+        pool.iota mask[0:n, G % 2, 0:W], [[1, W]], offset=K0  @wait(s_dv >= max(0, G - 1)) @signal(s_io)
     .if G % 2 == 0
-        sp.dma q0, buf0[0:n, 0:W], logits[r0 : r0+n, k*C : k*C+W]  @wait(s_st >= max(0, G - 1)) @signal(s_ld)
+        sp.dma q0, buf0[0:n, 0:W], logits[r0 : r0+n, K0 : K0+W]  @wait(s_st >= max(0, G - 1)) @signal(s_ld)
         act.activation buf0[0:n, 0:W], buf0[0:n, 0:W], func=exp, bias=nlse[0:n, :]  @wait(s_ld >= G + 1, s_prep >= B + 1) @signal(s_exp)
         dve.tensor_scalar mask[0:n, G % 2, 0:W], mask[0:n, G % 2, 0:W], op0=equal, operand0=tf[0:n, :], op1=multiply, operand1=nsc[0:n, :]  @wait(s_io >= G + 1)
         dve.scalar_tensor_tensor buf0[0:n, 0:W], buf0[0:n, 0:W], op0=multiply, operand0=sc[0:n, :], op1=add, in1=mask[0:n, G % 2, 0:W]  @wait(s_exp >= G + 1) @signal(s_dv)
-        sp.dma q1, grad[r0 : r0+n, k*C : k*C+W], buf0[0:n, 0:W]  @wait(s_dv >= G + 1) @signal(s_st)
+        sp.dma q1, grad[r0 : r0+n, K0 : K0+W], buf0[0:n, 0:W]  @wait(s_dv >= G + 1) @signal(s_st)
     .else
-        sp.dma q0, buf1[0:n, 0:W], logits[r0 : r0+n, k*C : k*C+W]  @wait(s_st >= max(0, G - 1)) @signal(s_ld)
+        sp.dma q0, buf1[0:n, 0:W], logits[r0 : r0+n, K0 : K0+W]  @wait(s_st >= max(0, G - 1)) @signal(s_ld)
         act.activation buf1[0:n, 0:W], buf1[0:n, 0:W], func=exp, bias=nlse[0:n, :]  @wait(s_ld >= G + 1, s_prep >= B + 1) @signal(s_exp)
         dve.tensor_scalar mask[0:n, G % 2, 0:W], mask[0:n, G % 2, 0:W], op0=equal, operand0=tf[0:n, :], op1=multiply, operand1=nsc[0:n, :]  @wait(s_io >= G + 1)
         dve.scalar_tensor_tensor buf1[0:n, 0:W], buf1[0:n, 0:W], op0=multiply, operand0=sc[0:n, :], op1=add, in1=mask[0:n, G % 2, 0:W]  @wait(s_exp >= G + 1) @signal(s_dv)
-        sp.dma q1, grad[r0 : r0+n, k*C : k*C+W], buf1[0:n, 0:W]  @wait(s_dv >= G + 1) @signal(s_st)
+        sp.dma q1, grad[r0 : r0+n, K0 : K0+W], buf1[0:n, 0:W]  @wait(s_dv >= G + 1) @signal(s_st)
     .endif
     .set G = G + 1
+    .endfor
   .endfor
   .set B = B + 1
 .endm
@@ -194,6 +226,7 @@ ce_skip0:
         sp.sem_set s_tg, B
         sp.sem_set s_lse, B
         sp.sem_set s_gi, B
+        sp.sem_set s_ck, B
         sp.sem_set s_prep, B
         sp.sem_set s_ld, G
         sp.sem_set s_io, G
