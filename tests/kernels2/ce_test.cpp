@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
+#include <utility>
 
 #include "tests/kernels/harness.h"
 
@@ -86,11 +88,20 @@ FwdOut run_fwd(const CeCase& c, const std::vector<float>& x, const std::vector<i
   return {from_bytes(r.tensors["loss"], DType::fp32), from_bytes(r.tensors["lse"], DType::fp32)};
 }
 
-// Chunk size the kernel uses (its default when cs == 0).
-int chunk_of(const CeCase& c, bool bwd) {
+// The kernel's DMA tiling (its header): the chunk C = min(V, CS or the default); chunks below
+// 512 are merged (CE = C * max(1, 512 / C)), wider ones split into near-equal tiles of at most
+// TWMAX. Returns {tile width, tiles per row}: the tolerances grow with both.
+std::pair<int, int> tiles_of(const CeCase& c, bool bwd) {
+  const int db = c.dt == DType::fp32 ? 4 : 2;
   const int dflt =
       bwd ? (c.dt == DType::fp32 ? 12288 : 16384) : (c.dt == DType::fp32 ? 16384 : 32768);
-  return std::min(c.v, c.cs == 0 ? dflt : c.cs);
+  const int ch = std::min(c.v, c.cs == 0 ? dflt : c.cs);
+  const int ce = std::min(c.v, ch * std::max(1, 512 / ch));
+  const int twmax = bwd ? 204800 / (2 * db + 8) : 204800 / (2 * db);
+  const int nsub = (ce + twmax - 1) / twmax;
+  const int tw = (ce + nsub - 1) / nsub;
+  const int nce = (c.v + ce - 1) / ce;
+  return {tw, nce * nsub};
 }
 
 void check_fwd(const CeCase& c, uint64_t random_seed = 0) {
@@ -101,8 +112,7 @@ void check_fwd(const CeCase& c, uint64_t random_seed = 0) {
   ASSERT_EQ(o.loss.size(), size_t(c.npos));
   ASSERT_EQ(o.lse.size(), size_t(c.npos));
   const std::vector<double> lse = ref_lse(x, c.npos, c.v);
-  const int cs = chunk_of(c, false);
-  const int nc = (c.v + cs - 1) / cs;
+  const auto [cs, nc] = tiles_of(c, false); // tile width, tiles per row
   for (int i = 0; i < c.npos; ++i) {
     // The kernel is fp32 throughout for either DT (the inputs are exact DT values, the exp
     // outputs are summed in fp32 before any rounding to DT). Relative error of the denominator
@@ -151,19 +161,97 @@ TEST(CrossEntropyFwdSync, RandomScheduleSameResult) {
   check_fwd({Target::trn2, 1, DType::bf16, 21, 500, 4, 128, 3}, 7);
 }
 
+// A target outside [0, V) that is not IGNORE_INDEX faults (exit code 3) in the range-check DMA,
+// naming the row in its batch and the target: V and -1 used to read a neighbour's logit.
 TEST(CrossEntropyFwdFault, TargetOutOfRangeNamesTheRow) {
-  CeCase c{Target::trn2, 1, DType::fp32, 4, 100, 4, 0, 0};
-  Assembled a = assemble_kernel("cross_entropy_fwd.nasm", defines(c), c.target);
-  ASSERT_TRUE(a.ok) << a.diagnostics;
-  const std::vector<float> x = random_values(400, DType::fp32, 3u);
-  RunOutput r =
-      run_kernel(a.module, c.target, 1,
-                 {{"logits", to_bytes(x, DType::fp32)}, {"targets", i32_bytes({1, 2, 3, 400})}});
-  EXPECT_EQ(r.status, interp::RunStatus::fault);
-  // position 3 is row 1 of the second half
-  EXPECT_NE(r.report.find("vector offset of row 1 = 700 is outside [0, 400)"), std::string::npos)
-      << r.report;
+  for (int bad : {100, -1, 400, -99, 2147483647}) {
+    CeCase c{Target::trn2, 1, DType::fp32, 4, 100, 4, 0, 0};
+    Assembled a = assemble_kernel("cross_entropy_fwd.nasm", defines(c), c.target);
+    ASSERT_TRUE(a.ok) << a.diagnostics;
+    const std::vector<float> x = random_values(400, DType::fp32, 3u);
+    RunOutput r = run_kernel(
+        a.module, c.target, 1,
+        {{"logits", to_bytes(x, DType::fp32)}, {"targets", i32_bytes({1, kIgnore, 99, bad})}});
+    EXPECT_EQ(r.status, interp::RunStatus::fault) << bad;
+    // position 3 is row 1 of the second half's batch
+    const std::string want =
+        "vector offset of row 1 = " + std::to_string(bad) + " is outside [0, 100)";
+    EXPECT_NE(r.report.find(want), std::string::npos) << r.report;
+  }
 }
+
+// PyTorch's values at the extremes, the reference written from the definitions:
+// lse = torch.logsumexp (an infinite max is replaced by 0 before the shift) and
+// loss = -log_softmax(x)[t] = -(x_t - m - log(sum exp(x - m))) with the plain max m (NaN when
+// m is infinite), 0 for an ignored position.
+TEST(CrossEntropyFwdExtremes, AsPyTorch) {
+  const float inf = std::numeric_limits<float>::infinity();
+  for (DType dt : {DType::fp32, DType::bf16})
+    for (int lnc : {1, 2}) {
+      const int v = 100;
+      // CS 30: several tiles per row, the -inf block spans the first tile(s)
+      CeCase c{Target::trn2, lnc, dt, 7, v, 4, 30, 0};
+      std::vector<float> x = random_values(size_t(7 * v), dt, 606u, 2.0f);
+      std::vector<int32_t> t = {5, 0, 3, kIgnore, 9, 50, 7};
+      for (int j = 0; j < v; ++j) {
+        x[size_t(0 * v + j)] = 1e30f;            // every logit 1e30: loss log V
+        x[size_t(1 * v + j)] = -inf;             // all -inf: lse -inf, loss NaN
+        x[size_t(3 * v + j)] = -inf;             // all -inf but ignored: loss 0
+        if (j < 60) x[size_t(5 * v + j)] = -inf; // leading -inf tiles, then finite logits
+      }
+      if (dt == DType::bf16) // 1e30 as the bf16 value the kernel reads
+        for (int j = 0; j < v; ++j) x[size_t(j)] = from_bytes(to_bytes({1e30f}, dt), dt)[0];
+      x[size_t(2 * v + 3)] = -inf;  // only the target's logit -inf: loss +inf
+      x[size_t(4 * v + 17)] = inf;  // a +inf logit: lse +inf, loss NaN
+      x[size_t(6 * v + 11)] = -inf; // a few -inf among finite logits
+      x[size_t(6 * v + 80)] = -inf;
+      const FwdOut o = run_fwd(c, x, t);
+      ASSERT_EQ(o.loss.size(), 7u);
+      for (int i = 0; i < 7; ++i) {
+        const float* r = &x[size_t(i) * size_t(v)];
+        const double m = *std::max_element(r, r + v);
+        const double ms = std::isinf(m) ? 0.0 : m;
+        double s = 0, s_plain = 0;
+        for (int j = 0; j < v; ++j) {
+          s += std::exp(double(r[j]) - ms);
+          s_plain += std::exp(double(r[j]) - m);
+        }
+        const double lse = ms + std::log(s);
+        const double loss =
+            t[size_t(i)] == kIgnore ? 0.0 : -(double(r[t[size_t(i)]]) - m - std::log(s_plain));
+        const std::string at = std::string(dt_name(dt)) + " lnc " + std::to_string(lnc) +
+                               " position " + std::to_string(i);
+        if (std::isnan(lse) || std::isinf(lse))
+          EXPECT_TRUE(std::isnan(o.lse[size_t(i)]) == std::isnan(lse) &&
+                      (std::isnan(lse) || o.lse[size_t(i)] == lse))
+              << at << ": lse " << o.lse[size_t(i)] << ", want " << lse;
+        else // fp32 state: |lse| u for the large rows plus the sum's rounding
+          EXPECT_NEAR(o.lse[size_t(i)], lse, kU * (std::fabs(lse) + 2 * v)) << at;
+        if (std::isnan(loss) || std::isinf(loss))
+          EXPECT_TRUE(std::isnan(o.loss[size_t(i)]) == std::isnan(loss) &&
+                      (std::isnan(loss) || o.loss[size_t(i)] == loss))
+              << at << ": loss " << o.loss[size_t(i)] << ", want " << loss;
+        else // (m - x_t) + log d: no cancellation against |lse|, so v u suffices
+          EXPECT_NEAR(o.loss[size_t(i)], loss, kU * (std::fabs(loss) + 4 * v)) << at;
+      }
+      EXPECT_NEAR(o.loss[0], std::log(100.0), 1e-5); // the figure: 4.605
+    }
+}
+
+// The chunk-size envelope: every CS in 1..65535 runs with either DT at the vocabularies of the
+// original tests (one position per LNC half and one more; LNC alternates over the grid).
+std::vector<CeCase> cs_grid(bool bwd) {
+  std::vector<CeCase> v;
+  int k = 0;
+  for (int vocab : {129280, 151936, 202408})
+    for (int cs : {1, 127, 32768, 65535})
+      for (DType dt : {DType::fp32, DType::bf16})
+        v.push_back({Target::trn2, 1 + (k++ % 2), dt, 3, vocab, 32, cs, bwd ? 3 : 0, true});
+  return v;
+}
+class CrossEntropyFwdCs : public testing::TestWithParam<CeCase> {};
+TEST_P(CrossEntropyFwdCs, MatchesLogSoftmax) { check_fwd(GetParam()); }
+INSTANTIATE_TEST_SUITE_P(Envelope, CrossEntropyFwdCs, testing::ValuesIn(cs_grid(false)), case_name);
 
 // ---- backward ---------------------------------------------------------------------------------
 
@@ -294,6 +382,32 @@ TEST(CrossEntropyChain, BackwardFromTheForwardsLse) {
       ASSERT_NEAR(g[k], ref, tol) << "position " << i << " column " << j;
     }
   }
+}
+
+class CrossEntropyBwdCs : public testing::TestWithParam<CeCase> {};
+TEST_P(CrossEntropyBwdCs, MatchesSoftmaxMinusOneHot) { check_bwd(GetParam()); }
+INSTANTIATE_TEST_SUITE_P(Envelope, CrossEntropyBwdCs, testing::ValuesIn(cs_grid(true)), case_name);
+
+// The backward faults on a bad target too (its range check reads row NPOS + position of the
+// targets), with and without INPLACE.
+TEST(CrossEntropyBwdFault, TargetOutOfRangeNamesThePosition) {
+  for (int inplace : {0, 1})
+    for (int bad : {100, -1, 12345}) {
+      CeCase c{Target::trn2, 2, DType::fp32, 4, 100, 4, 0, 0};
+      Defines d = defines(c);
+      d.push_back({"INPLACE", std::to_string(inplace)});
+      Assembled a = assemble_kernel("cross_entropy_bwd.nasm", d, c.target);
+      ASSERT_TRUE(a.ok) << a.diagnostics;
+      const std::vector<float> x = random_values(400, DType::fp32, 3u);
+      RunOutput r = run_kernel(a.module, c.target, 2,
+                               {{"logits", to_bytes(x, DType::fp32)},
+                                {"targets", i32_bytes({1, bad, 99, kIgnore})},
+                                {"lse", to_bytes({1.f, 2.f, 3.f, 4.f}, DType::fp32)}});
+      EXPECT_EQ(r.status, interp::RunStatus::fault) << bad;
+      // position 1 (row 1 of core 0's batch): row 1 + NPOS = 5 of the targets
+      EXPECT_NE(r.report.find("vector offset of row 1 = 5 is outside [0, 4)"), std::string::npos)
+          << r.report;
+    }
 }
 
 // ---- envelope: every limit is an assembly error naming it -------------------------------------

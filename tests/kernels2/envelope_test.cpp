@@ -50,7 +50,6 @@ std::vector<Neg> ce_cases() {
     v.push_back({f, {{"PB", "129"}}, "PB (positions per batch) must be in [1, 128]"});
     v.push_back({f, {{"PB", "0"}}, "PB (positions per batch) must be in [1, 128]"});
     v.push_back({f, {{"CS", "65536"}, {"V", "70000"}}, "must be in [1, 65535] (F_MAX)"});
-    v.push_back({f, {{"CS", "60000"}, {"V", "70000"}, {"DT", "fp32"}}, "SBUF budget"});
     v.push_back({f, {{"IGNORE_INDEX", "-16777216"}}, "|IGNORE_INDEX| must be < 2^24"});
   }
   v.push_back(
