@@ -163,6 +163,14 @@
 .endif
 
 .equ W  = max(V, 8)                 ; max8 reads at least 8 elements: pad with -inf
+.if DT == fp32                      ; the key sentinels (lib/topk.inc topk_keys)
+  .equ KHI  = 3.4028234663852886e38 ; largest finite fp32
+  .equ KHI1 = 3.4028232635611926e38 ; the next below
+.else
+  .equ KHI  = 3.3895313892515355e38 ; largest finite bf16
+  .equ KHI1 = 3.3762391092936863e38
+.endif
+.equ KB = 512                       ; column block of the key scratch tiles
 
 .hbm  x       : DT[BXS, V]     input
 .hbm  values  : DT[BXS, K]     output
@@ -176,11 +184,13 @@
   .endif
         sp.dma q0, data[0:nr, 0:V], x[row0 : row0+nr, :]  @wait(dn >= j) @signal(ld)
         dve.nop  @wait(ld >= j+1, st >= 2*j)
+        topk_keys data, nr, V, ktmp, khi, KB, KHI1
   .if K <= 8
         top8_tail data, nr, W, vals, inds, 0, K, t8v, t8i
   .else
         topk_core data, nr, W, K, vals, inds, t8v, t8i, GEN
   .endif
+        topk_unkey vals, nr, K, ktmp, knan, kpinf, kninf, KB, KHI, KHI1
         dve.nop  @signal(dn)
         sp.dma q1, values[row0 : row0+nr, :], vals[0:nr, :]  @wait(dn >= j+1) @signal(st)
         sp.dma q2, indices[row0 : row0+nr, :], inds[0:nr, :]  @signal(st)
@@ -217,6 +227,11 @@
 .sbuf t8v0  : DT[PR, 8]
 .sbuf t8i0  : uint32[PR, 8]
 .sem  ld0, dn0, st0
+.sbuf ktmp  : DT[PR, KB]            ; key scratch and constants (lib/topk.inc)
+.sbuf khi   : DT[PR, KB]
+.sbuf knan  : DT[PR, KB]
+.sbuf kpinf : DT[PR, KB]
+.sbuf kninf : DT[PR, KB]
   .elif NH == 2
 .sbuf data1 : DT[PR, W]
 .sbuf vals1 : DT[PR, K]
@@ -227,6 +242,10 @@
   .endif
 .endfor
 
+        dve.memset khi, KHI
+        dve.memset knan, nan
+        dve.memset kpinf, inf
+        dve.memset kninf, -inf
         lnc_regs sp
         lnc_regs dve
         lnc_regs pool

@@ -2,8 +2,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <functional>
+#include <limits>
+#include <random>
 #include <set>
 
 #include "tests/kernels/harness.h"
@@ -160,6 +163,85 @@ INSTANTIATE_TEST_SUITE_P(
 
 // Every method under random schedules (tie order and durations): a missing wait between the
 // engines (sp loads, dve strike-out, pool gathers, pe rotations, act inserts) shows up here.
+// ---- non-finite values: PyTorch's order, NaN > +inf > every finite value > -inf ----------------
+
+// a ranks above b in torch.topk's order (NaN above everything; NaNs equal).
+bool torch_above(float a, float b) {
+  if (std::isnan(a)) return !std::isnan(b);
+  if (std::isnan(b)) return false;
+  return a > b;
+}
+bool same_value(float a, float b) { return (std::isnan(a) && std::isnan(b)) || a == b; }
+
+struct NonFiniteCase {
+  DType dt;
+  int lnc;
+  int k;
+  std::string method;
+};
+
+class TopkNonFinite : public testing::TestWithParam<NonFiniteCase> {};
+
+// Rows (V = 3000): -inf at random positions (30 %); 5 finite values, the rest -inf (fewer than
+// K); all -inf; NaN and -inf at random positions; +inf, NaN and -inf mixed; all finite. The
+// kernel must return K distinct indices whose values (the value at each index) are the K
+// largest in PyTorch's order, descending.
+TEST_P(TopkNonFinite, KDistinctLargest) {
+  const NonFiniteCase& p = GetParam();
+  const TopkCase c{T2, p.lnc, p.dt, 6, 3000, p.k, 1, p.method};
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::nanf("");
+  std::vector<float> x = random_values(size_t(c.bxs * c.v), c.dt, 4711u + uint32_t(p.k), 2.0f);
+  std::mt19937 rng(99u + uint32_t(p.k));
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  for (int64_t j = 0; j < c.v; ++j) {
+    float* r = &x[size_t(j)];
+    const double a = u(rng), b = u(rng);
+    if (a < 0.3) r[0] = -inf;
+    if (j % 600 != 7) r[1 * c.v] = -inf; // 5 finite values
+    r[2 * c.v] = -inf;
+    if (a < 0.01) r[3 * c.v] = nan;
+    if (b < 0.2) r[3 * c.v] = -inf;
+    if (a < 0.005) r[4 * c.v] = inf;
+    if (b < 0.004) r[4 * c.v] = nan;
+    if (a > 0.6) r[4 * c.v] = -inf;
+  }
+  const TopkResult r = run_topk(c, x);
+  ASSERT_EQ(r.values.size(), size_t(c.bxs * c.k));
+  for (int64_t b = 0; b < c.bxs; ++b) {
+    const float* row = &x[size_t(b * c.v)];
+    std::vector<float> ref(row, row + c.v);
+    std::sort(ref.begin(), ref.end(), torch_above);
+    std::set<uint32_t> seen;
+    for (int64_t j = 0; j < c.k; ++j) {
+      const uint32_t i = r.indices[size_t(b * c.k + j)];
+      const float got = r.values[size_t(b * c.k + j)];
+      ASSERT_LT(i, uint32_t(c.v)) << "row " << b << " slot " << j;
+      EXPECT_TRUE(seen.insert(i).second) << "row " << b << ": index " << i << " twice";
+      EXPECT_TRUE(same_value(row[i], got))
+          << "row " << b << " slot " << j << ": x[" << i << "] = " << row[i] << ", value " << got;
+      // sorted descending: slot j holds the j-th value of the order
+      EXPECT_TRUE(same_value(got, ref[size_t(j)]))
+          << "row " << b << " slot " << j << ": " << got << ", want " << ref[size_t(j)];
+    }
+  }
+}
+
+std::vector<NonFiniteCase> non_finite_cases() {
+  std::vector<NonFiniteCase> v;
+  int n = 0;
+  for (const char* m : {"scanning", "rotational", "cascaded"})
+    for (int k : {8, 9, 64, 256}) {
+      v.push_back({n % 2 ? B16 : F32, 1 + (n / 2) % 2, k, m});
+      ++n;
+    }
+  return v;
+}
+INSTANTIATE_TEST_SUITE_P(Methods, TopkNonFinite, testing::ValuesIn(non_finite_cases()),
+                         [](const testing::TestParamInfo<NonFiniteCase>& i) {
+                           return i.param.method + "_k" + std::to_string(i.param.k) + "_" +
+                                  dt_name(i.param.dt) + "_lnc" + std::to_string(i.param.lnc);
+                         });
+
 TEST(TopkSync, RandomSchedules) {
   const TopkCase cases[] = {{T2, 1, F32, 300, 500, 20, 1, "scanning"},
                             {T2, 2, F32, 130, 2000, 100, 1, "rotational"},
