@@ -272,7 +272,7 @@ skip1:
 .equ WV   = C + (NSTG - 1) * KP     ; the window after all inserts
 .equ WB   = max(WV, S * KP)         ; also holds the S*KP candidates of the final sort
 .equ SORT = M == cascaded || SORTED || S * KP != K
-.equ FILL = -9948.0                 ; the seed's padding sentinel
+.equ FILL = -KHI                    ; padding: below every key, above the strike-out (-inf)
 .equ PW   = KP + (KP > 512) * (align_up(KP, 512) - KP)   ; PSUM: whole banks beyond one
 
 .view x3 = x as DT[BXS, 1, V]       ; row slices stay one HBM row (lib/fold.inc)
@@ -297,6 +297,12 @@ skip1:
 .hbm  scr_i : fp32[BXS, S * KP] scratch
 .endif
 .sem  go, rp, rf, rl, rm, rc, rg, rr, ri, rw, rw2, rst
+.sbuf ktmp  : DT[NP, KB]            ; key scratch and constants (lib/topk.inc)
+.sbuf khi   : DT[NP, KB]
+.sbuf knan  : DT[NP, KB]
+.sbuf kpinf : DT[NP, KB]
+.sbuf kninf : DT[NP, KB]
+.sbuf kfill : DT[NP, KB]
 
 ; Rotation matrix (every core): pf[k, m] = 1 iff m is the next stage of k's row,
 ; (r, s) -> (r, (s + 1) mod S), i.e. kron(I_T, circulant shift-by-1 of S). Compute engines
@@ -350,6 +356,15 @@ skip1:
         dve.nop  @wait(ri >= j*(NSTG-1) + i, rg >= CS)
         pool.nop  @wait(ri >= j*(NSTG-1) + i)
     .endif
+    .if i == 0
+        ; finite keys (lib/topk.inc); the padding (global index >= V) back to FILL
+        topk_keys vb, NP, C, ktmp, khi, KB, KHI1
+        dve.nop  @wait(rm >= MB)
+      .for c0 in 0 .. C step KB
+        dve.tensor_scalar ktmp[0:NP, 0:min(KB, C - c0)], ib[0:NP, c0:c0+min(KB, C - c0)], op0=greater_equal, operand0=V
+        dve.copy_predicated vb[0:NP, c0:c0+min(KB, C - c0)], kfill[0:NP, 0:min(KB, C - c0)], ktmp[0:NP, 0:min(KB, C - c0)]
+      .endfor
+    .endif
         topk_core vb, NP, WI, KP, lv, li, t8v, t8i, GEN
         dve.nop  @signal(rc)
         pool.n_gather gi[0:NP, :], ib[0:NP, 0:WI], li[0:NP, :]  @wait(rc >= CS + 1, rm >= MB) @signal(rg)
@@ -374,6 +389,7 @@ skip1:
         sp.dma q1, ib[0:nr, 0 : S*KP], scr_i[row0 : row0+nr, :]  @signal(rw2)
         dve.nop  @wait(rw2 >= 2*j + 2, rst >= 2*j)
         topk_core vb, nr, S*KP, K, ov, oi, t8v, t8i, GEN
+        topk_unkey ov, nr, K, ktmp, knan, kpinf, kninf, KB, KHI, KHI1
         dve.nop  @signal(rc)
         pool.n_gather og[0:nr, :], ib[0:nr, 0 : S*KP], oi[0:nr, :]  @wait(rc >= CF + 1, rst >= 2*j)
         pool.copy ou[0:nr, :], og[0:nr, :]  @signal(rg)
@@ -381,6 +397,7 @@ skip1:
         sp.dma q3, indices[row0 : row0+nr, :], ou[0:nr, :]  @wait(rg >= CF + 1) @signal(rst)
   .else
         ; unfolded store: partition (r, s) holds columns s*KP .. of row r
+        topk_unkey lv, NP, KP, ktmp, knan, kpinf, kninf, KB, KHI, KHI1
         dve.nop  @signal(rc)
         pool.copy gu[0:NP, :], gi[0:NP, :]  @wait(rst >= 2*j) @signal(rg)
         sp.dma q2, values[row0 : row0+nr, :], lv[0 : nr*S, :]  @wait(rc >= CF) @signal(rst)
@@ -397,6 +414,11 @@ skip1:
   .endfor
 .endm
 
+        dve.memset khi, KHI
+        dve.memset knan, nan
+        dve.memset kpinf, inf
+        dve.memset kninf, -inf
+        dve.memset kfill, FILL
         lnc_regs sp
         lnc_regs dve
         lnc_regs pool

@@ -284,9 +284,11 @@ TEST(TopkCost, RotationalBesideScanning) {
   const int64_t scan = dve_cycles({T2, 1, F32, 1, 16384, 256, 1, "scanning"});
   const int64_t rot = dve_cycles({T2, 1, F32, 1, 16384, 256, 1, "rotational"});
   const int64_t rot_big = dve_cycles({T2, 1, F32, 1, 151936, 256, 1, "rotational"});
-  // scanning: the strike-out plus a few 4-cycle control instructions (registers, nops)
-  EXPECT_GE(scan, 32 * 2 * (16384 + 144));
-  EXPECT_LE(scan, 32 * 2 * (16384 + 144) + 64);
+  // scanning: the strike-out, the finite-key map of the row (lib/topk.inc topk_keys: three
+  // passes, ~5 cycles per element plus per-block overheads), the map back of the K winners and
+  // a few 4-cycle control instructions (registers, nops)
+  EXPECT_GE(scan, 32 * 2 * (16384 + 144) + 5 * 16384);
+  EXPECT_LE(scan, 32 * 2 * (16384 + 144) + 6 * 16384 + 8192);
   EXPECT_LT(rot * 4, scan);
   // V = 151936 cannot run scanning (search limit); its formula: 32 * 2 * (V + 144)
   EXPECT_LT(rot_big * 10, int64_t(32) * 2 * (151936 + 144));
