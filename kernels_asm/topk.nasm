@@ -4,10 +4,21 @@
 ;             METHOD (scanning | rotational | cascaded | auto),
 ; Inputs:     x : DT[BXS, V]
 ; Outputs:    values : DT[BXS, K], indices : uint32[BXS, K]
-; Envelope:   1 <= BXS <= 1024, 1 <= K <= min(V, 2048), V <= 151936 (seed); finite inputs
-;             above -9948.0 (the fold's padding sentinel). scanning: V <= 16384 (the max8 /
+; Envelope:   1 <= BXS <= 1024, 1 <= K <= min(V, 2048), V <= 151936 (seed). Any input values,
+;             +-inf and NaN included, except the two largest finite magnitudes of DT (|x| >=
+;             HI1, the next below the DT's max: reserved as the keys of NaN and +-inf, below).
+;             scanning: V <= 16384 (the max8 /
 ;             match_replace8 search limit); rotational / cascaded: a tile configuration within
 ;             128 partitions and that limit must exist (see the configuration below).
+; Non-finite: PyTorch's torch.topk order: NaN above +inf above every finite value above -inf;
+;             the K indices are always distinct and the value at each is returned (NaN as NaN).
+;             The search runs on finite keys (lib/topk.inc topk_keys): NaN -> HI (DT max), +inf
+;             -> HI1, -inf -> -HI1, finite values unchanged; the K winners are mapped back. So a
+;             struck-out element (-inf) ranks below every key, including a masked -inf, and
+;             find_index8 / match_replace8 / n_gather never meet a NaN, and the folded methods'
+;             permutation matmul never multiplies an infinity by 0. The folded padding is -HI
+;             (not the seed's -9948.0): below every key. Cost: three DVE passes over the row
+;             (~5 cycles per element) and a few over the K winners.
 ; Order:      SORTED = 1: descending. SORTED = 0: any order; the scanning strike-out and the
 ;             final sort are descending anyway, the rotational unfolded store (when its padded
 ;             K equals K) gives each stage's 8-aligned group, and K == V returns the row as is.
@@ -17,14 +28,14 @@
 ;             find_index8 then match_replace8 (also used by the final sort, as the seed).
 ;
 ; Idea (seed 002, "rotational_topk", "naive_scanning_topk", router_topk):
-;   strike-out core (lib/topk.inc topk_core): per group of 8, max8 gives the next 8 largest,
-;   match_replace8 overwrites them with -inf and writes their positions (idx=); a ragged last
-;   group (K % 8) uses max8 + find_index8 and keeps K % 8 columns.
+;   strike-out core (lib/topk.inc topk_core), on the finite keys: per group of 8, max8 gives
+;   the next 8 largest, match_replace8 overwrites them with -inf and writes their positions
+;   (idx=); a ragged last group (K % 8) uses max8 + find_index8 and keeps K % 8 columns.
 ;   scanning: rows on partitions (tiles of <= 128 rows), topk_core over the whole row; DVE
 ;     cost ceil(K/8) * 2 * (V + 144) cycles per row tile.
 ;   K <= 8 (V <= 16384): the router path, one max8 + find_index8.
 ;   K == V, unsorted: the input itself and iota indices.
-;   rotational: V folded over S partitions per row (p = row*S + stage; memset -9948.0 + the
+;   rotational: V folded over S partitions per row (p = row*S + stage; memset -HI + the
 ;     folded load), a global index map (iota + doubling DMA copies), then S stages: strike-out
 ;     top-KP over the stage's growing window, n_gather of the winners' global indices, a PE
 ;     permutation matmul kron(I_T, circulant shift-by-1 of S) moving every stage's winners to
