@@ -2,6 +2,7 @@
 ;
 ; Parameters: BXS (rows), V (vocabulary), K, SORTED (0 | 1), DT (bf16 | fp32),
 ;             METHOD (scanning | rotational | cascaded | auto),
+;             NONFINITE (all | ninf | none: which non-finite inputs the caller allows; below),
 ; Inputs:     x : DT[BXS, V]
 ; Outputs:    values : DT[BXS, K], indices : uint32[BXS, K]
 ; Envelope:   1 <= BXS <= 1024, 1 <= K <= min(V, 2048), V <= 151936 (seed). Any input values,
@@ -19,6 +20,9 @@
 ;             permutation matmul never multiplies an infinity by 0. The folded padding is -HI
 ;             (not the seed's -9948.0): below every key. Cost: three DVE passes over the row
 ;             (~5 cycles per element) and a few over the K winners.
+;             NONFINITE (default all: any values) lets a caller trade the envelope for speed:
+;             ninf: -inf allowed (a router's mask), no NaN / +inf; one max pass (1 cycle per
+;             element). none: finite inputs only; no map (the seed's cost).
 ; Order:      SORTED = 1: descending. SORTED = 0: any order; the scanning strike-out and the
 ;             final sort are descending anyway, the rotational unfolded store (when its padded
 ;             K equals K) gives each stage's 8-aligned group, and K == V returns the row as is.
@@ -59,6 +63,7 @@
 .param SORTED = 1
 .param METHOD = auto
 .param DT     = fp32
+.param NONFINITE = all
 .include "lib/lnc.inc"
 .include "lib/topk.inc"
 .include "lib/fold.inc"
@@ -68,6 +73,9 @@
 .endif
 .if METHOD != scanning && METHOD != rotational && METHOD != cascaded && METHOD != auto
   .error "topk: METHOD must be scanning, rotational, cascaded or auto"
+.endif
+.if NONFINITE != all && NONFINITE != ninf && NONFINITE != none
+  .error "topk: NONFINITE must be all, ninf or none"
 .endif
 .if SORTED != 0 && SORTED != 1
   .error "topk: SORTED must be 0 or 1"
@@ -195,13 +203,13 @@
   .endif
         sp.dma q0, data[0:nr, 0:V], x[row0 : row0+nr, :]  @wait(dn >= j) @signal(ld)
         dve.nop  @wait(ld >= j+1, st >= 2*j)
-        topk_keys data, nr, V, ktmp, khi, KB, KHI1
+        topk_keys data, nr, V, ktmp, khi, KB, KHI1, NONFINITE
   .if K <= 8
         top8_tail data, nr, W, vals, inds, 0, K, t8v, t8i
   .else
         topk_core data, nr, W, K, vals, inds, t8v, t8i, GEN
   .endif
-        topk_unkey vals, nr, K, ktmp, knan, kpinf, kninf, KB, KHI, KHI1
+        topk_unkey vals, nr, K, ktmp, knan, kpinf, kninf, KB, KHI, KHI1, NONFINITE
         dve.nop  @signal(dn)
         sp.dma q1, values[row0 : row0+nr, :], vals[0:nr, :]  @wait(dn >= j+1) @signal(st)
         sp.dma q2, indices[row0 : row0+nr, :], inds[0:nr, :]  @signal(st)
@@ -238,11 +246,15 @@
 .sbuf t8v0  : DT[PR, 8]
 .sbuf t8i0  : uint32[PR, 8]
 .sem  ld0, dn0, st0
+.if NONFINITE != none
 .sbuf ktmp  : DT[PR, KB]            ; key scratch and constants (lib/topk.inc)
+.sbuf kninf : DT[PR, KB]
+.endif
+.if NONFINITE == all
 .sbuf khi   : DT[PR, KB]
 .sbuf knan  : DT[PR, KB]
 .sbuf kpinf : DT[PR, KB]
-.sbuf kninf : DT[PR, KB]
+.endif
   .elif NH == 2
 .sbuf data1 : DT[PR, W]
 .sbuf vals1 : DT[PR, K]
@@ -253,10 +265,14 @@
   .endif
 .endfor
 
+  .if NONFINITE == all
         dve.memset khi, KHI
         dve.memset knan, nan
         dve.memset kpinf, inf
+  .endif
+  .if NONFINITE != none
         dve.memset kninf, -inf
+  .endif
         lnc_regs sp
         lnc_regs dve
         lnc_regs pool
@@ -284,6 +300,9 @@ skip1:
 .equ WB   = max(WV, S * KP)         ; also holds the S*KP candidates of the final sort
 .equ SORT = M == cascaded || SORTED || S * KP != K
 .equ FILL = -KHI                    ; padding: below every key, above the strike-out (-inf)
+.equ PC0  = V - (S - 1) * C        ; first column that holds padding (lib/fold.inc layout)
+.equ PW0  = C - PC0                 ; padding columns (< S)
+.equ PADFIX = NONFINITE != none && PW0 > 0   ; the key map lifts FILL: put it back
 .equ PW   = KP + (KP > 512) * (align_up(KP, 512) - KP)   ; PSUM: whole banks beyond one
 
 .view x3 = x as DT[BXS, 1, V]       ; row slices stay one HBM row (lib/fold.inc)
@@ -308,12 +327,21 @@ skip1:
 .hbm  scr_i : fp32[BXS, S * KP] scratch
 .endif
 .sem  go, rp, rf, rl, rm, rc, rg, rr, ri, rw, rw2, rst
+.if NONFINITE != none
 .sbuf ktmp  : DT[NP, KB]            ; key scratch and constants (lib/topk.inc)
+.sbuf kninf : DT[NP, KB]
+.endif
+.if NONFINITE == all
 .sbuf khi   : DT[NP, KB]
 .sbuf knan  : DT[NP, KB]
 .sbuf kpinf : DT[NP, KB]
-.sbuf kninf : DT[NP, KB]
-.sbuf kfill : DT[NP, KB]
+.endif
+.if PADFIX
+.sbuf kfill : DT[NP, PW0]
+.sbuf pb    : fp32[NP, PW0]         ; global index of the padding columns
+.sbuf kpad  : DT[NP, PW0]           ; 1 where padding
+.sem  kp
+.endif
 
 ; Rotation matrix (every core): pf[k, m] = 1 iff m is the next stage of k's row,
 ; (r, s) -> (r, (s + 1) mod S), i.e. kron(I_T, circulant shift-by-1 of S). Compute engines
@@ -368,13 +396,12 @@ skip1:
         pool.nop  @wait(ri >= j*(NSTG-1) + i)
     .endif
     .if i == 0
-        ; finite keys (lib/topk.inc); the padding (global index >= V) back to FILL
-        topk_keys vb, NP, C, ktmp, khi, KB, KHI1
-        dve.nop  @wait(rm >= MB)
-      .for c0 in 0 .. C step KB
-        dve.tensor_scalar ktmp[0:NP, 0:min(KB, C - c0)], ib[0:NP, c0:c0+min(KB, C - c0)], op0=greater_equal, operand0=V
-        dve.copy_predicated vb[0:NP, c0:c0+min(KB, C - c0)], kfill[0:NP, 0:min(KB, C - c0)], ktmp[0:NP, 0:min(KB, C - c0)]
-      .endfor
+        ; finite keys (lib/topk.inc); the padding (global index >= V, only in the columns
+        ; from PC0 on: the last stage's tail) back to FILL
+        topk_keys vb, NP, C, ktmp, khi, KB, KHI1, NONFINITE
+      .if PADFIX
+        dve.copy_predicated vb[0:NP, PC0:C], kfill[0:NP, 0:PW0], kpad[0:NP, 0:PW0]  @wait(kp >= NDBL + 1)
+      .endif
     .endif
         topk_core vb, NP, WI, KP, lv, li, t8v, t8i, GEN
         dve.nop  @signal(rc)
@@ -400,7 +427,7 @@ skip1:
         sp.dma q1, ib[0:nr, 0 : S*KP], scr_i[row0 : row0+nr, :]  @signal(rw2)
         dve.nop  @wait(rw2 >= 2*j + 2, rst >= 2*j)
         topk_core vb, nr, S*KP, K, ov, oi, t8v, t8i, GEN
-        topk_unkey ov, nr, K, ktmp, knan, kpinf, kninf, KB, KHI, KHI1
+        topk_unkey ov, nr, K, ktmp, knan, kpinf, kninf, KB, KHI, KHI1, NONFINITE
         dve.nop  @signal(rc)
         pool.n_gather og[0:nr, :], ib[0:nr, 0 : S*KP], oi[0:nr, :]  @wait(rc >= CF + 1, rst >= 2*j)
         pool.copy ou[0:nr, :], og[0:nr, :]  @signal(rg)
@@ -408,7 +435,7 @@ skip1:
         sp.dma q3, indices[row0 : row0+nr, :], ou[0:nr, :]  @wait(rg >= CF + 1) @signal(rst)
   .else
         ; unfolded store: partition (r, s) holds columns s*KP .. of row r
-        topk_unkey lv, NP, KP, ktmp, knan, kpinf, kninf, KB, KHI, KHI1
+        topk_unkey lv, NP, KP, ktmp, knan, kpinf, kninf, KB, KHI, KHI1, NONFINITE
         dve.nop  @signal(rc)
         pool.copy gu[0:NP, :], gi[0:NP, :]  @wait(rst >= 2*j) @signal(rg)
         sp.dma q2, values[row0 : row0+nr, :], lv[0 : nr*S, :]  @wait(rc >= CF) @signal(rst)
@@ -425,11 +452,26 @@ skip1:
   .endfor
 .endm
 
+  .if NONFINITE == all
         dve.memset khi, KHI
         dve.memset knan, nan
         dve.memset kpinf, inf
+  .endif
+  .if NONFINITE != none
         dve.memset kninf, -inf
+  .endif
+.if PADFIX
         dve.memset kfill, FILL
+        ; the padding mask of the fold (the same for every tile): global index >= V in the
+        ; padding columns, from an iota of row 0 doubled over the rows (as the index map)
+        pool.iota pb[0:S, 0:PW0], [[1, PW0]], offset=PC0, pmul=C  @signal(kp)
+  .for dd in 0 .. NDBL
+    .set D0 = 1 << dd
+    .set D1 = min(T, 2 * D0)
+        sp.dma q1, pb[D0*S : D1*S, 0:PW0], pb[0 : (D1-D0)*S, 0:PW0]  @wait(kp >= dd + 1) @signal(kp)
+  .endfor
+        dve.tensor_scalar kpad[0:NP, 0:PW0], pb[0:NP, 0:PW0], op0=greater_equal, operand0=V  @wait(kp >= NDBL + 1)
+.endif
         lnc_regs sp
         lnc_regs dve
         lnc_regs pool

@@ -21,7 +21,8 @@ struct TopkCase {
   int64_t bxs, v, k;
   int sorted;
   std::string method;
-  int pattern = 0; // 0 random rows, 1 each row sorted ascending, 2 descending
+  int pattern = 0;               // 0 random rows, 1 each row sorted ascending, 2 descending
+  std::string nonfinite = "all"; // NONFINITE: all (default), ninf, none
 };
 
 std::string case_name(const testing::TestParamInfo<TopkCase>& i) {
@@ -31,13 +32,15 @@ std::string case_name(const testing::TestParamInfo<TopkCase>& i) {
          c.method +
          (c.pattern == 1   ? "_ascending"
           : c.pattern == 2 ? "_descending"
-                           : "");
+                           : "") +
+         (c.nonfinite == "all" ? "" : "_" + c.nonfinite);
 }
 
 Defines topk_defines(const TopkCase& c) {
   return {{"BXS", std::to_string(c.bxs)}, {"V", std::to_string(c.v)},
           {"K", std::to_string(c.k)},     {"SORTED", std::to_string(c.sorted)},
-          {"DT", dt_name(c.dt)},          {"METHOD", c.method}};
+          {"DT", dt_name(c.dt)},          {"METHOD", c.method},
+          {"NONFINITE", c.nonfinite}};
 }
 
 struct TopkResult {
@@ -131,7 +134,10 @@ INSTANTIATE_TEST_SUITE_P(
         TopkCase{T2, 1, B16, 3, 64, 64, 1, "scanning"},
         TopkCase{T2, 1, F32, 2, 5, 5, 1, "scanning"}, TopkCase{T2, 1, F32, 2, 5, 3, 1, "auto"},
         // K = 2048
-        TopkCase{T2, 2, F32, 3, 4096, 2048, 1, "scanning"}),
+        TopkCase{T2, 2, F32, 3, 4096, 2048, 1, "scanning"},
+        // NONFINITE = none: finite inputs, no key map (the seed's cost)
+        TopkCase{T2, 2, B16, 7, 3000, 37, 1, "scanning", 0, "none"},
+        TopkCase{T2, 1, F32, 5, 100, 5, 1, "scanning", 0, "none"}),
     case_name);
 
 INSTANTIATE_TEST_SUITE_P(
@@ -158,7 +164,9 @@ INSTANTIATE_TEST_SUITE_P(
         TopkCase{T2, 1, F32, 3, 8000, 2048, 1, "cascaded", 0}, // K = 2048
         // auto: V > 16384 goes rotational; K <= 8 there too
         TopkCase{T2, 2, F32, 5, 100000, 5, 1, "auto", 1},
-        TopkCase{Target::trn3, 2, B16, 7, 20001, 64, 1, "rotational", 0}),
+        TopkCase{Target::trn3, 2, B16, 7, 20001, 64, 1, "rotational", 0},
+        TopkCase{T2, 2, F32, 7, 20001, 64, 1, "rotational", 1, "none"},
+        TopkCase{T1, 1, B16, 7, 20001, 64, 1, "cascaded", 2, "none"}),
     case_name);
 
 // Every method under random schedules (tie order and durations): a missing wait between the
@@ -178,6 +186,7 @@ struct NonFiniteCase {
   int lnc;
   int k;
   std::string method;
+  std::string mode = "all"; // NONFINITE; ninf: the inputs hold -inf, never NaN or +inf
 };
 
 class TopkNonFinite : public testing::TestWithParam<NonFiniteCase> {};
@@ -188,7 +197,8 @@ class TopkNonFinite : public testing::TestWithParam<NonFiniteCase> {};
 // largest in PyTorch's order, descending.
 TEST_P(TopkNonFinite, KDistinctLargest) {
   const NonFiniteCase& p = GetParam();
-  const TopkCase c{T2, p.lnc, p.dt, 6, 3000, p.k, 1, p.method};
+  const TopkCase c{T2, p.lnc, p.dt, 6, 3000, p.k, 1, p.method, 0, p.mode};
+  const bool any = p.mode == "all";
   const float inf = std::numeric_limits<float>::infinity(), nan = std::nanf("");
   std::vector<float> x = random_values(size_t(c.bxs * c.v), c.dt, 4711u + uint32_t(p.k), 2.0f);
   std::mt19937 rng(99u + uint32_t(p.k));
@@ -199,10 +209,10 @@ TEST_P(TopkNonFinite, KDistinctLargest) {
     if (a < 0.3) r[0] = -inf;
     if (j % 600 != 7) r[1 * c.v] = -inf; // 5 finite values
     r[2 * c.v] = -inf;
-    if (a < 0.01) r[3 * c.v] = nan;
+    if (a < 0.01 && any) r[3 * c.v] = nan;
     if (b < 0.2) r[3 * c.v] = -inf;
-    if (a < 0.005) r[4 * c.v] = inf;
-    if (b < 0.004) r[4 * c.v] = nan;
+    if (a < 0.005 && any) r[4 * c.v] = inf;
+    if (b < 0.004 && any) r[4 * c.v] = nan;
     if (a > 0.6) r[4 * c.v] = -inf;
   }
   const TopkResult r = run_topk(c, x);
@@ -234,6 +244,10 @@ std::vector<NonFiniteCase> non_finite_cases() {
       v.push_back({n % 2 ? B16 : F32, 1 + (n / 2) % 2, k, m});
       ++n;
     }
+  // NONFINITE = ninf (a router's -inf mask only): one max pass instead of the full map
+  v.push_back({F32, 2, 9, "scanning", "ninf"});
+  v.push_back({B16, 1, 64, "rotational", "ninf"});
+  v.push_back({F32, 2, 256, "cascaded", "ninf"});
   return v;
 }
 INSTANTIATE_TEST_SUITE_P(Methods, TopkNonFinite, testing::ValuesIn(non_finite_cases()),
@@ -281,14 +295,22 @@ TEST(TopkCost, RotationalBesideScanning) {
     check_topk(c, x, r);
     return r.run.stats.cores.at(0).eng[int(Engine::dve)].cycles;
   };
-  const int64_t scan = dve_cycles({T2, 1, F32, 1, 16384, 256, 1, "scanning"});
+  const int64_t scan = dve_cycles({T2, 1, F32, 1, 16384, 256, 1, "scanning", 0, "none"});
+  const int64_t scan_all = dve_cycles({T2, 1, F32, 1, 16384, 256, 1, "scanning"});
+  const int64_t scan_ninf = dve_cycles({T2, 1, F32, 1, 16384, 256, 1, "scanning", 0, "ninf"});
   const int64_t rot = dve_cycles({T2, 1, F32, 1, 16384, 256, 1, "rotational"});
   const int64_t rot_big = dve_cycles({T2, 1, F32, 1, 151936, 256, 1, "rotational"});
-  // scanning: the strike-out, the finite-key map of the row (lib/topk.inc topk_keys: three
-  // passes, ~5 cycles per element plus per-block overheads), the map back of the K winners and
-  // a few 4-cycle control instructions (registers, nops)
-  EXPECT_GE(scan, 32 * 2 * (16384 + 144) + 5 * 16384);
-  EXPECT_LE(scan, 32 * 2 * (16384 + 144) + 6 * 16384 + 8192);
+  // scanning: the strike-out plus a few 4-cycle control instructions (registers, nops)
+  EXPECT_GE(scan, 32 * 2 * (16384 + 144));
+  EXPECT_LE(scan, 32 * 2 * (16384 + 144) + 64);
+  // NONFINITE = all adds, on DVE (60 cycles per instruction, 1 per element, 2 for two
+  // inputs): the finite-key map of the row in 512-column blocks (lib/topk.inc topk_keys:
+  // not_equal 2, clamp 1, copy_predicated 2 cycles per element), the map back of the 256
+  // winners (3 x (equal 1 + copy_predicated 2 per element)) and 4 constant memsets of 512
+  // columns; ninf one max pass, the -inf map back and 1 memset.
+  const int64_t memset512 = 60 + 512;
+  EXPECT_EQ(scan_all - scan, 32 * (3 * 60 + 5 * 512) + 3 * (2 * 60 + 3 * 256) + 4 * memset512);
+  EXPECT_EQ(scan_ninf - scan, (60 + 16384) + (2 * 60 + 3 * 256) + memset512);
   EXPECT_LT(rot * 4, scan);
   // V = 151936 cannot run scanning (search limit); its formula: 32 * 2 * (V + 144)
   EXPECT_LT(rot_big * 10, int64_t(32) * 2 * (151936 + 144));
@@ -331,6 +353,7 @@ TEST(TopkEnvelope, EachLimitHasItsError) {
   };
   expect_error(d("2", "100", "4", {{"DT", "int8"}}), "DT must be fp32 or bf16");
   expect_error(d("2", "100", "4", {{"METHOD", "bitonic"}}), "METHOD must be");
+  expect_error(d("2", "100", "4", {{"NONFINITE", "some"}}), "NONFINITE must be all, ninf or none");
   expect_error(d("2", "100", "4", {{"SORTED", "2"}}), "SORTED must be 0 or 1");
   expect_error(d("2", "100", "4", {{"GEN", "2"}}), "'GEN' is predefined from the target");
   expect_error(d("0", "100", "4"), "BXS must be in [1, 1024]");
