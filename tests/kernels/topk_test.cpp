@@ -187,6 +187,7 @@ struct NonFiniteCase {
   int k;
   std::string method;
   std::string mode = "all"; // NONFINITE; ninf: the inputs hold -inf, never NaN or +inf
+  Target target = T2;
 };
 
 class TopkNonFinite : public testing::TestWithParam<NonFiniteCase> {};
@@ -197,7 +198,7 @@ class TopkNonFinite : public testing::TestWithParam<NonFiniteCase> {};
 // largest in PyTorch's order, descending.
 TEST_P(TopkNonFinite, KDistinctLargest) {
   const NonFiniteCase& p = GetParam();
-  const TopkCase c{T2, p.lnc, p.dt, 6, 3000, p.k, 1, p.method, 0, p.mode};
+  const TopkCase c{p.target, p.lnc, p.dt, 6, 3000, p.k, 1, p.method, 0, p.mode};
   const bool any = p.mode == "all";
   const float inf = std::numeric_limits<float>::infinity(), nan = std::nanf("");
   std::vector<float> x = random_values(size_t(c.bxs * c.v), c.dt, 4711u + uint32_t(p.k), 2.0f);
@@ -248,12 +249,16 @@ std::vector<NonFiniteCase> non_finite_cases() {
   v.push_back({F32, 2, 9, "scanning", "ninf"});
   v.push_back({B16, 1, 64, "rotational", "ninf"});
   v.push_back({F32, 2, 256, "cascaded", "ninf"});
+  // trn1: the gen2 forms (find_index8, then match_replace8)
+  v.push_back({F32, 1, 20, "scanning", "all", T1});
+  v.push_back({B16, 1, 64, "rotational", "all", T1});
   return v;
 }
 INSTANTIATE_TEST_SUITE_P(Methods, TopkNonFinite, testing::ValuesIn(non_finite_cases()),
                          [](const testing::TestParamInfo<NonFiniteCase>& i) {
-                           return i.param.method + "_k" + std::to_string(i.param.k) + "_" +
-                                  dt_name(i.param.dt) + "_lnc" + std::to_string(i.param.lnc);
+                           return std::string(target_name(i.param.target)) + "_" + i.param.method +
+                                  "_k" + std::to_string(i.param.k) + "_" + dt_name(i.param.dt) +
+                                  "_lnc" + std::to_string(i.param.lnc);
                          });
 
 TEST(TopkSync, RandomSchedules) {
