@@ -239,11 +239,12 @@ TEST(CrossEntropyFwdExtremes, AsPyTorch) {
 }
 
 // The chunk-size envelope: every CS in 1..65535 runs with either DT at the vocabularies of the
-// original tests (one position per LNC half and one more; LNC alternates over the grid).
+// original tests and 32128 (one position per LNC half and one more; LNC alternates over the
+// grid).
 std::vector<CeCase> cs_grid(bool bwd) {
   std::vector<CeCase> v;
   int k = 0;
-  for (int vocab : {129280, 151936, 202408})
+  for (int vocab : {32128, 129280, 151936, 202408})
     for (int cs : {1, 127, 32768, 65535})
       for (DType dt : {DType::fp32, DType::bf16})
         v.push_back({Target::trn2, 1 + (k++ % 2), dt, 3, vocab, 32, cs, bwd ? 3 : 0, true});
