@@ -8,9 +8,9 @@
 ; Envelope:   1 <= BXS <= 1024, 1 <= K <= min(V, 2048), V <= 151936 (seed). Any input values,
 ;             +-inf and NaN included, except the two largest finite magnitudes of DT (|x| >=
 ;             HI1, the next below the DT's max: reserved as the keys of NaN and +-inf, below).
-;             scanning: V <= 16384 (the max8 /
-;             match_replace8 search limit); rotational / cascaded: a tile configuration within
-;             128 partitions and that limit must exist (see the configuration below).
+;             scanning: V <= 16384 (the max8 / match_replace8 search limit); rotational /
+;             cascaded: a tile configuration within 128 partitions and that limit must exist
+;             (see the configuration below).
 ; Non-finite: PyTorch's torch.topk order: NaN above +inf above every finite value above -inf;
 ;             the K indices are always distinct and the value at each is returned (NaN as NaN).
 ;             The search runs on finite keys (lib/topk.inc topk_keys): NaN -> HI (DT max), +inf
@@ -22,7 +22,8 @@
 ;             (~5 cycles per element) and a few over the K winners.
 ;             NONFINITE (default all: any values) lets a caller trade the envelope for speed:
 ;             ninf: -inf allowed (a router's mask), no NaN / +inf; one max pass (1 cycle per
-;             element). none: finite inputs only; no map (the seed's cost).
+;             element). none: finite inputs only; no map (the seed's cost). Inputs outside the
+;             promise give wrong indices or a fault (n_gather of index 4294967295), as before.
 ; Order:      SORTED = 1: descending. SORTED = 0: any order; the scanning strike-out and the
 ;             final sort are descending anyway, the rotational unfolded store (when its padded
 ;             K equals K) gives each stage's 8-aligned group, and K == V returns the row as is.
