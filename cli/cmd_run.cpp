@@ -40,7 +40,7 @@ int cmd_run(int argc, char** argv) {
       "trace-engines", po::value(&trace_engines),
       "trace: only these engines/queues (e.g. dve,sp,q0,dma)")(
       "trace-limit", po::value(&trace_limit)->value_name("BYTES"),
-      ("trace: stop writing at BYTES; 0: no limit (default " +
+      ("trace: stop writing records at BYTES (after the header); 0: no limit (default " +
        std::to_string(interp::kDefaultTraceMaxBytes) + ")")
           .c_str());
   po::variables_map vm;
@@ -52,12 +52,12 @@ int cmd_run(int argc, char** argv) {
   cfg.timeline_path = timeline;
   cfg.check_races = vm.count("check-races") > 0;
   cfg.trace_path = trace;
-  if (!timeline_limit.empty()) {
+  if (vm.count("timeline-limit")) {
     auto n = parse_count("run", "--timeline-limit", timeline_limit);
     if (!n) return 1;
     cfg.sched.max_timeline_events = *n;
   }
-  if (!trace_limit.empty()) {
+  if (vm.count("trace-limit")) {
     auto n = parse_count("run", "--trace-limit", trace_limit);
     if (!n) return 1;
     cfg.trace_max_bytes = *n;

@@ -113,7 +113,7 @@ bool MachineArgs::apply(std::string_view cmd, const po::variables_map& vm,
     return false;
   }
   cfg.sched.seed = seed;
-  if (!max_steps.empty()) {
+  if (vm.count("max-steps")) {
     auto n = parse_count(cmd, "--max-steps", max_steps);
     if (!n) return false;
     cfg.sched.max_steps = *n;
