@@ -418,12 +418,20 @@ void Assembler::exec_for(uint32_t unit, size_t& i, const Stmt& s) {
   const int64_t from = eval_int(s.e0, "loop start"), to = eval_int(s.e1, "loop end");
   const int64_t step = s.e2 != kNone ? eval_int(s.e2, "loop step") : 1;
   if (step == 0) fail_at(s.e2, "loop step cannot be zero");
-  const double n = step > 0
-                       ? std::ceil(static_cast<double>(to - from) / static_cast<double>(step))
-                       : std::ceil(static_cast<double>(from - to) / static_cast<double>(-step));
+  // The count in 128 bits: `to - from` and the counter itself may not fit in int64.
+  const __int128 span = step > 0 ? __int128(to) - from : __int128(from) - to;
+  const __int128 mag = step > 0 ? __int128(step) : -__int128(step);
+  const __int128 n = span <= 0 ? 0 : (span + mag - 1) / mag;
   const Loc at = loc(s.tok);
-  if (n > static_cast<double>(opts_.max_iterations))
-    fail(at, fmt::format(".for of {} iterations exceeds the limit of {}", n, opts_.max_iterations));
+  if (n > static_cast<__int128>(opts_.max_iterations))
+    fail(at, fmt::format(".for of {} iterations exceeds the limit of {}",
+                         int64_t(std::min<__int128>(n, INT64_MAX)), opts_.max_iterations));
+  // The counter's last value is from + (n - 1) * step; one more step must not overflow either
+  // (docs/asm.md: integer overflow is an error).
+  if (n > 0 && (__int128(from) + n * __int128(step) > INT64_MAX ||
+                __int128(from) + n * __int128(step) < INT64_MIN))
+    fail(at, fmt::format("integer overflow: the .for counter passes {} after {} iterations",
+                         step > 0 ? "INT64_MAX" : "INT64_MIN", int64_t(n)));
   const std::string var(text(s.name));
   const int32_t outer = cur_frame_;
   for (int64_t v = from; step > 0 ? v < to : v > to; v += step) {

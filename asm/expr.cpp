@@ -142,6 +142,7 @@ Value Assembler::eval_binary(uint32_t self) {
     case Tok::Shr:
       if (r.i < 0 || r.i > 63) fail_at(b.b, fmt::format("shift count {} is outside [0, 63]", r.i));
       out = op == Tok::Shl ? static_cast<int64_t>(static_cast<uint64_t>(l.i) << r.i) : l.i >> r.i;
+      ovf = op == Tok::Shl && (out >> r.i) != l.i; // bits (or the sign) shifted out
       break;
     case Tok::Amp: out = l.i & r.i; break;
     case Tok::Pipe: out = l.i | r.i; break;
@@ -201,6 +202,8 @@ Value Assembler::eval_call(uint32_t self) {
   }
   if (f == "abs") {
     arity(1);
+    if (ints && a[0].i == std::numeric_limits<int64_t>::min())
+      fail_at(self, "integer overflow in abs()");
     return ints ? Value::of_int(a[0].i < 0 ? -a[0].i : a[0].i)
                 : Value::of_float(std::abs(a[0].num()));
   }
@@ -213,8 +216,12 @@ Value Assembler::eval_call(uint32_t self) {
   arity(2);
   if (!ints) fail_at(self, fmt::format("{}() needs integer arguments", f));
   if (a[1].i <= 0) fail_at(args[1], fmt::format("{}() needs a positive divisor", f));
-  const int64_t q = a[0].i >= 0 ? (a[0].i + a[1].i - 1) / a[1].i : a[0].i / a[1].i;
-  return Value::of_int(f == "cdiv" ? q : q * a[1].i);
+  // Rounds up: q = ceil(a / b) (a / b truncates towards zero, which is up for a < 0).
+  const int64_t q = a[0].i / a[1].i + (a[0].i > 0 && a[0].i % a[1].i != 0 ? 1 : 0);
+  int64_t up = 0;
+  if (f != "cdiv" && __builtin_mul_overflow(q, a[1].i, &up))
+    fail_at(self, "integer overflow in align_up()");
+  return Value::of_int(f == "cdiv" ? q : up);
 }
 
 // x[...] : lower a tensor slice to an access pattern.

@@ -96,7 +96,8 @@ int cmd_debug(int argc, char** argv) {
   opts.add_options()("out", po::value(&outs)->composing(),
                      "NAME=FILE.npy: save an hbm tensor when the session ends (its state then)")(
       "command,x", po::value(&script), "run the commands of SCRIPT first (echoed)")(
-      "batch", "exit after the script instead of reading commands");
+      "batch", "exit after the script instead of reading commands, with the run's status: 0 "
+               "running or finished, 2 deadlock, 3 fault, 5 --max-steps spent");
   po::variables_map vm;
   if (auto rc = parse_args("debug", argc, argv, opts, kernel, "no kernel given", vm)) return *rc;
   interp::RunConfig cfg;
@@ -116,15 +117,18 @@ int cmd_debug(int argc, char** argv) {
     std::cerr << "nisa debug: error: " << e.what() << "\n";
     return 1;
   }
-  const int rc = repl(*session, script, vm.count("batch") > 0);
-  if (rc != 0 || cfg.outputs.empty()) return rc;
+  const bool batch = vm.count("batch") > 0;
+  const int rc = repl(*session, script, batch);
+  // Scripts can tell how the run ended: 2 deadlock, 3 fault, 5 budget (0 while it runs).
+  const int status = batch ? session->exit_code() : 0;
+  if (rc != 0 || cfg.outputs.empty()) return rc ? rc : status;
   try {
     interp::write_outputs(session->machine(), cfg.outputs);
   } catch (const std::exception& e) {
     std::cerr << "nisa debug: " << e.what() << "\n";
     return 1;
   }
-  return 0;
+  return status;
 }
 
 } // namespace nisa::cli

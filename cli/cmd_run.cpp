@@ -11,7 +11,7 @@
 namespace nisa::cli {
 
 int cmd_run(int argc, char** argv) {
-  std::string kernel, timeline, trace, trace_engines;
+  std::string kernel, timeline, trace, trace_engines, timeline_limit, trace_limit;
   double trace_from = -1, trace_to = -1;
   std::vector<std::string> outs;
   MachineArgs margs;
@@ -19,21 +19,30 @@ int cmd_run(int argc, char** argv) {
       "usage: nisa run KERNEL.(nasm|nbin) [-D NAME=VALUE]... --in NAME=FILE.npy... "
       "--out NAME=FILE.npy... [options]\n\n"
       "Runs a kernel on the modelled machine (docs/machine.md). Exit codes: 0 ok, 1 usage or "
-      "input error, 2 deadlock, 3 fault, 4 races found (--check-races).\n\noptions");
+      "input error, 2 deadlock, 3 fault, 4 races found (--check-races), 5 --max-steps spent (an "
+      "endless loop?).\n\noptions");
   opts.add_options()("help,h", "show this help");
   margs.add_to(opts);
   opts.add_options()("out", po::value(&outs)->composing(),
                      "NAME=FILE.npy: save an hbm tensor after the run")(
       "stats", "print per-engine and per-queue statistics")(
       "timeline", po::value(&timeline), "write a Chrome trace (Perfetto) JSON file")(
-      "check-races", "report accesses of different engines to the same bytes that no semaphore, "
-                     "barrier or program order orders (exit code 4; docs/debugger.md)")(
+      "timeline-limit", po::value(&timeline_limit)->value_name("N"),
+      ("timeline: keep the first N events; 0: no limit (default " +
+       std::to_string(interp::kDefaultMaxTimelineEvents) + ")")
+          .c_str())("check-races",
+                    "report accesses of different engines to the same bytes that no semaphore, "
+                    "barrier or program order orders (exit code 4; docs/debugger.md)")(
       "trace", po::value(&trace),
       "write one line per executed instruction to FILE (docs/trace-format.md)")(
       "trace-from", po::value(&trace_from), "trace: first modelled time kept (ns)")(
       "trace-to", po::value(&trace_to), "trace: last modelled time kept (ns)")(
       "trace-engines", po::value(&trace_engines),
-      "trace: only these engines/queues (e.g. dve,sp,q0,dma)");
+      "trace: only these engines/queues (e.g. dve,sp,q0,dma)")(
+      "trace-limit", po::value(&trace_limit)->value_name("BYTES"),
+      ("trace: stop writing records at BYTES (after the header); 0: no limit (default " +
+       std::to_string(interp::kDefaultTraceMaxBytes) + ")")
+          .c_str());
   po::variables_map vm;
   if (auto rc = parse_args("run", argc, argv, opts, kernel, "no kernel given", vm)) return *rc;
 
@@ -43,6 +52,16 @@ int cmd_run(int argc, char** argv) {
   cfg.timeline_path = timeline;
   cfg.check_races = vm.count("check-races") > 0;
   cfg.trace_path = trace;
+  if (vm.count("timeline-limit")) {
+    auto n = parse_count("run", "--timeline-limit", timeline_limit);
+    if (!n) return 1;
+    cfg.sched.max_timeline_events = *n;
+  }
+  if (vm.count("trace-limit")) {
+    auto n = parse_count("run", "--trace-limit", trace_limit);
+    if (!n) return 1;
+    cfg.trace_max_bytes = *n;
+  }
   if (trace_from >= 0) cfg.trace_filter.from = int64_t(trace_from * interp::kTickMHz / 1000.0);
   if (trace_to >= 0) cfg.trace_filter.to = int64_t(trace_to * interp::kTickMHz / 1000.0 + 0.5);
   if (!trace_engines.empty()) {

@@ -1,5 +1,6 @@
 #include "cli/common.h"
 
+#include <charconv>
 #include <iostream>
 
 #include "asm/asm.h"
@@ -48,6 +49,19 @@ bool parse_defines(std::string_view cmd, const std::vector<std::string>& defines
   return true;
 }
 
+std::optional<uint64_t> parse_count(std::string_view cmd, std::string_view opt,
+                                    const std::string& text) {
+  uint64_t v = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (text.empty() || text[0] == '+' || ec != std::errc() || end != text.data() + text.size()) {
+    std::cerr << "nisa " << cmd << ": " << opt << " '" << text.substr(0, 40)
+              << (ec == std::errc::result_out_of_range ? "': more than 18446744073709551615\n"
+                                                       : "': expected a count (0, 1, 2, ...)\n");
+    return std::nullopt;
+  }
+  return v;
+}
+
 bool split_binding(std::string_view cmd, const std::string& s, const char* opt,
                    interp::IoSpec& out) {
   const size_t eq = s.find('=');
@@ -60,6 +74,10 @@ bool split_binding(std::string_view cmd, const std::string& s, const char* opt,
 }
 
 void MachineArgs::add_to(po::options_description& opts) {
+  const std::string max_steps_help =
+      "stop after N events (instructions and DMA transfers completing) with a report of where "
+      "each engine loops, exit code 5; 0: no limit (default " +
+      std::to_string(interp::kDefaultMaxSteps) + ")";
   opts.add_options()("define,D", po::value(&defines)->composing(),
                      "NAME=VALUE: set a .param (.nasm only)")(
       "include,I", po::value(&includes)->composing(), "include directory (.nasm only)")(
@@ -70,7 +88,8 @@ void MachineArgs::add_to(po::options_description& opts) {
       "schedule", po::value(&schedule)->default_value("fixed"),
       "fixed | random: random orders ties and stretches latencies by --seed (exposes missing "
       "waits)")("seed", po::value(&seed)->default_value(0), "seed of --schedule random")(
-      "check-uninit", "fault on reads of memory never written");
+      "check-uninit", "fault on reads of memory never written")(
+      "max-steps", po::value(&max_steps)->value_name("N"), max_steps_help.c_str());
 }
 
 bool MachineArgs::apply(std::string_view cmd, const po::variables_map& vm,
@@ -94,6 +113,11 @@ bool MachineArgs::apply(std::string_view cmd, const po::variables_map& vm,
     return false;
   }
   cfg.sched.seed = seed;
+  if (vm.count("max-steps")) {
+    auto n = parse_count(cmd, "--max-steps", max_steps);
+    if (!n) return false;
+    cfg.sched.max_steps = *n;
+  }
   for (const auto& s : ins) {
     interp::IoSpec io;
     if (!split_binding(cmd, s, "--in", io)) return false;

@@ -32,6 +32,7 @@ struct MachineArgs {
   std::string target, schedule = "fixed";
   int lnc = 1, ranks = 1;
   uint64_t seed = 0;
+  std::string max_steps;
 
   void add_to(po::options_description& opts);
   // Fills cfg.machine, cfg.sched and cfg.inputs.
@@ -40,6 +41,10 @@ struct MachineArgs {
   std::optional<Module> load_kernel(std::string_view cmd, const std::string& path,
                                     const interp::RunConfig& cfg) const;
 };
+
+// A count option's decimal value (digits only, at most UINT64_MAX); prints the error.
+std::optional<uint64_t> parse_count(std::string_view cmd, std::string_view opt,
+                                    const std::string& text);
 
 // NAME=FILE.npy (for --in / --out).
 bool split_binding(std::string_view cmd, const std::string& s, const char* opt,

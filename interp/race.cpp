@@ -134,9 +134,22 @@ void collect_accesses(const Machine& m, int core, ExecCtx& cx, const Inst& in,
 RaceChecker::RaceChecker(const Machine& m) : m_(m), agents_per_core_(kNumEngines + kNumDmaQueues) {
   size_t n = size_t(m.num_cores()) * size_t(agents_per_core_);
   clk_.assign(n, Clock(n, 0));
+  thresholds_.resize(m.mod->sems.size());
+  for (const auto& stream : m.mod->streams)
+    for (const Inst& in : stream)
+      for (const Wait& w : in.waits)
+        if (w.cmp == WaitCmp::ge && w.sem < thresholds_.size())
+          thresholds_[w.sem].push_back(w.value);
+  for (auto& t : thresholds_) {
+    std::sort(t.begin(), t.end());
+    t.erase(std::unique(t.begin(), t.end()), t.end());
+  }
   sems_.assign(size_t(m.num_cores()), std::vector<SemHist>(m.mod->sems.size()));
   for (auto& core : sems_)
-    for (size_t k = 0; k < core.size(); ++k) core[k].base = m.mod->sems[k].init;
+    for (size_t k = 0; k < core.size(); ++k) {
+      core[k].base = m.mod->sems[k].init;
+      core[k].at.assign(thresholds_[k].size(), Clock(n, 0));
+    }
   pending_.resize(n);
   pending_head_.assign(n, 0);
   mems_.resize(size_t(std::max(m.num_cores(), m.opt.ranks)) * 3);
@@ -152,13 +165,14 @@ void RaceChecker::issue(int core, Engine e, int64_t pc) {
   for (const Wait& w : in.waits) {
     if (w.sem >= sems_[size_t(core)].size()) continue;
     const SemHist& h = sems_[size_t(core)][w.sem];
-    if (h.vals.empty()) continue;
+    if (!h.any) continue;
     if (w.cmp == WaitCmp::ge) {
       if (h.base >= w.value) continue; // the initial value satisfied it: no signal needed
-      auto it = std::lower_bound(h.vals.begin(), h.vals.end(), w.value);
-      join(c, h.pre[size_t(it == h.vals.end() ? h.vals.size() - 1 : it - h.vals.begin())]);
+      const auto& t = thresholds_[w.sem];
+      size_t k = size_t(std::lower_bound(t.begin(), t.end(), w.value) - t.begin());
+      join(c, k < h.filled && t[k] == w.value ? h.at[k] : h.last);
     } else {
-      join(c, h.pre.back()); // every signal so far led to the exact value
+      join(c, h.last); // every signal so far led to the exact value
     }
   }
 }
@@ -176,15 +190,19 @@ void RaceChecker::rendezvous(const std::vector<std::pair<int, int>>& who) {
 void RaceChecker::sem(int core, uint16_t s, uint32_t value, bool set) {
   if (s >= sems_[size_t(core)].size()) return;
   SemHist& h = sems_[size_t(core)][s];
-  if (set || (!h.vals.empty() && value < h.vals.back())) { // a reset starts a new history
+  if (set || (h.any && value < h.value)) { // a reset starts a new history
     h.base = 0;
-    h.vals.clear();
-    h.pre.clear();
+    h.any = false;
+    h.filled = 0;
   }
-  Clock c = h.pre.empty() ? clk_[cur_] : h.pre.back();
-  join(c, clk_[cur_]);
-  h.vals.push_back(value);
-  h.pre.push_back(std::move(c));
+  if (h.any)
+    join(h.last, clk_[cur_]);
+  else
+    h.last = clk_[cur_];
+  h.any = true;
+  h.value = value;
+  const auto& t = thresholds_[s];
+  while (h.filled < t.size() && t[h.filled] <= value) h.at[h.filled++] = h.last;
 }
 
 void RaceChecker::exec(const ExecEvent& ev, ExecCtx& cx, const Inst& in) {
@@ -242,6 +260,15 @@ void RaceChecker::access(const Region& r, const RaceReport::Side& side) {
   }
   mem.recs.emplace(r.b0, Rec{r, cur_, now[cur_], side});
   mem.longest = std::max(mem.longest, r.b1 - r.b0);
+}
+
+size_t RaceChecker::state_size() const {
+  size_t n = clk_.size() + races_.size() + seen_.size();
+  for (const auto& core : sems_)
+    for (const SemHist& h : core) n += 1 + h.at.size();
+  for (const auto& p : pending_) n += p.size();
+  for (const Mem& m : mems_) n += m.recs.size();
+  return n;
 }
 
 std::string RaceChecker::report_text(const RaceReport& r) const {

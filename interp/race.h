@@ -74,6 +74,9 @@ public:
   const std::vector<RaceReport>& races() const { return races_; }
   size_t new_races_since(size_t mark) const { return races_.size() - mark; }
   std::string report_text(const RaceReport& r) const;
+  // Clocks, access records and reports held: O(agents + semaphores x awaited values + live
+  // accesses), independent of how long the run is (tests check it).
+  size_t state_size() const;
 
 private:
   using Clock = std::vector<uint32_t>;
@@ -85,17 +88,23 @@ private:
   const Machine& m_;
   int agents_per_core_;
   std::vector<Clock> clk_; // per agent
-  // The signals of a semaphore since its initial value or its last sem_set: the value after
-  // each and the join of the clocks of the signals up to it, so that a wait joins exactly the
-  // signals that brought the value to what it awaits.
+  // The signals of a semaphore since its initial value or its last sem_set, so that a wait
+  // joins exactly the signals that brought the value to what it awaits: for each value V some
+  // `>= V` wait of the module awaits (thresholds_[sem], sorted), the join of the clocks of the
+  // signals up to the first one that reached V. The size is fixed by the module, not by the
+  // number of signals: a semaphore signalled millions of times costs no more.
   struct SemHist {
-    uint32_t base = 0;          // the initial value (no clock), or 0 after a sem_set
-    std::vector<uint32_t> vals; // non-decreasing between sem_sets
-    std::vector<Clock> pre;
+    uint32_t base = 0;     // the initial value (no clock), or 0 after a sem_set
+    bool any = false;      // a signal since base
+    uint32_t value = 0;    // after the last signal (non-decreasing between sem_sets)
+    Clock last;            // the join of the clocks of every signal since base
+    std::vector<Clock> at; // [k]: `last` when the value first reached thresholds_[sem][k]
+    size_t filled = 0;     // at[0, filled) are set
   };
-  std::vector<std::vector<SemHist>> sems_;  // [core][sem]
-  std::vector<std::vector<Clock>> pending_; // [agent] FIFO of transfer start clocks
-  std::vector<size_t> pending_head_;        // [agent]
+  std::vector<std::vector<uint32_t>> thresholds_; // [sem]
+  std::vector<std::vector<SemHist>> sems_;        // [core][sem]
+  std::vector<std::vector<Clock>> pending_;       // [agent] FIFO of transfer start clocks
+  std::vector<size_t> pending_head_;              // [agent]
   // Per memory: the live access records by start offset (b0), and the longest one, so that
   // the records overlapping [b0, b1) are those keyed in [b0 - longest, b1).
   struct Mem {

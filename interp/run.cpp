@@ -110,7 +110,8 @@ int run_module(const Module& mod, const RunConfig& cfg, std::ostream& out, std::
       return kExitUsage;
     }
     trace_file << trace_header(*m);
-    trace = std::make_unique<TraceRecorder>(*m, cfg.trace_filter, &trace_file, false);
+    trace = std::make_unique<TraceRecorder>(*m, cfg.trace_filter, &trace_file, false,
+                                            cfg.trace_max_bytes);
     observers.list.push_back(trace.get());
   }
   if (!observers.list.empty()) so.observer = &observers;
@@ -129,6 +130,17 @@ int run_module(const Module& mod, const RunConfig& cfg, std::ostream& out, std::
       if (r.exit_code == kExitOk) r.exit_code = kExitRace;
     }
   }
+  if (trace && trace->dropped())
+    err << fmt::format("nisa run: warning: {}: the trace stops at {} bytes (--trace-limit {}); "
+                       "{} later records are left out (--trace-from/--trace-to/--trace-engines "
+                       "select a part)\n",
+                       cfg.trace_path, trace->bytes_written(), cfg.trace_max_bytes,
+                       trace->dropped());
+  if (r.timeline_dropped)
+    err << fmt::format("nisa run: warning: {}: the timeline holds the first {} events "
+                       "(--timeline-limit {}); {} later events are left out\n",
+                       cfg.timeline_path, r.timeline.size(), so.max_timeline_events,
+                       r.timeline_dropped);
   if (cfg.stats) print_stats(out, *m, r.stats);
   try {
     if (!cfg.timeline_path.empty()) {

@@ -27,6 +27,7 @@ struct RunConfig {
   bool check_races = false;  // report unordered conflicting accesses (interp/race.h)
   std::string trace_path;    // write the instruction trace (docs/trace-format.md)
   TraceFilter trace_filter;
+  uint64_t trace_max_bytes = kDefaultTraceMaxBytes; // the trace file's cap; 0: unlimited
 };
 
 // Exit code of a run that finished but found races (--check-races).
@@ -41,8 +42,8 @@ void bind_inputs(Machine& m, const std::vector<IoSpec>& inputs);
 void write_outputs(const Machine& m, const std::vector<IoSpec>& outputs);
 
 // The whole run; returns the exit code (0 ok, 1 usage/input error, 2 deadlock, 3 fault,
-// 4 races found) and
-// prints errors and reports to `err`, stats to `out`.
+// 4 races found, 5 budget spent: SchedOptions::max_steps) and prints errors, reports and
+// warnings (a capped timeline or trace) to `err`, stats to `out`.
 int run_module(const Module& mod, const RunConfig& cfg, std::ostream& out, std::ostream& err);
 
 } // namespace nisa::interp

@@ -259,6 +259,8 @@ public:
 private:
   void start() {
     started_ = true;
+    check_at_ = !o_.max_steps ? UINT64_MAX : o_.max_steps > kWatch ? o_.max_steps - kWatch + 1 : 1;
+    timeline_cap_ = o_.max_timeline_events ? o_.max_timeline_events : UINT64_MAX;
     predecode();
     setup();
     res_.stats.cores.assign(m_.cores.size(), CoreStats{});
@@ -271,6 +273,7 @@ private:
   }
   void finish_stats(std::chrono::steady_clock::time_point t0) {
     res_.stats.makespan_ticks = makespan_;
+    res_.steps = steps_;
     res_.stats.wall_seconds +=
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
@@ -293,6 +296,82 @@ private:
   int cur_core_ = -1, cur_eng_ = 0;
   int64_t cur_pc_ = 0;
   std::map<std::tuple<int, int, int64_t>, Party> parties_; // (rank, kind/engine, key)
+  uint64_t timeline_cap_ = UINT64_MAX;
+
+  // ---- the budget (SchedOptions::max_steps) ---------------------------------------------------
+  // The last kWatch events before the budget runs out are noted per agent and pc, so that the
+  // report shows the loop each engine is in. Until then the only cost is process()'s compare.
+  static constexpr uint64_t kWatch = 10000;
+  uint64_t steps_ = 0, check_at_ = UINT64_MAX;
+  std::map<uint32_t, std::map<int64_t, uint64_t>> watched_; // agent -> pc -> events
+
+  // Called for every event from check_at_ on; true when the budget is spent (the event is put
+  // back unprocessed and the run stops).
+  bool over_budget(const Event& ev) {
+    if (steps_ > o_.max_steps) {
+      --steps_;
+      heap_.push(ev);
+      budget_stop();
+      return true;
+    }
+    check_at_ = steps_ + 1;
+    int c = int(ev.agent / kAgentsPerCore), a = int(ev.agent % kAgentsPerCore);
+    ++watched_[ev.agent][a < kNumEngines ? cores_[c].eng[a].pc
+                                         : int64_t(cores_[c].queue[a - kNumEngines].q.front().pc)];
+    return false;
+  }
+
+  std::string line_of(int e, int64_t pc) const {
+    const auto& dbg = mod_.debug[e];
+    if (pc < 0 || size_t(pc) >= dbg.size()) return "?";
+    const DebugLoc& d = dbg[size_t(pc)];
+    return fmt::format("{}:{}", d.file < mod_.files.size() ? mod_.files[d.file] : "?", d.line);
+  }
+
+  void budget_stop() {
+    stopped_ = true;
+    res_.status = RunStatus::budget;
+    res_.exit_code = kExitBudget;
+    std::string os = fmt::format(
+        "budget: stopped after {} events at t = {:.1f} ns (--max-steps {}); the kernel may loop "
+        "forever. In the last {} events:\n",
+        steps_, ticks_to_ns(now_), o_.max_steps, std::min(kWatch, steps_));
+    for (size_t c = 0; c < cores_.size(); ++c) {
+      std::string who = core_prefix(int(c));
+      for (int a = 0; a < kAgentsPerCore; ++a) {
+        auto it = watched_.find(uint32_t(c * kAgentsPerCore + a));
+        uint64_t n = 0;
+        if (it != watched_.end())
+          for (auto [pc, k] : it->second) n += k;
+        if (a >= kNumEngines) { // queues: only those that transferred in the window
+          if (n) os += fmt::format("  {}q{}: {} transfers\n", who, a - kNumEngines, n);
+          continue;
+        }
+        const EngRt& E = cores_[c].eng[a];
+        std::string name = fmt::format("{}{}", who, name_of(Engine(a)));
+        if (E.st == St::done || E.pc >= E.len) {
+          os += fmt::format("  {} done\n", name);
+          continue;
+        }
+        if (n) {
+          int64_t lo = it->second.begin()->first, hi = it->second.rbegin()->first;
+          os +=
+              fmt::format("  {} looping: {} events over {}[{}] ({})\n", name, n, name_of(Engine(a)),
+                          lo == hi ? fmt::format("{}", lo) : fmt::format("{}..{}", lo, hi),
+                          lo == hi ? line_of(a, lo) : line_of(a, lo) + " .. " + line_of(a, hi));
+        } else if (E.st == St::blocked || E.st == St::rendezvous) {
+          os += fmt::format("  {} {} since t = {:.1f} ns\n", name,
+                            E.st == St::blocked ? "waiting" : "at a rendezvous",
+                            ticks_to_ns(E.since));
+        } else {
+          os += fmt::format("  {} running one instruction\n", name);
+        }
+        os += fmt::format("    now at {}: {}\n", source_of(mod_, Engine(a), E.pc),
+                          describe_inst(mod_, *E.prog[E.pc].in));
+      }
+    }
+    res_.report = os;
+  }
 
   // ---- set-up ---------------------------------------------------------------------------------
   void predecode() {
@@ -408,6 +487,7 @@ private:
     while (!heap_.empty() && !stopped_) process<kSlow>(heap_.pop());
   }
   template <bool kSlow> void process(const Event& ev) {
+    if (++steps_ >= check_at_ && over_budget(ev)) return; // one compare per event
     now_ = ev.t;
     int c = int(ev.agent / kAgentsPerCore), a = int(ev.agent % kAgentsPerCore);
     if (a < kNumEngines)
@@ -746,6 +826,10 @@ private:
   void record(TimelineEvent::Kind k, int c, int track, int e, int64_t start, int64_t dur,
               uint64_t bytes, int64_t pc = -1) {
     if (!o_.timeline) return;
+    if (res_.timeline.size() >= timeline_cap_) {
+      ++res_.timeline_dropped;
+      return;
+    }
     TimelineEvent ev;
     ev.kind = k;
     ev.core = uint16_t(c);
@@ -759,6 +843,10 @@ private:
   }
 
   void record_sem(int c, uint16_t sem) {
+    if (res_.timeline.size() >= timeline_cap_) {
+      ++res_.timeline_dropped;
+      return;
+    }
     TimelineEvent ev;
     ev.kind = TimelineEvent::sem;
     ev.core = uint16_t(c);
@@ -769,11 +857,14 @@ private:
     res_.timeline.push_back(ev);
   }
 
-  std::string where(int c, int e, int64_t pc) const {
+  std::string core_prefix(int c) const { // "rank R core C ", the parts that are not unique
     const CoreSlot& cs = m_.cores[c];
     std::string who = m_.opt.ranks > 1 ? fmt::format("rank {} ", cs.rank) : "";
     if (m_.opt.lnc > 1) who += fmt::format("core {} ", cs.core);
-    return fmt::format("{}{}[{}]", who, name_of(static_cast<Engine>(e)), pc);
+    return who;
+  }
+  std::string where(int c, int e, int64_t pc) const {
+    return fmt::format("{}{}[{}]", core_prefix(c), name_of(static_cast<Engine>(e)), pc);
   }
 
   void fault(const std::string& why) {

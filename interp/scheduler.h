@@ -53,24 +53,39 @@ struct ExecObserver {
   virtual void rendezvous(const std::vector<std::pair<int, int>>& who) { (void)who; }
 };
 
+// The default budget of events per run (--max-steps): 100x the largest run of the tests and
+// benchmarks (bench_dispatch: 1M events; the kernels of kernels_asm at their benchmark shapes
+// need at most 17k, topk), a few seconds of an endless loop (docs/machine.md "Budget").
+inline constexpr uint64_t kDefaultMaxSteps = 100'000'000;
+// The default cap on recorded TimelineEvents (about 40 bytes each in memory).
+inline constexpr uint64_t kDefaultMaxTimelineEvents = 8'000'000;
+
 struct SchedOptions {
   ScheduleMode mode = ScheduleMode::fixed;
   uint64_t seed = 0;
   bool timeline = false;            // record TimelineEvents (slow path)
   ExecObserver* observer = nullptr; // slow path hooks (debugger, race checker, trace)
+  // Events (instructions completing, DMA transfers completing) before the run stops with
+  // RunStatus::budget, reporting where each engine was looping; 0: unlimited.
+  uint64_t max_steps = kDefaultMaxSteps;
+  // TimelineEvents kept; later ones are counted in RunResult::timeline_dropped. 0: unlimited.
+  uint64_t max_timeline_events = kDefaultMaxTimelineEvents;
 };
 
-enum class RunStatus : uint8_t { ok, deadlock, fault };
+enum class RunStatus : uint8_t { ok, deadlock, fault, budget };
 
-// Exit codes of `nisa run` (and RunResult::exit_code).
-inline constexpr int kExitOk = 0, kExitUsage = 1, kExitDeadlock = 2, kExitFault = 3;
+// Exit codes of `nisa run` (and RunResult::exit_code); 4 (races found) is in run.h.
+inline constexpr int kExitOk = 0, kExitUsage = 1, kExitDeadlock = 2, kExitFault = 3,
+                     kExitBudget = 5;
 
 struct RunResult {
   RunStatus status = RunStatus::ok;
   int exit_code = kExitOk;
-  std::string report; // deadlock or fault report (multi-line), empty when ok
+  std::string report; // deadlock, fault or budget report (multi-line), empty when ok
   Stats stats;
   std::vector<TimelineEvent> timeline;
+  uint64_t timeline_dropped = 0; // events beyond SchedOptions::max_timeline_events
+  uint64_t steps = 0;            // events processed
 };
 
 // Runs the machine's module to completion (or deadlock / fault) from its current state.

@@ -92,8 +92,9 @@ std::string trace_line(const Machine& m, const TraceRecord& r) {
                      sems.empty() ? "-" : sems, writes.empty() ? "-" : writes);
 }
 
-TraceRecorder::TraceRecorder(const Machine& m, TraceFilter f, std::ostream* out, bool keep)
-    : m_(m), f_(f), out_(out), keep_(keep) {}
+TraceRecorder::TraceRecorder(const Machine& m, TraceFilter f, std::ostream* out, bool keep,
+                             uint64_t max_bytes, size_t max_kept)
+    : m_(m), f_(f), out_(out), keep_(keep), max_bytes_(max_bytes), max_kept_(max_kept) {}
 
 void TraceRecorder::exec(const ExecEvent& ev, ExecCtx& cx, const Inst& in) {
   cur_ = TraceRecord{};
@@ -108,8 +109,19 @@ void TraceRecorder::sem(int, uint16_t s, uint32_t value, bool) { cur_.sems.empla
 
 void TraceRecorder::done(const ExecEvent&) {
   if (!f_.keeps(cur_)) return;
-  if (out_) *out_ << trace_line(m_, cur_);
-  if (keep_) records_.push_back(std::move(cur_));
+  if (out_) {
+    std::string line = trace_line(m_, cur_);
+    if (dropped_ || (max_bytes_ && line.size() > max_bytes_ - written_)) {
+      ++dropped_; // no later (shorter) line either: the file is a prefix of the whole trace
+    } else {
+      *out_ << line;
+      written_ += line.size();
+    }
+  }
+  if (keep_) {
+    if (max_kept_ && records_.size() >= max_kept_) records_.pop_front();
+    records_.push_back(std::move(cur_));
+  }
 }
 
 } // namespace nisa::interp

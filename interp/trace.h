@@ -3,6 +3,7 @@
 // docs/trace-format.md; change kTraceVersion with any change of the fields.
 #pragma once
 #include <cstdint>
+#include <deque>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -34,23 +35,33 @@ uint32_t parse_trace_engines(const std::string& list);
 std::string trace_header(const Machine& m);
 std::string trace_line(const Machine& m, const TraceRecord& r);
 
-// Collects the records into `records` and/or writes their lines to `out`.
+// The default cap of `nisa run --trace` (--trace-limit): about 5M records.
+inline constexpr uint64_t kDefaultTraceMaxBytes = uint64_t(1) << 30;
+
+// Collects the records into `records` and/or writes their lines to `out`. Both are bounded
+// (0: unlimited): the file stops growing at max_bytes (later lines are counted in dropped()),
+// and only the last max_kept records are kept.
 class TraceRecorder final : public ExecObserver {
 public:
-  TraceRecorder(const Machine& m, TraceFilter f, std::ostream* out, bool keep);
+  TraceRecorder(const Machine& m, TraceFilter f, std::ostream* out, bool keep,
+                uint64_t max_bytes = 0, size_t max_kept = 0);
   void exec(const ExecEvent& ev, ExecCtx& cx, const Inst& in) override;
   void sem(int core, uint16_t s, uint32_t value, bool set) override;
   void done(const ExecEvent& ev) override;
-  const std::vector<TraceRecord>& records() const { return records_; }
+  const std::deque<TraceRecord>& records() const { return records_; }
   void clear() { records_.clear(); }
+  uint64_t dropped() const { return dropped_; } // lines not written (max_bytes reached)
+  uint64_t bytes_written() const { return written_; }
 
 private:
   const Machine& m_;
   TraceFilter f_;
   std::ostream* out_;
   bool keep_;
+  uint64_t max_bytes_, written_ = 0, dropped_ = 0;
+  size_t max_kept_;
   TraceRecord cur_;
-  std::vector<TraceRecord> records_;
+  std::deque<TraceRecord> records_;
 };
 
 // Calls several observers in turn.

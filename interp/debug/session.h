@@ -36,6 +36,11 @@ public:
   // Command names, for completion and `help`.
   std::vector<std::string> command_names() const;
   int64_t steps() const { return steps_; }
+  // The run's exit code so far: 0 while it runs or after it finished, else 2 deadlock, 3 fault,
+  // 5 budget spent (`nisa debug --batch` exits with it).
+  int exit_code() const;
+  // Trace records kept for `info timeline` (the last ones).
+  static constexpr size_t kKeptRecords = 100000;
   const Machine& machine() const { return *m_; }
 
 private:

@@ -19,3 +19,17 @@ delete 9
 until
 finish
 print/q data
+print dve.r-100000000
+set var dve.r-1 = 7
+break dve:0 if dve.r-100000000 == 0
+set var dve.r0 = 99999999999999999999
+set var dve.r0 = 1x
+set var dve.r0 = 4294967296
+set var dve.r0 = -2147483648
+info registers dve
+step 99999999999999999999
+step q99999999999
+x/16 hbm:-1
+info timeline -5
+break dve:99999999999999999999
+list 4294967296

@@ -1,0 +1,4 @@
+run
+step
+continue
+restart
