@@ -6,7 +6,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
+#include <fstream>
 #include <sstream>
+#include <unistd.h>
 
 #include "asm/asm.h"
 #include "interp/machine.h"
@@ -207,6 +210,58 @@ TEST(RankGroups, ConsecutiveRanksAndBadArguments) {
   EXPECT_FALSE(bad.ok());
   EXPECT_NE(bad.diagnostics_text().find("g >= 1 dividing n"), std::string::npos)
       << bad.diagnostics_text();
+}
+
+} // namespace
+} // namespace nisa::ring
+
+namespace nisa::ring {
+namespace {
+
+size_t rss_bytes() {
+  std::ifstream f("/proc/self/statm");
+  size_t pages = 0, resident = 0;
+  f >> pages >> resident;
+  return resident * size_t(sysconf(_SC_PAGESIZE));
+}
+
+// --ranks 64 --lnc 2 is 128 cores: their 128 x 30 MiB of SBUF + PSUM must not be resident;
+// a core costs only the pages it touches, and fresh memory still reads as poison.
+TEST(CcMachine, SixtyFourRanksTwoCoresCostOnlyWhatTheyTouch) {
+  const char* text = R"(
+.hbm x : fp32[2, 64] input
+.hbm y : fp32[2, 64] output
+.sbuf a : fp32[2, 64]
+.sbuf b : fp32[2, 64]
+.group g = rank_groups(64, 1)
+.sem in, out
+        sp.sysreg r1, program_id
+        sp.dma q0, a, x @signal(in)
+        cc.permute_implicit b, a, g @wait(in >= 1) @signal(out)
+        sp.dma q1, y, b @wait(out >= 1)
+)";
+  Module m = assemble_text(text);
+  size_t before = rss_bytes();
+  interp::MachineOptions mo;
+  mo.ranks = 64;
+  mo.lnc = 2;
+  interp::Machine machine(m, mo);
+  std::vector<Bytes> xs = per_rank(64, 2 * 64 * 4, 9);
+  for (int r = 0; r < 64; ++r) machine.write_tensor(*machine.find_tensor("x"), xs[r].data(), r);
+  interp::RunResult res = interp::run(machine);
+  ASSERT_EQ(res.status, interp::RunStatus::ok) << res.report;
+  size_t grown = rss_bytes() - std::min(before, rss_bytes());
+  EXPECT_LT(grown, size_t(150) << 20) << "resident growth " << (grown >> 20) << " MiB";
+  // Both cores of every rank ran the ring (each core its own channel 0 ring).
+  const TensorDecl& y = *machine.find_tensor("y");
+  for (int r = 0; r < 64; ++r)
+    EXPECT_EQ(0, std::memcmp(machine.hbm_tensor(r, y), xs[(r + 63) % 64].data(), xs[0].size()));
+  // Untouched SBUF reads as poison; reset() makes touched SBUF poison again.
+  const interp::CoreSlot& c5 = machine.cores[5];
+  EXPECT_EQ(c5.sbuf.data()[c5.sbuf.size() - 1], interp::kPoisonByte);
+  EXPECT_NE(c5.sbuf.data()[0], interp::kPoisonByte); // `a` was written
+  machine.reset();
+  EXPECT_EQ(c5.sbuf.data()[0], interp::kPoisonByte);
 }
 
 } // namespace
