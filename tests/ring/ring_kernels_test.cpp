@@ -111,3 +111,214 @@ INSTANTIATE_TEST_SUITE_P(Grid, FgAllgather, testing::ValuesIn(allgather_grid()),
 
 } // namespace
 } // namespace nisa::ring
+
+namespace nisa::ring {
+namespace {
+
+// ---- fgcc --------------------------------------------------------------------------------------
+
+class Fgcc : public testing::TestWithParam<RingCase> {};
+
+// Reference in double: out[rank][(q - g0) * M + i][n] = sum_k lhs[q][i][k] * rhs[rank][k][n],
+// and beside it the sum of |terms| (for the tolerance).
+struct FgccRef {
+  std::vector<std::vector<double>> val, mag;
+};
+FgccRef fgcc_ref(const RingCase& c, const PerRank& lhs, const PerRank& rhs) {
+  const int G = c.tp / c.groups;
+  FgccRef f;
+  f.val.resize(size_t(c.tp));
+  f.mag.resize(size_t(c.tp));
+  for (int r = 0; r < c.tp; ++r) {
+    int g0 = r / G * G;
+    f.val[r].assign(size_t(G) * c.m * c.n, 0.0);
+    f.mag[r].assign(size_t(G) * c.m * c.n, 0.0);
+    for (int q = g0; q < g0 + G; ++q)
+      for (int i = 0; i < c.m; ++i)
+        for (int k = 0; k < c.k; ++k) {
+          double a = lhs.v[q][size_t(i) * c.k + k];
+          size_t row = (size_t(q - g0) * c.m + i) * c.n;
+          for (int n = 0; n < c.n; ++n) {
+            double t = a * rhs.v[r][size_t(k) * c.n + n];
+            f.val[r][row + n] += t;
+            f.mag[r][row + n] += std::fabs(t);
+          }
+        }
+  }
+  return f;
+}
+
+// Tolerance: one rounding of the fp32 PSUM sum to DT (bf16 storage: 2^-8 relative; fp32:
+// 2^-24) plus the fp32 accumulation over K terms (K * 2^-24 of the sum of |terms|).
+void expect_fgcc(const RingCase& c, const PerRank& lhs, const PerRank& rhs, const RankRun& r) {
+  FgccRef ref = fgcc_ref(c, lhs, rhs);
+  for (int rank = 0; rank < c.tp; ++rank) {
+    std::vector<float> got = kt::from_bytes(r.out.at("out")[rank], c.dt);
+    ASSERT_EQ(got.size(), ref.val[rank].size());
+    for (size_t e = 0; e < got.size(); ++e) {
+      double v = ref.val[rank][e];
+      double tol = (c.dt == DType::bf16 ? std::fabs(v) * 0x1p-8 : std::fabs(v) * 0x1p-24) +
+                   ref.mag[rank][e] * c.k * 0x1p-24;
+      ASSERT_NEAR(got[e], v, tol + 1e-30) << "rank " << rank << " element " << e;
+    }
+  }
+}
+
+TEST_P(Fgcc, GatheredLhsTimesRhs) {
+  const RingCase& c = GetParam();
+  PerRank lhs = make_per_rank(c.tp, size_t(c.m) * c.k, c.dt, 300 + c.tp);
+  PerRank rhs = make_per_rank(c.tp, size_t(c.k) * c.n, c.dt, 900 + c.k);
+  RankRun r = run_ring("fgcc.nasm", c, {{"lhs", lhs.b}, {"rhs", rhs.b}}, RunOpts{});
+  ASSERT_EQ(r.status, interp::RunStatus::ok) << r.report;
+  expect_fgcc(c, lhs, rhs, r);
+}
+
+std::vector<RingCase> fgcc_grid() {
+  std::vector<RingCase> g;
+  for (int tp : {2, 4, 8, 16})
+    for (int groups : {1, 2})
+      for (int hbm : {0, 1})
+        for (int lnc : {1, 2})
+          for (DType dt : {DType::bf16, DType::fp32})
+            g.push_back({tp, groups, hbm, lnc, dt, 24, 40, 24});
+  for (int groups : {1, 2})
+    for (int hbm : {0, 1})
+      for (int lnc : {1, 2}) g.push_back({64, groups, hbm, lnc, DType::bf16, 8, 8, 8});
+  // Several K tiles, N tiles (520 = 512 + 8) and M tiles (slices of 256 rows: 2 M tiles).
+  g.push_back({2, 1, 0, 2, DType::bf16, 512, 256, 520});
+  g.push_back({2, 1, 1, 1, DType::fp32, 512, 256, 520});
+  return g;
+}
+INSTANTIATE_TEST_SUITE_P(Grid, Fgcc, testing::ValuesIn(fgcc_grid()), ring_name);
+
+} // namespace
+} // namespace nisa::ring
+
+namespace nisa::ring {
+namespace {
+
+// ---- every ring kernel: schedules, races, overlap ----------------------------------------------
+
+struct SyncCase {
+  const char* file;
+  RingCase c;
+};
+class RingSync : public testing::TestWithParam<SyncCase> {};
+
+std::map<std::string, std::vector<Bytes>> ring_inputs(const SyncCase& sc) {
+  const RingCase& c = sc.c;
+  std::map<std::string, std::vector<Bytes>> in{
+      {"lhs", make_per_rank(c.tp, size_t(c.m) * c.k, c.dt, 11).b}};
+  if (std::string(sc.file) == "fgcc.nasm")
+    in["rhs"] = make_per_rank(c.tp, size_t(c.k) * c.n, c.dt, 12).b;
+  return in;
+}
+
+// Bit-identical outputs under --schedule random seeds, no race under --check-races, and no
+// read of never-written memory (races checked up to 16 ranks).
+TEST_P(RingSync, RandomSchedulesSameBitsAndRaceFree) {
+  const SyncCase& sc = GetParam();
+  auto in = ring_inputs(sc);
+  RankRun base = run_ring(sc.file, sc.c, in, RunOpts{});
+  ASSERT_EQ(base.status, interp::RunStatus::ok) << base.report;
+  for (uint64_t seed : {1u, 7u, 1234u}) {
+    RunOpts o;
+    o.seed = seed;
+    RankRun r = run_ring(sc.file, sc.c, in, o);
+    ASSERT_EQ(r.status, interp::RunStatus::ok) << r.report;
+    EXPECT_EQ(r.out, base.out) << "seed " << seed;
+  }
+  // The race checker's vector clocks grow with the agents (26 per core): 64 ranks would take
+  // a minute; the ring's synchronisation does not depend on the rank count past a few.
+  if (sc.c.tp > 16) return;
+  RunOpts o;
+  o.check_races = true;
+  o.check_uninit = true;
+  RankRun r = run_ring(sc.file, sc.c, in, o);
+  ASSERT_EQ(r.status, interp::RunStatus::ok) << r.report;
+  EXPECT_EQ(r.races, 0u) << r.race_text;
+  EXPECT_EQ(r.out, base.out);
+}
+
+std::string sync_name(const testing::TestParamInfo<SyncCase>& info) {
+  std::string f(info.param.file);
+  return f.substr(0, f.find('.')) + "_" +
+         ring_name(testing::TestParamInfo<RingCase>(info.param.c, info.index));
+}
+void PrintTo(const SyncCase& s, std::ostream* os) { *os << s.file; }
+
+INSTANTIATE_TEST_SUITE_P(
+    Kernels, RingSync,
+    testing::Values(SyncCase{"fg_allgather.nasm", {4, 1, 0, 2, DType::bf16, 24, 40, 0}},
+                    SyncCase{"fg_allgather.nasm", {8, 2, 1, 1, DType::fp32, 24, 40, 0}},
+                    SyncCase{"fg_allgather.nasm", {64, 1, 0, 2, DType::bf16, 16, 8, 0}},
+                    SyncCase{"fgcc.nasm", {4, 1, 0, 2, DType::bf16, 24, 40, 24}},
+                    SyncCase{"fgcc.nasm", {8, 2, 1, 1, DType::fp32, 24, 40, 24}},
+                    SyncCase{"fgcc.nasm", {8, 1, 1, 2, DType::bf16, 16, 256, 520}},
+                    SyncCase{"fgcc.nasm", {64, 2, 0, 1, DType::bf16, 8, 8, 8}}),
+    sync_name);
+
+// The ring overlaps: fgcc's makespan is well below the sum of its permutes (every channel's
+// busy time) and its matmuls (PE busy time) on a core.
+TEST(FgccOverlap, MakespanWellBelowPermutesPlusMatmuls) {
+  RingCase c{8, 1, 0, 1, DType::bf16, 512, 128, 512};
+  SyncCase sc{"fgcc.nasm", c};
+  RankRun r = run_ring(sc.file, c, ring_inputs(sc), RunOpts{});
+  ASSERT_EQ(r.status, interp::RunStatus::ok) << r.report;
+  const interp::CoreStats& cs = r.stats.cores[0];
+  int64_t permutes = 0;
+  for (const interp::ChanStats& ch : cs.chan) permutes += ch.busy_ticks;
+  int64_t matmuls = cs.eng[int(Engine::pe)].busy_ticks;
+  ASSERT_GT(permutes, 0);
+  ASSERT_GT(matmuls, 0);
+  EXPECT_LT(double(r.stats.makespan_ticks), 0.7 * double(permutes + matmuls))
+      << "makespan " << r.stats.makespan_ticks << " permutes " << permutes << " matmuls "
+      << matmuls;
+}
+
+} // namespace
+} // namespace nisa::ring
+
+namespace nisa::ring {
+namespace {
+
+// ---- envelopes: each limit stops assembly with an .error naming it ------------------------------
+
+struct Neg {
+  const char* file;
+  Defines defs;
+  const char* message;
+};
+void PrintTo(const Neg& n, std::ostream* os) { *os << n.file; }
+class RingEnvelope : public testing::TestWithParam<Neg> {};
+
+TEST_P(RingEnvelope, ErrorNamesTheLimit) {
+  const Neg& n = GetParam();
+  kt::Assembled a = kt::assemble_kernel(n.file, n.defs, Target::trn2);
+  EXPECT_FALSE(a.ok);
+  EXPECT_NE(a.diagnostics.find(n.message), std::string::npos) << a.diagnostics;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Limits, RingEnvelope,
+    testing::Values(
+        Neg{"fg_allgather.nasm", {{"TP", "3"}}, "TP must be even and in [2, 128]"},
+        Neg{"fg_allgather.nasm", {{"TP", "130"}}, "TP must be even and in [2, 128]"},
+        Neg{"fg_allgather.nasm", {{"TP", "8"}, {"NUM_GROUPS", "3"}}, "NUM_GROUPS must divide TP"},
+        Neg{"fg_allgather.nasm", {{"M", "6"}}, "M must be divisible by 2 * channels"},
+        Neg{"fg_allgather.nasm", {{"M", "1000"}}, "slice rows M / (2 * channels) must be"},
+        Neg{"fg_allgather.nasm", {{"DT", "int8"}}, "DT must be bf16, fp32 or fp16"},
+        Neg{"fgcc.nasm", {{"K", "200"}}, "K must be <= 128 or a multiple of 128"},
+        Neg{"fgcc.nasm", {{"K", "2048"}, {"N", "4096"}}, "16 MiB SBUF RHS budget"},
+        Neg{"fgcc.nasm", {{"TP", "5"}}, "TP must be even and in [2, 128]"},
+        Neg{"fgcc.nasm", {{"M", "10"}}, "M must be divisible by 2 * channels"}),
+    [](const testing::TestParamInfo<Neg>& info) { return "case" + std::to_string(info.index); });
+
+TEST(RingEnvelope, FgccNeedsTrn2) {
+  kt::Assembled a = kt::assemble_kernel("fgcc.nasm", {}, Target::trn1);
+  EXPECT_FALSE(a.ok);
+  EXPECT_NE(a.diagnostics.find("needs trn2 or trn3"), std::string::npos) << a.diagnostics;
+}
+
+} // namespace
+} // namespace nisa::ring
