@@ -311,7 +311,14 @@ INSTANTIATE_TEST_SUITE_P(
         Neg{"fgcc.nasm", {{"K", "200"}}, "K must be <= 128 or a multiple of 128"},
         Neg{"fgcc.nasm", {{"K", "2048"}, {"N", "4096"}}, "16 MiB SBUF RHS budget"},
         Neg{"fgcc.nasm", {{"TP", "5"}}, "TP must be even and in [2, 128]"},
-        Neg{"fgcc.nasm", {{"M", "10"}}, "M must be divisible by 2 * channels"}),
+        Neg{"fgcc.nasm", {{"M", "10"}}, "M must be divisible by 2 * channels"},
+        Neg{"sb2sb_allgather.nasm", {{"ROWS", "129"}}, "untiled ROWS must be <= 128"},
+        Neg{"sb2sb_allgather.nasm",
+            {{"ROWS", "200"}, {"TILED", "1"}},
+            "tiled ROWS must be <= 128 or a multiple of 128"},
+        Neg{"sb2sb_allgather.nasm",
+            {{"COLS", "2048"}, {"TP", "64"}},
+            "exceeds the SBUF partition"}),
     [](const testing::TestParamInfo<Neg>& info) { return "case" + std::to_string(info.index); });
 
 TEST(RingEnvelope, FgccNeedsTrn2) {
@@ -319,6 +326,74 @@ TEST(RingEnvelope, FgccNeedsTrn2) {
   EXPECT_FALSE(a.ok);
   EXPECT_NE(a.diagnostics.find("needs trn2 or trn3"), std::string::npos) << a.diagnostics;
 }
+
+} // namespace
+} // namespace nisa::ring
+
+namespace nisa::ring {
+namespace {
+
+// ---- sb2sb_allgather ---------------------------------------------------------------------------
+
+struct SbCase {
+  int rows, cols, tp, tiled, lnc;
+  DType dt;
+};
+class Sb2sbAllgather : public testing::TestWithParam<SbCase> {};
+void PrintTo(const SbCase& c, std::ostream* os) { *os << c.rows << "x" << c.cols; }
+
+RankRun run_sb2sb(const SbCase& c, const std::vector<Bytes>& inp, RunOpts o) {
+  kt::Assembled a = kt::assemble_kernel("sb2sb_allgather.nasm",
+                                        {{"ROWS", std::to_string(c.rows)},
+                                         {"COLS", std::to_string(c.cols)},
+                                         {"TP", std::to_string(c.tp)},
+                                         {"TILED", std::to_string(c.tiled)},
+                                         {"DT", kt::dt_name(c.dt)}},
+                                        Target::trn2);
+  if (!a.ok) throw std::runtime_error(a.diagnostics);
+  o.ranks = c.tp;
+  o.lnc = c.lnc;
+  return run_ranks(a.module, o, {{"inp", inp}});
+}
+
+// Reference: out[r][row][q * COLS + col] = inp[q][row][col] for every rank r (bit-exact copy).
+TEST_P(Sb2sbAllgather, RankBlocksSideBySide) {
+  const SbCase& c = GetParam();
+  PerRank inp = make_per_rank(c.tp, size_t(c.rows) * c.cols, c.dt, 500 + c.rows);
+  RankRun r = run_sb2sb(c, inp.b, RunOpts{});
+  ASSERT_EQ(r.status, interp::RunStatus::ok) << r.report;
+  const size_t w = c.dt == DType::fp32 ? 4 : 2, rowb = size_t(c.cols) * w;
+  Bytes ref;
+  for (int row = 0; row < c.rows; ++row)
+    for (int q = 0; q < c.tp; ++q)
+      ref.insert(ref.end(), inp.b[q].begin() + row * rowb, inp.b[q].begin() + (row + 1) * rowb);
+  for (int rank = 0; rank < c.tp; ++rank) ASSERT_EQ(r.out["out"][rank], ref) << "rank " << rank;
+  // Same bits under random schedules; no race (up to 16 cores: see RingSync).
+  RunOpts o;
+  o.seed = 99;
+  EXPECT_EQ(run_sb2sb(c, inp.b, o).out, r.out);
+  if (c.tp * c.lnc <= 16) {
+    RunOpts rc;
+    rc.check_races = true;
+    rc.check_uninit = true;
+    RankRun rr = run_sb2sb(c, inp.b, rc);
+    ASSERT_EQ(rr.status, interp::RunStatus::ok) << rr.report;
+    EXPECT_EQ(rr.races, 0u) << rr.race_text;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Grid, Sb2sbAllgather,
+    testing::Values(SbCase{64, 96, 8, 0, 1, DType::bf16}, SbCase{96, 40, 16, 0, 2, DType::fp32},
+                    SbCase{128, 16, 64, 0, 1, DType::bf16}, SbCase{128, 24, 2, 0, 2, DType::bf16},
+                    SbCase{64, 32, 4, 1, 2, DType::bf16}, SbCase{256, 40, 4, 1, 2, DType::bf16},
+                    SbCase{384, 24, 8, 1, 1, DType::bf16}, SbCase{384, 24, 8, 1, 2, DType::fp32},
+                    SbCase{256, 8, 64, 1, 2, DType::bf16}),
+    [](const testing::TestParamInfo<SbCase>& info) {
+      const SbCase& c = info.param;
+      return kt::case_prefix(Target::trn2, c.lnc, c.dt) + (c.tiled ? "_tiled" : "_untiled") + "_r" +
+             std::to_string(c.rows) + "_c" + std::to_string(c.cols) + "_tp" + std::to_string(c.tp);
+    });
 
 } // namespace
 } // namespace nisa::ring
