@@ -4,8 +4,11 @@
 // times rhs, computed in double (tolerance below).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <ostream>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -316,9 +319,12 @@ INSTANTIATE_TEST_SUITE_P(
         Neg{"sb2sb_allgather.nasm",
             {{"ROWS", "200"}, {"TILED", "1"}},
             "tiled ROWS must be <= 128 or a multiple of 128"},
-        Neg{"sb2sb_allgather.nasm",
-            {{"COLS", "2048"}, {"TP", "64"}},
-            "exceeds the SBUF partition"}),
+        Neg{"sb2sb_allgather.nasm", {{"COLS", "2048"}, {"TP", "64"}}, "exceeds the SBUF partition"},
+        Neg{"topk_reduce.nasm", {{"T", "129"}}, "T must be in [1, 128]"},
+        Neg{"topk_reduce.nasm", {{"K", "9"}}, "K must be in [1, 8]"},
+        Neg{"topk_reduce.nasm", {{"H", "255"}}, "H must be even"},
+        Neg{"topk_reduce.nasm", {{"DT", "fp32"}}, "DT must be bf16 or fp16"},
+        Neg{"topk_reduce.nasm", {{"ROWS", "16385"}}, "ROWS must be in [1, 16384]"}),
     [](const testing::TestParamInfo<Neg>& info) { return "case" + std::to_string(info.index); });
 
 TEST(RingEnvelope, FgccNeedsTrn2) {
@@ -394,6 +400,106 @@ INSTANTIATE_TEST_SUITE_P(
       return kt::case_prefix(Target::trn2, c.lnc, c.dt) + (c.tiled ? "_tiled" : "_untiled") + "_r" +
              std::to_string(c.rows) + "_c" + std::to_string(c.cols) + "_tp" + std::to_string(c.tp);
     });
+
+} // namespace
+} // namespace nisa::ring
+
+namespace nisa::ring {
+namespace {
+
+// ---- topk_reduce -------------------------------------------------------------------------------
+
+struct TkCase {
+  int t, k, lnc;
+  DType dt;
+};
+class TopkReduce : public testing::TestWithParam<TkCase> {};
+void PrintTo(const TkCase& c, std::ostream* os) { *os << "T " << c.t << " K " << c.k; }
+
+uint16_t to_half(float x, DType dt) { return dt == DType::bf16 ? f32_to_bf16(x) : f32_to_fp16(x); }
+float from_half(uint16_t h, DType dt) {
+  return dt == DType::bf16 ? bf16_to_f32(h) : fp16_to_f32(h);
+}
+
+// Reference: out[t][h] = sum (in double) of the rows whose packed id is t; tolerance: each of
+// the kernel's K read-modify-write adds rounds to DT (bf16 2^-8, fp16 2^-11 relative), so
+// (K + 1) roundings of at most the sum of |terms|.
+TEST_P(TopkReduce, SumsTheRowsOfEachToken) {
+  const TkCase& c = GetParam();
+  const int H = 16, extra = 7, rows = c.t * c.k + extra;
+  std::mt19937 rng(uint32_t(1000 + c.t * 10 + c.k));
+  // Token t gets between 0 and K rows (token 0 always K), at random positions; -1 elsewhere.
+  std::vector<int32_t> id(static_cast<size_t>(rows), -1);
+  std::vector<int> slots(static_cast<size_t>(rows));
+  for (int i = 0; i < rows; ++i) slots[i] = i;
+  std::shuffle(slots.begin(), slots.end(), rng);
+  size_t next = 0;
+  for (int t = 0; t < c.t; ++t) {
+    int n = t == 0 ? c.k : int(rng() % uint32_t(c.k + 1));
+    for (int i = 0; i < n; ++i) id[size_t(slots[next++])] = t;
+  }
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  Bytes inp(size_t(rows) * (H + 2) * 2);
+  std::vector<double> ref(size_t(c.t) * H, 0.0), mag(size_t(c.t) * H, 0.0);
+  for (int r = 0; r < rows; ++r) {
+    for (int h = 0; h < H; ++h) {
+      uint16_t b = to_half(nd(rng), c.dt);
+      std::memcpy(&inp[(size_t(r) * (H + 2) + h) * 2], &b, 2);
+      if (id[r] >= 0) {
+        ref[size_t(id[r]) * H + h] += from_half(b, c.dt);
+        mag[size_t(id[r]) * H + h] += std::fabs(from_half(b, c.dt));
+      }
+    }
+    std::memcpy(&inp[(size_t(r) * (H + 2) + H) * 2], &id[r], 4); // columns H (low), H + 1
+  }
+  kt::Assembled a = kt::assemble_kernel("topk_reduce.nasm",
+                                        {{"ROWS", std::to_string(rows)},
+                                         {"T", std::to_string(c.t)},
+                                         {"K", std::to_string(c.k)},
+                                         {"H", std::to_string(H)},
+                                         {"DT", c.dt == DType::bf16 ? "bf16" : "fp16"}},
+                                        Target::trn2);
+  ASSERT_TRUE(a.ok) << a.diagnostics;
+  RunOpts o;
+  o.lnc = c.lnc;
+  RankRun r = run_ranks(a.module, o, {{"inp", {inp}}});
+  ASSERT_EQ(r.status, interp::RunStatus::ok) << r.report;
+  const double ulp = c.dt == DType::bf16 ? 0x1p-8 : 0x1p-11;
+  const Bytes& got = r.out["out"][0];
+  for (size_t e = 0; e < ref.size(); ++e) {
+    uint16_t b;
+    std::memcpy(&b, &got[e * 2], 2);
+    ASSERT_NEAR(from_half(b, c.dt), ref[e], (c.k + 1) * ulp * mag[e] + 1e-30)
+        << "token " << e / H << " column " << e % H;
+  }
+  // Same bits under a random schedule; race-free, no uninitialised read.
+  RunOpts rs = o;
+  rs.seed = 5;
+  EXPECT_EQ(run_ranks(a.module, rs, {{"inp", {inp}}}).out, r.out);
+  RunOpts rc = o;
+  rc.check_races = true;
+  rc.check_uninit = true;
+  RankRun rr = run_ranks(a.module, rc, {{"inp", {inp}}});
+  ASSERT_EQ(rr.status, interp::RunStatus::ok) << rr.report;
+  EXPECT_EQ(rr.races, 0u) << rr.race_text;
+}
+
+std::vector<TkCase> topk_reduce_grid() {
+  std::vector<TkCase> g;
+  for (int t : {1, 4, 128})
+    for (int k = 1; k <= 8; ++k)
+      for (int lnc : {1, 2}) g.push_back({t, k, lnc, DType::bf16});
+  g.push_back({4, 8, 2, DType::fp16});
+  g.push_back({128, 3, 1, DType::fp16});
+  return g;
+}
+INSTANTIATE_TEST_SUITE_P(Grid, TopkReduce, testing::ValuesIn(topk_reduce_grid()),
+                         [](const testing::TestParamInfo<TkCase>& info) {
+                           const TkCase& c = info.param;
+                           return std::string("trn2_lnc") + std::to_string(c.lnc) +
+                                  (c.dt == DType::bf16 ? "_bf16" : "_fp16") + "_t" +
+                                  std::to_string(c.t) + "_k" + std::to_string(c.k);
+                         });
 
 } // namespace
 } // namespace nisa::ring
