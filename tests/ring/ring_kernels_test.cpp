@@ -257,7 +257,7 @@ INSTANTIATE_TEST_SUITE_P(
                     SyncCase{"fg_allgather.nasm", {64, 1, 0, 2, DType::bf16, 16, 8, 0}},
                     SyncCase{"fgcc.nasm", {4, 1, 0, 2, DType::bf16, 24, 40, 24}},
                     SyncCase{"fgcc.nasm", {8, 2, 1, 1, DType::fp32, 24, 40, 24}},
-                    SyncCase{"fgcc.nasm", {8, 1, 1, 2, DType::bf16, 16, 256, 520}},
+                    SyncCase{"fgcc.nasm", {4, 1, 1, 2, DType::bf16, 8, 256, 520}},
                     SyncCase{"fgcc.nasm", {64, 2, 0, 1, DType::bf16, 8, 8, 8}}),
     sync_name);
 
@@ -378,7 +378,7 @@ TEST_P(Sb2sbAllgather, RankBlocksSideBySide) {
   RunOpts o;
   o.seed = 99;
   EXPECT_EQ(run_sb2sb(c, inp.b, o).out, r.out);
-  if (c.tp * c.lnc <= 16) {
+  if (c.tp * c.lnc <= 8) {
     RunOpts rc;
     rc.check_races = true;
     rc.check_uninit = true;
@@ -393,7 +393,7 @@ INSTANTIATE_TEST_SUITE_P(
     testing::Values(SbCase{64, 96, 8, 0, 1, DType::bf16}, SbCase{96, 40, 16, 0, 2, DType::fp32},
                     SbCase{128, 16, 64, 0, 1, DType::bf16}, SbCase{128, 24, 2, 0, 2, DType::bf16},
                     SbCase{64, 32, 4, 1, 2, DType::bf16}, SbCase{256, 40, 4, 1, 2, DType::bf16},
-                    SbCase{384, 24, 8, 1, 1, DType::bf16}, SbCase{384, 24, 8, 1, 2, DType::fp32},
+                    SbCase{384, 24, 8, 1, 1, DType::bf16}, SbCase{384, 24, 4, 1, 2, DType::fp32},
                     SbCase{256, 8, 64, 1, 2, DType::bf16}),
     [](const testing::TestParamInfo<SbCase>& info) {
       const SbCase& c = info.param;
