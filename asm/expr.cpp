@@ -168,7 +168,7 @@ Value Assembler::eval_call(uint32_t self) {
   const std::string_view f = file().text(c);
   if (f == "ap") return eval_raw_ap(self);
   static const std::vector<std::string_view> kFuncsView = {"cdiv", "min", "max", "align_up",
-                                                           "log2", "abs", "ap"};
+                                                           "log2", "abs", "ap",  "rank_groups"};
   static const std::vector<std::string> kFuncs(kFuncsView.begin(), kFuncsView.end());
   if (f == "vec")
     fail_at(self, "@vec(...) is a dynamic index: write it inside a slice, e.g. x[@vec(idx), :]");
@@ -212,6 +212,21 @@ Value Assembler::eval_call(uint32_t self) {
     if (a[0].num() <= 0) fail_at(self, "log2() of a non-positive value");
     if (ints) return Value::of_int(63 - __builtin_clzll(static_cast<uint64_t>(a[0].i)));
     return Value::of_float(std::log2(a[0].f));
+  }
+  if (f == "rank_groups") { // [[0 .. n/g-1], [n/g .. 2n/g-1], ...]: g groups of consecutive ranks
+    arity(2);
+    if (!ints || a[0].i < 1 || a[1].i < 1 || a[0].i > 65536 || a[0].i % a[1].i != 0)
+      fail_at(self, "rank_groups(n, g) needs integers n in [1, 65536] and g >= 1 dividing n");
+    const int64_t size = a[0].i / a[1].i;
+    Value out;
+    out.kind = Value::List;
+    for (int64_t k = 0; k < a[1].i; ++k) {
+      Value l;
+      l.kind = Value::List;
+      for (int64_t r = 0; r < size; ++r) l.list.push_back(Value::of_int(k * size + r));
+      out.list.push_back(std::move(l));
+    }
+    return out;
   }
   arity(2);
   if (!ints) fail_at(self, fmt::format("{}() needs integer arguments", f));

@@ -104,9 +104,23 @@ uint32_t dma_rows(const Inst& in) {
   return rows;
 }
 
-int64_t cc_transfer_ticks(const TargetParams& tp, uint64_t bytes) {
-  return ns_to_ticks(tp.cc_latency_ns) +
-         static_cast<int64_t>(ceil_div(bytes * kTickMHz, tp.cc_link_mbps));
+int64_t cc_transfer_ticks(const TargetParams& tp, uint64_t steps, uint64_t link_bytes) {
+  return static_cast<int64_t>(steps) * ns_to_ticks(tp.cc_latency_ns) +
+         static_cast<int64_t>(ceil_div(link_bytes * kTickMHz, tp.cc_link_mbps));
+}
+
+CcRing cc_ring_cost(Opcode op, uint64_t dst_bytes, uint64_t g) {
+  g = std::max<uint64_t>(g, 1);
+  const uint64_t hops = std::max<uint64_t>(g - 1, 1); // a group of one still pays one step
+  switch (op) {
+  case Opcode::permute_implicit:
+  case Opcode::collective_permute: return {1, dst_bytes};
+  case Opcode::all_gather: return {hops, dst_bytes / g * (g - 1)}; // g-1 hops of one chunk
+  case Opcode::reduce_scatter: return {hops, dst_bytes * (g - 1)}; // dst is one chunk
+  case Opcode::all_to_all: return {hops, dst_bytes / g * (g - 1)};
+  case Opcode::all_reduce: return {2 * hops, 2 * (dst_bytes / g) * (g - 1)}; // RS then AG
+  default: return {1, dst_bytes};
+  }
 }
 
 } // namespace nisa::interp

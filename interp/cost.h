@@ -40,7 +40,15 @@ DmaTime dma_transfer(const TargetParams& tp, uint64_t bytes, uint32_t rows);
 // over the sources for dma_compute) and the row count used by dma_transfer.
 uint64_t dma_bytes(const Inst& in);
 uint32_t dma_rows(const Inst& in);
-// A collective moving `bytes` per rank.
-int64_t cc_transfer_ticks(const TargetParams& tp, uint64_t bytes);
+// A collective on one channel: `steps` ring hops, each paying the step latency, moving
+// `link_bytes` in all over the channel (cc_ring_cost gives both for an instruction).
+int64_t cc_transfer_ticks(const TargetParams& tp, uint64_t steps, uint64_t link_bytes);
+// Ring algorithm of a collective over a group of g ranks whose destination holds dst_bytes
+// per rank: the number of hops and the bytes each rank's link carries.
+struct CcRing {
+  uint64_t steps;
+  uint64_t link_bytes;
+};
+CcRing cc_ring_cost(Opcode op, uint64_t dst_bytes, uint64_t g);
 
 } // namespace nisa::interp

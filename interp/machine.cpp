@@ -1,6 +1,7 @@
 #include "interp/machine.h"
 
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
@@ -30,13 +31,62 @@ HostBuffer::HostBuffer(size_t bytes) : n_(bytes) {
   }
   p_ = base;
 }
-HostBuffer::HostBuffer(HostBuffer&& o) noexcept : p_(o.p_), n_(o.n_) {
+namespace {
+
+// One memfd of poison bytes per process, grown to the largest lazy buffer (never shrunk).
+int poison_file(size_t bytes) {
+  static int fd = -1;
+  static size_t size = 0;
+  if (fd < 0) {
+    fd = memfd_create("nisa-poison", MFD_CLOEXEC);
+    if (fd < 0) throw std::runtime_error("cannot create the poison file (memfd_create)");
+  }
+  if (bytes > size) {
+    if (ftruncate(fd, off_t(bytes)) != 0)
+      throw std::runtime_error(fmt::format("cannot size the poison file to {} bytes", bytes));
+    std::vector<uint8_t> chunk(size_t(1) << 20, kPoisonByte);
+    for (size_t at = size; at < bytes;) {
+      size_t n = std::min(chunk.size(), bytes - at);
+      ssize_t w = pwrite(fd, chunk.data(), n, off_t(at));
+      if (w <= 0) throw std::runtime_error("cannot fill the poison file");
+      at += size_t(w);
+    }
+    size = bytes;
+  }
+  return fd;
+}
+
+} // namespace
+
+HostBuffer HostBuffer::lazy_poison(size_t bytes) {
+  HostBuffer b;
+  if (bytes == 0) return b;
+  const size_t len = (bytes + 4095) & ~size_t(4095);
+  void* p = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE, poison_file(len), 0);
+  if (p == MAP_FAILED) throw std::runtime_error(fmt::format("cannot map {} bytes", bytes));
+  b.p_ = static_cast<uint8_t*>(p);
+  b.n_ = bytes;
+  b.lazy_ = true;
+  return b;
+}
+
+void HostBuffer::repoison() {
+  if (!p_) return;
+  if (lazy_) { // private pages go; the file's poison shows through again
+    madvise(p_, (n_ + 4095) & ~size_t(4095), MADV_DONTNEED);
+    return;
+  }
+  std::memset(p_, kPoisonByte, n_);
+}
+
+HostBuffer::HostBuffer(HostBuffer&& o) noexcept : p_(o.p_), n_(o.n_), lazy_(o.lazy_) {
   o.p_ = nullptr;
   o.n_ = 0;
 }
 HostBuffer& HostBuffer::operator=(HostBuffer&& o) noexcept {
   std::swap(p_, o.p_);
   std::swap(n_, o.n_);
+  std::swap(lazy_, o.lazy_);
   return *this;
 }
 HostBuffer::~HostBuffer() {
@@ -89,8 +139,12 @@ Machine::Machine(const Module& m, const MachineOptions& o) : mod(&m), opt(o) {
     CoreSlot& c = cores[i];
     c.rank = static_cast<int>(i) / o.lnc;
     c.core = static_cast<int>(i) % o.lnc;
-    c.sbuf = HostBuffer(tp->partitions * tp->sbuf_part_bytes);
-    c.psum = HostBuffer(tp->partitions * tp->psum_part_bytes);
+    // Many cores: SBUF and PSUM cost only the pages a kernel touches (docs/machine.md).
+    const bool lazy = cores.size() > kEagerCores;
+    const size_t sb = tp->partitions * tp->sbuf_part_bytes,
+                 ps = tp->partitions * tp->psum_part_bytes;
+    c.sbuf = lazy ? HostBuffer::lazy_poison(sb) : HostBuffer(sb);
+    c.psum = lazy ? HostBuffer::lazy_poison(ps) : HostBuffer(ps);
     c.st.sbuf = c.sbuf.data();
     c.st.sbuf_part_bytes = tp->sbuf_part_bytes;
     c.st.psum = c.psum.data();
@@ -112,8 +166,8 @@ void Machine::reset() {
     std::fill(r.hbm_written.begin(), r.hbm_written.end(), 0);
   }
   for (CoreSlot& c : cores) {
-    std::memset(c.sbuf.data(), kPoisonByte, c.sbuf.size());
-    std::memset(c.psum.data(), kPoisonByte, c.psum.size());
+    c.sbuf.repoison();
+    c.psum.repoison();
     std::fill(c.st.psum_written.begin(), c.st.psum_written.end(), 0);
     std::fill(c.sbuf_written.begin(), c.sbuf_written.end(), 0);
     std::fill(c.psum_written_bytes.begin(), c.psum_written_bytes.end(), 0);

@@ -20,6 +20,12 @@ class HostBuffer {
 public:
   HostBuffer() = default;
   explicit HostBuffer(size_t bytes);
+  // A private copy-on-write mapping of a shared file of poison bytes: reads as kPoisonByte,
+  // and only the pages written (or read) cost memory. repoison() drops the written pages.
+  // For machines of many cores (--ranks 64 --lnc 2), whose SBUFs are mostly unused.
+  static HostBuffer lazy_poison(size_t bytes);
+  bool lazy() const { return lazy_; }
+  void repoison();
   HostBuffer(HostBuffer&& o) noexcept;
   HostBuffer& operator=(HostBuffer&& o) noexcept;
   HostBuffer(const HostBuffer&) = delete;
@@ -31,7 +37,12 @@ public:
 private:
   uint8_t* p_ = nullptr;
   size_t n_ = 0;
+  bool lazy_ = false;
 };
+
+// Up to this many cores, SBUF and PSUM are eager huge-page buffers poisoned by memset (fastest
+// for one logical core); beyond it, lazy copy-on-write poison mappings (HostBuffer::lazy_poison).
+inline constexpr size_t kEagerCores = 4;
 
 struct MachineOptions {
   Target target = Target::trn2;

@@ -1,5 +1,9 @@
 #include "interp/npy.h"
 
+#include <unistd.h>
+
+#include <cstdio>
+
 #include <algorithm>
 #include <cstring>
 #include <fstream>
@@ -233,7 +237,8 @@ void check_npy(const NpyArray& a, DType t, const std::vector<int64_t>& shape,
                                shape_text(a.shape), tensor, shape_text(shape)));
 }
 
-std::string format_npy(DType t, const std::vector<int64_t>& shape, const uint8_t* data) {
+namespace {
+std::string npy_header(DType t, const std::vector<int64_t>& shape) {
   std::string dict = fmt::format("{{'descr': '{}', 'fortran_order': False, 'shape': {}, }}",
                                  npy_descr(t), shape_text(shape));
   // Pad so that magic + len + header + '\n' is a multiple of 64 (numpy's alignment).
@@ -246,19 +251,52 @@ std::string format_npy(DType t, const std::vector<int64_t>& shape, const uint8_t
   out += char(dict.size() & 0xff);
   out += char(dict.size() >> 8);
   out += dict;
+  return out;
+}
+uint64_t npy_bytes(DType t, const std::vector<int64_t>& shape) {
   uint64_t n = dtype_bytes(t);
   for (int64_t d : shape) n *= uint64_t(d);
-  out.append(reinterpret_cast<const char*>(data), n);
+  return n;
+}
+} // namespace
+
+std::string format_npy(DType t, const std::vector<int64_t>& shape, const uint8_t* data) {
+  std::string out = npy_header(t, shape);
+  out.append(reinterpret_cast<const char*>(data), npy_bytes(t, shape));
   return out;
 }
 
 void write_npy(const std::string& path, DType t, const std::vector<int64_t>& shape,
                const uint8_t* data) {
-  std::ofstream f(path, std::ios::binary);
-  if (!f) throw NpyError(fmt::format("{}: cannot create file", path));
-  std::string s = format_npy(t, shape, data);
-  f.write(s.data(), std::streamsize(s.size()));
-  if (!f) throw NpyError(fmt::format("{}: write failed", path));
+  write_npy_chunks(path, t, shape, {{data, npy_bytes(t, shape)}});
+}
+
+void write_npy_chunks(const std::string& path, DType t, const std::vector<int64_t>& shape,
+                      const std::vector<std::pair<const uint8_t*, uint64_t>>& chunks) {
+  uint64_t n = 0;
+  for (const auto& [p, len] : chunks) n += len;
+  if (n != npy_bytes(t, shape))
+    throw NpyError(fmt::format("{}: {} data bytes for a {} array", path, n, shape_text(shape)));
+  // Written next to the destination, then renamed over it: a failed write leaves no partial file.
+  const std::string tmp = path + ".tmp" + std::to_string(::getpid());
+  {
+    std::ofstream f(tmp, std::ios::binary);
+    if (!f) throw NpyError(fmt::format("{}: cannot create file", tmp));
+    std::string h = npy_header(t, shape);
+    f.write(h.data(), std::streamsize(h.size()));
+    for (const auto& [p, len] : chunks)
+      f.write(reinterpret_cast<const char*>(p), std::streamsize(len));
+    f.flush();
+    if (!f) {
+      f.close();
+      std::remove(tmp.c_str());
+      throw NpyError(fmt::format("{}: write failed", path));
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    throw NpyError(fmt::format("{}: cannot replace the file", path));
+  }
 }
 
 } // namespace nisa::interp

@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "isa/dtype.h"
@@ -44,5 +45,9 @@ void check_npy(const NpyArray& a, DType t, const std::vector<int64_t>& shape,
 std::string format_npy(DType t, const std::vector<int64_t>& shape, const uint8_t* data);
 void write_npy(const std::string& path, DType t, const std::vector<int64_t>& shape,
                const uint8_t* data);
+// The array's data in pieces (e.g. one per rank), without gathering it; the file is written
+// to a temporary name beside `path` and renamed over it.
+void write_npy_chunks(const std::string& path, DType t, const std::vector<int64_t>& shape,
+                      const std::vector<std::pair<const uint8_t*, uint64_t>>& chunks);
 
 } // namespace nisa::interp

@@ -131,7 +131,8 @@ void collect_accesses(const Machine& m, int core, ExecCtx& cx, const Inst& in,
   }
 }
 
-RaceChecker::RaceChecker(const Machine& m) : m_(m), agents_per_core_(kNumEngines + kNumDmaQueues) {
+RaceChecker::RaceChecker(const Machine& m)
+    : m_(m), agents_per_core_(kNumEngines + kNumDmaQueues + kNumCcChannels) {
   size_t n = size_t(m.num_cores()) * size_t(agents_per_core_);
   clk_.assign(n, Clock(n, 0));
   thresholds_.resize(m.mod->sems.size());
@@ -185,6 +186,36 @@ void RaceChecker::rendezvous(const std::vector<std::pair<int, int>>& who) {
   Clock j(clk_[0].size(), 0);
   for (auto [c, e] : who) join(j, clk_[agent(c, Engine(e))]);
   for (auto [c, e] : who) clk_[agent(c, Engine(e))] = j;
+}
+
+// Each participant's channel agent starts from its trigger's clock; the transfer joins them all
+// (every rank's data moves at once), then reads each source and writes each destination.
+void RaceChecker::collective(const std::vector<ExecEvent>& evs, const std::vector<ExecCtx*>& cx,
+                             const std::vector<const Inst*>& in) {
+  Clock j(clk_[0].size(), 0);
+  for (const ExecEvent& ev : evs) {
+    uint32_t a = qagent(ev.core, ev.queue);
+    auto& fifo = pending_[a];
+    size_t& head = pending_head_[a];
+    if (head < fifo.size()) {
+      join(clk_[a], fifo[head]);
+      if (++head == fifo.size()) fifo.clear(), head = 0;
+    }
+    ++clk_[a][a];
+    join(j, clk_[a]);
+  }
+  for (const ExecEvent& ev : evs) clk_[qagent(ev.core, ev.queue)] = j;
+  for (size_t i = 0; i < evs.size(); ++i) {
+    cur_ = qagent(evs[i].core, evs[i].queue);
+    scratch_.clear();
+    collect_accesses(m_, evs[i].core, *cx[i], *in[i], scratch_);
+    RaceReport::Side side{evs[i].core, evs[i].engine, evs[i].pc, evs[i].queue, false};
+    for (const Region& r : scratch_) {
+      side.write = r.write;
+      access(r, side);
+    }
+  }
+  cur_ = qagent(evs[0].core, evs[0].queue); // the signals that follow carry the joined clock
 }
 
 void RaceChecker::sem(int core, uint16_t s, uint32_t value, bool set) {
@@ -275,8 +306,10 @@ std::string RaceChecker::report_text(const RaceReport& r) const {
   auto line = [&](const RaceReport::Side& s) {
     std::string who = m_.num_cores() > 1 ? fmt::format("core {} ", s.core) : "";
     std::string agent =
-        s.queue >= 0 ? fmt::format("q{} (transfer of {}[{}])", s.queue, name_of(s.engine), s.pc)
-                     : fmt::format("{}[{}]", name_of(s.engine), s.pc);
+        s.queue >= kNumDmaQueues ? fmt::format("cc ch{} (collective of {}[{}])",
+                                               s.queue - kNumDmaQueues, name_of(s.engine), s.pc)
+        : s.queue >= 0 ? fmt::format("q{} (transfer of {}[{}])", s.queue, name_of(s.engine), s.pc)
+                       : fmt::format("{}[{}]", name_of(s.engine), s.pc);
     const Inst& in = m_.mod->streams[int(s.engine)][size_t(s.pc)];
     return fmt::format("    {} {}{} at {}\n      {}\n", s.write ? "write by" : "read by ", who,
                        agent, source_of(*m_.mod, s.engine, s.pc), describe_inst(*m_.mod, in));

@@ -6,8 +6,8 @@
 // semaphore's history; an instruction whose waits hold joins the clocks of the signals that
 // brought each awaited semaphore to the awaited value; a DMA transfer starts from its trigger's
 // clock (and, FIFO, its queue's); a barrier, send_recv or collective joins the clocks of all its
-// participants. Accesses are tracked per byte range (an operand's extent per partition range),
-// never per element.
+// participants (a collective: the clocks its channel transfers started from). Accesses are tracked
+// per byte range (an operand's extent per partition range), never per element.
 #pragma once
 #include <array>
 #include <cstdint>
@@ -69,6 +69,8 @@ public:
   void sem(int core, uint16_t s, uint32_t value, bool set) override;
   void enqueue(int core, Engine e, int64_t pc, int queue) override;
   void rendezvous(const std::vector<std::pair<int, int>>& who) override;
+  void collective(const std::vector<ExecEvent>& evs, const std::vector<ExecCtx*>& cx,
+                  const std::vector<const Inst*>& in) override;
 
   // Distinct races (one per pair of instructions), in the order found.
   const std::vector<RaceReport>& races() const { return races_; }

@@ -59,9 +59,9 @@ void write_outputs(const Machine& m, const std::vector<IoSpec>& outputs) {
     if (m.opt.ranks == 1) {
       write_npy(io.path, t->dtype, t->shape, m.hbm_tensor(0, *t));
     } else {
-      std::vector<uint8_t> all(n * m.opt.ranks);
-      for (int r = 0; r < m.opt.ranks; ++r) std::memcpy(&all[r * n], m.hbm_tensor(r, *t), n);
-      write_npy(io.path, t->dtype, with_ranks(m.opt.ranks, t->shape), all.data());
+      std::vector<std::pair<const uint8_t*, uint64_t>> parts; // each rank's tensor, in place
+      for (int r = 0; r < m.opt.ranks; ++r) parts.push_back({m.hbm_tensor(r, *t), n});
+      write_npy_chunks(io.path, t->dtype, with_ranks(m.opt.ranks, t->shape), parts);
     }
   }
 }

@@ -11,7 +11,10 @@
 
 #include <fmt/format.h>
 
+#include "interp/cc_unit.h"
 #include "interp/cost.h"
+#include "interp/sched_internal.h"
+#include "interp/sched_report.h"
 #include "isa/print.h"
 
 namespace nisa::interp {
@@ -29,123 +32,7 @@ struct SchedulerImpl {
 
 namespace {
 
-// What the scheduler does with an instruction besides running its semantics.
-enum class Kind : uint8_t { plain, dma, barrier, sendrecv, cc, bad };
-
-// An instruction decoded once per run: semantics, latency, scheduling kind.
-struct PInst {
-  const Inst* in = nullptr;
-  SemFn fn = nullptr;
-  int64_t lat = 0;    // ticks on the issuing engine
-  int64_t cycles = 0; // the same in engine cycles
-  Kind kind = Kind::plain;
-  bool sets_sems = false; // sem_set: wake waiters after it
-  uint8_t queue = 0;
-  uint64_t bytes = 0;
-  uint32_t rows = 0;
-  uint32_t bad = 0; // Kind::bad: index of the fault message in Program::msgs
-  // Waits and signals, copied into Program's flat arrays (stream order: cache friendly).
-  uint32_t wait0 = 0, sig0 = 0;
-  uint8_t nwaits = 0, nsigs = 0;
-};
-
-} // namespace
-
-// Streams decoded once per Machine (the module and target do not change between runs).
-struct Program {
-  std::array<std::vector<PInst>, kNumEngines> prog;
-  std::vector<std::string> msgs;
-  std::vector<Wait> waits;
-  std::vector<Signal> sigs;
-};
-
-namespace {
-
-enum class St : uint8_t { idle, running, blocked, rendezvous, done };
-
-constexpr int kAgentsPerCore = kNumEngines + kNumDmaQueues;
-
-struct EngRt {
-  const PInst* prog = nullptr;
-  int64_t len = 0;
-  int64_t pc = 0;
-  St st = St::idle;
-  int64_t since = 0;  // blocked since (ticks)
-  int64_t issued = 0; // slow path: when the current instruction issued
-  ExecCtx cx;
-};
-
-struct Xfer {
-  const PInst* pi = nullptr;
-  uint8_t eng = 0;
-  uint32_t pc = 0;
-  int64_t begin = 0, end = 0;
-  int32_t regs[kNumRegs];
-};
-
-struct QueueRt {
-  std::deque<Xfer> q;
-  int64_t data_free = 0;
-  int64_t last_end = 0;
-};
-
-struct CoreRt {
-  EngRt eng[kNumEngines];
-  QueueRt queue[kNumDmaQueues];
-  int64_t link_free = 0;
-  uint32_t blocked = 0; // mask of engines blocked on semaphores
-};
-
-struct Event {
-  int64_t t;
-  uint64_t key;
-  uint32_t agent;
-  bool operator>(const Event& o) const { return t != o.t ? t > o.t : key > o.key; }
-};
-
-// A min-heap of events with a one-element front slot: an event pushed while it is the earliest
-// one (the common case of an engine running ahead) never touches the heap.
-class EventQueue {
-public:
-  bool empty() const { return !has_front_ && heap_.empty(); }
-  void push(const Event& e) {
-    if (has_front_) {
-      if (front_ > e) {
-        heap_.push(front_);
-        front_ = e;
-      } else {
-        heap_.push(e);
-      }
-    } else if (heap_.empty() || heap_.top() > e) {
-      front_ = e;
-      has_front_ = true;
-    } else {
-      heap_.push(e);
-    }
-  }
-  const Event& top() const { return has_front_ ? front_ : heap_.top(); }
-  Event pop() {
-    if (has_front_) {
-      has_front_ = false;
-      return front_;
-    }
-    Event e = heap_.top();
-    heap_.pop();
-    return e;
-  }
-
-private:
-  std::priority_queue<Event, std::vector<Event>, std::greater<Event>> heap_;
-  Event front_{};
-  bool has_front_ = false;
-};
-
-uint64_t mix(uint64_t x) { // splitmix64
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
+using namespace detail;
 
 // A rendezvous of several cores (barrier, send_recv pipe, collective).
 struct Party {
@@ -210,11 +97,18 @@ public:
     if (a < kNumEngines) {
       se.engine = Engine(a);
       se.pc = cores_[c].eng[a].pc;
-    } else {
+    } else if (a < kNumEngines + kNumDmaQueues) {
       const Xfer& x = cores_[c].queue[a - kNumEngines].q.front();
       se.engine = Engine(x.eng);
       se.pc = x.pc;
       se.dma_queue = a - kNumEngines;
+    } else { // a collective transfer completing on a channel (reported like a transfer)
+      int ch = a - kNumEngines - kNumDmaQueues;
+      const CcXfer& x = cc_.inflight(c, ch).front();
+      se.engine = Engine(x.who[0].eng);
+      se.pc = x.who[0].pc;
+      se.dma_queue = kNumDmaQueues + ch;
+      se.cc_channel = ch;
     }
     return se;
   }
@@ -259,7 +153,9 @@ public:
 private:
   void start() {
     started_ = true;
-    check_at_ = !o_.max_steps ? UINT64_MAX : o_.max_steps > kWatch ? o_.max_steps - kWatch + 1 : 1;
+    check_at_ = !o_.max_steps                 ? UINT64_MAX
+                : o_.max_steps > kBudgetWatch ? o_.max_steps - kBudgetWatch + 1
+                                              : 1;
     timeline_cap_ = o_.max_timeline_events ? o_.max_timeline_events : UINT64_MAX;
     predecode();
     setup();
@@ -299,11 +195,11 @@ private:
   uint64_t timeline_cap_ = UINT64_MAX;
 
   // ---- the budget (SchedOptions::max_steps) ---------------------------------------------------
-  // The last kWatch events before the budget runs out are noted per agent and pc, so that the
-  // report shows the loop each engine is in. Until then the only cost is process()'s compare.
-  static constexpr uint64_t kWatch = 10000;
+  // The last kBudgetWatch events before the budget runs out are noted per agent and pc, so that
+  // the report (sched_report.cpp) shows the loop each engine is in. Until then the only cost is
+  // process()'s compare.
   uint64_t steps_ = 0, check_at_ = UINT64_MAX;
-  std::map<uint32_t, std::map<int64_t, uint64_t>> watched_; // agent -> pc -> events
+  BudgetWatch watched_;
 
   // Called for every event from check_at_ on; true when the budget is spent (the event is put
   // back unprocessed and the run stops).
@@ -311,142 +207,37 @@ private:
     if (steps_ > o_.max_steps) {
       --steps_;
       heap_.push(ev);
-      budget_stop();
+      stopped_ = true;
+      res_.status = RunStatus::budget;
+      res_.exit_code = kExitBudget;
+      res_.report = budget_report(m_, mod_, cores_, watched_, steps_, now_, o_.max_steps);
       return true;
     }
     check_at_ = steps_ + 1;
     int c = int(ev.agent / kAgentsPerCore), a = int(ev.agent % kAgentsPerCore);
-    ++watched_[ev.agent][a < kNumEngines ? cores_[c].eng[a].pc
-                                         : int64_t(cores_[c].queue[a - kNumEngines].q.front().pc)];
+    int64_t pc = a < kNumEngines ? cores_[c].eng[a].pc
+                 : a < kNumEngines + kNumDmaQueues
+                     ? int64_t(cores_[c].queue[a - kNumEngines].q.front().pc)
+                     : -1; // a collective channel: counted, no pc
+    ++watched_[ev.agent][pc];
     return false;
   }
 
-  std::string line_of(int e, int64_t pc) const {
-    const auto& dbg = mod_.debug[e];
-    if (pc < 0 || size_t(pc) >= dbg.size()) return "?";
-    const DebugLoc& d = dbg[size_t(pc)];
-    return fmt::format("{}:{}", d.file < mod_.files.size() ? mod_.files[d.file] : "?", d.line);
-  }
-
-  void budget_stop() {
-    stopped_ = true;
-    res_.status = RunStatus::budget;
-    res_.exit_code = kExitBudget;
-    std::string os = fmt::format(
-        "budget: stopped after {} events at t = {:.1f} ns (--max-steps {}); the kernel may loop "
-        "forever. In the last {} events:\n",
-        steps_, ticks_to_ns(now_), o_.max_steps, std::min(kWatch, steps_));
-    for (size_t c = 0; c < cores_.size(); ++c) {
-      std::string who = core_prefix(int(c));
-      for (int a = 0; a < kAgentsPerCore; ++a) {
-        auto it = watched_.find(uint32_t(c * kAgentsPerCore + a));
-        uint64_t n = 0;
-        if (it != watched_.end())
-          for (auto [pc, k] : it->second) n += k;
-        if (a >= kNumEngines) { // queues: only those that transferred in the window
-          if (n) os += fmt::format("  {}q{}: {} transfers\n", who, a - kNumEngines, n);
-          continue;
-        }
-        const EngRt& E = cores_[c].eng[a];
-        std::string name = fmt::format("{}{}", who, name_of(Engine(a)));
-        if (E.st == St::done || E.pc >= E.len) {
-          os += fmt::format("  {} done\n", name);
-          continue;
-        }
-        if (n) {
-          int64_t lo = it->second.begin()->first, hi = it->second.rbegin()->first;
-          os +=
-              fmt::format("  {} looping: {} events over {}[{}] ({})\n", name, n, name_of(Engine(a)),
-                          lo == hi ? fmt::format("{}", lo) : fmt::format("{}..{}", lo, hi),
-                          lo == hi ? line_of(a, lo) : line_of(a, lo) + " .. " + line_of(a, hi));
-        } else if (E.st == St::blocked || E.st == St::rendezvous) {
-          os += fmt::format("  {} {} since t = {:.1f} ns\n", name,
-                            E.st == St::blocked ? "waiting" : "at a rendezvous",
-                            ticks_to_ns(E.since));
-        } else {
-          os += fmt::format("  {} running one instruction\n", name);
-        }
-        os += fmt::format("    now at {}: {}\n", source_of(mod_, Engine(a), E.pc),
-                          describe_inst(mod_, *E.prog[E.pc].in));
-      }
-    }
-    res_.report = os;
-  }
+  CcUnit cc_; // collectives: channels and the ranks' rendezvous
+  std::vector<CcArrival> cc_party_;
 
   // ---- set-up ---------------------------------------------------------------------------------
   void predecode() {
-    if (!m_.program) {
-      auto p = std::make_shared<Program>();
-      const TargetParams& tp = *m_.tp;
-      for (int e = 0; e < kNumEngines; ++e) {
-        const auto& s = mod_.streams[e];
-        p->prog[e].resize(s.size());
-        for (size_t i = 0; i < s.size(); ++i) {
-          PInst& pi = p->prog[e][i];
-          pi = decode_one(s[i], tp, p->msgs);
-          pi.wait0 = uint32_t(p->waits.size());
-          pi.nwaits = uint8_t(std::min<size_t>(s[i].waits.size(), 255));
-          p->waits.insert(p->waits.end(), s[i].waits.begin(), s[i].waits.begin() + pi.nwaits);
-          pi.sig0 = uint32_t(p->sigs.size());
-          pi.nsigs = uint8_t(std::min<size_t>(s[i].signals.size(), 255));
-          p->sigs.insert(p->sigs.end(), s[i].signals.begin(), s[i].signals.begin() + pi.nsigs);
-        }
-      }
-      m_.program = std::move(p);
-    }
+    if (!m_.program) m_.program = build_program(m_);
     program_ = m_.program;
     msgs_ = &program_->msgs;
     waits_ = program_->waits.data();
     sigs_ = program_->sigs.data();
   }
 
-  PInst decode_one(const Inst& in, const TargetParams& tp, std::vector<std::string>& msgs) {
-    PInst p;
-    p.in = &in;
-    p.fn = semantics(in.op);
-    const InstDesc& d = desc(in.op);
-    p.cycles = cost_cycles(in, tp);
-    p.lat = std::max<int64_t>(1, p.cycles * tp.ticks_per_cycle[static_cast<int>(in.engine)]);
-    p.sets_sems = in.op == Opcode::sem_set;
-    if (in.op == Opcode::dma || in.op == Opcode::dma_transpose || in.op == Opcode::dma_compute) {
-      p.kind = Kind::dma;
-      p.queue = static_cast<uint8_t>(in.ops[0].i);
-      p.bytes = dma_bytes(in);
-      p.rows = dma_rows(in);
-    } else if (in.op == Opcode::core_barrier) {
-      p.kind = Kind::barrier;
-    } else if (in.op == Opcode::send_recv) {
-      p.kind = Kind::sendrecv;
-      p.bytes = dma_bytes(in);
-      p.rows = dma_rows(in);
-    } else if (d.cost == CostClass::cc) {
-      p.kind = Kind::cc;
-      p.bytes = dma_bytes(in);
-    }
-    auto bad = [&](std::string msg) {
-      p.kind = Kind::bad;
-      p.bad = static_cast<uint32_t>(msgs.size());
-      msgs.push_back(std::move(msg));
-    };
-    if (!(d.gens & gen_bit(tp.target)))
-      bad(fmt::format("'{}' is not available on {} (gen{})", d.mnemonic, tp.name, tp.gen));
-    for (size_t k = 0; k < d.operands.size() && k < in.ops.size(); ++k)
-      if (!(d.operands[k].gens & gen_bit(tp.target)) && !is_default(d.operands[k], in.ops[k]))
-        bad(fmt::format("operand '{}' of '{}' is not available on {} (gen{})", d.operands[k].name,
-                        d.mnemonic, tp.name, tp.gen));
-    if ((p.kind == Kind::barrier || p.kind == Kind::sendrecv) && m_.opt.lnc != 2)
-      bad(fmt::format("'{}' needs two cores (--lnc 2)", d.mnemonic));
-    if (p.kind == Kind::dma && p.queue >= tp.dma_queues)
-      bad(fmt::format("DMA queue q{} does not exist (q0..q{})", p.queue, tp.dma_queues - 1));
-    for (const Wait& w : in.waits)
-      if (w.sem >= mod_.sems.size()) bad(fmt::format("semaphore #{} is not declared", w.sem));
-    for (const Signal& s : in.signals)
-      if (s.sem >= mod_.sems.size()) bad(fmt::format("semaphore #{} is not declared", s.sem));
-    return p;
-  }
-
   void setup() {
     cores_.resize(m_.cores.size());
+    cc_.reset(int(cores_.size()));
     for (size_t c = 0; c < cores_.size(); ++c) {
       CoreSlot& cs = m_.cores[c];
       RankSlot& rs = m_.ranks[cs.rank];
@@ -492,8 +283,10 @@ private:
     int c = int(ev.agent / kAgentsPerCore), a = int(ev.agent % kAgentsPerCore);
     if (a < kNumEngines)
       complete<kSlow>(c, a);
-    else
+    else if (a < kNumEngines + kNumDmaQueues)
       dma_done<kSlow>(c, a - kNumEngines);
+    else
+      cc_done<kSlow>(c, a - kNumEngines - kNumDmaQueues);
   }
 
   // ---- engines --------------------------------------------------------------------------------
@@ -533,7 +326,6 @@ private:
     switch (P.kind) {
     case Kind::barrier: return arrive(c, e, 0, e);
     case Kind::sendrecv: return arrive(c, e, 1, P.in->ops[2].i);
-    case Kind::cc: return arrive(c, e, 2, P.in->ops[2].i);
     default: break;
     }
     E.st = St::running;
@@ -564,10 +356,12 @@ private:
       exec<kSlow>(E.cx, P);
     } else if (P.kind == Kind::dma) {
       enqueue(c, e, P);
+    } else if (P.kind == Kind::cc) {
+      cc_trigger(c, e, P);
     }
     E.pc = E.cx.next_pc;
     E.st = St::idle;
-    if (P.kind != Kind::dma) signal(c, P);
+    if (P.kind != Kind::dma && P.kind != Kind::cc) signal(c, P);
     if constexpr (kSlow) {
       if (o_.observer) o_.observer->done(ev);
     }
@@ -672,25 +466,91 @@ private:
     }
   }
 
-  // ---- rendezvous: core_barrier (per engine), send_recv (per pipe), collectives ----------------
+  // ---- collectives (interp/cc_unit.h) --------------------------------------------------------
+  // The trigger completed: the collective waits on its channel for the other ranks.
+  void cc_trigger(int c, int e, const PInst& P) {
+    CcArrival a;
+    a.core = c;
+    a.eng = uint8_t(e);
+    a.pc = uint32_t(cores_[c].eng[e].pc);
+    a.pi = &P;
+    a.at = now_;
+    std::memcpy(a.regs, cores_[c].eng[e].cx.regs, sizeof a.regs);
+    const int ch = P.queue;
+    if (o_.observer) o_.observer->enqueue(c, Engine(e), a.pc, kNumDmaQueues + ch);
+    const CoreSlot& cs = m_.cores[c];
+    std::vector<int> members = CcUnit::members(mod_, m_.opt.ranks, cs.rank, *P.in);
+    for (int& r : members) r = r * m_.opt.lnc + cs.core;
+    if (!cc_.arrive(a, ch, P.in->ops[2].i, members, cc_party_)) return;
+    // Every rank triggered it: start when the channel of every participant is free.
+    int64_t begin = now_;
+    for (const CcArrival& x : cc_party_) begin = std::max(begin, cc_.free_at(x.core, ch));
+    CcRing ring = cc_ring_cost(P.in->op, P.bytes, cc_party_.size());
+    int64_t end = begin + jitter(cc_transfer_ticks(*m_.tp, ring.steps, ring.link_bytes));
+    for (const CcArrival& x : cc_party_) {
+      cc_.free_at(x.core, ch) = end;
+      ChanStats& st = res_.stats.cores[x.core].chan[ch];
+      ++st.transfers;
+      st.bytes += ring.link_bytes;
+      st.busy_ticks += end - begin;
+    }
+    int c0 = cc_party_[0].core;
+    cc_.inflight(c0, ch).push_back(CcXfer{cc_party_, ch, begin, end, ring.link_bytes});
+    push(end, uint32_t(c0 * kAgentsPerCore + kNumEngines + kNumDmaQueues + ch));
+  }
+
+  // The transfer completes: the data moves, then every participant's signals apply.
+  template <bool kSlow> void cc_done(int c, int ch) {
+    CcXfer x = std::move(cc_.inflight(c, ch).front());
+    cc_.inflight(c, ch).pop_front();
+    makespan_ = std::max(makespan_, now_);
+    const size_t n = x.who.size();
+    cur_core_ = x.who[0].core, cur_eng_ = x.who[0].eng, cur_pc_ = x.who[0].pc;
+    std::vector<ExecCtx> cxs(n);
+    std::vector<ExecCtx*> cxp(n);
+    std::vector<const Inst*> ins(n);
+    std::vector<ExecEvent> evs;
+    for (size_t i = 0; i < n; ++i) {
+      CcArrival& w = x.who[i];
+      cxs[i] = cores_[w.core].eng[w.eng].cx;
+      cxs[i].regs = w.regs; // the registers at the trigger
+      cxp[i] = &cxs[i];
+      ins[i] = w.pi->in;
+      if constexpr (kSlow)
+        evs.push_back(ExecEvent{w.core, Engine(w.eng), int64_t(w.pc), kNumDmaQueues + ch, x.begin,
+                                x.end, true});
+    }
+    if constexpr (kSlow) {
+      if (o_.observer) o_.observer->collective(evs, cxp, ins);
+      if (m_.opt.check_uninit)
+        for (size_t i = 0; i < n; ++i) check_reads(*cxp[i], *ins[i]);
+    }
+    run_collective(cxp, ins);
+    if constexpr (kSlow) {
+      if (m_.opt.check_uninit)
+        for (size_t i = 0; i < n; ++i) mark_writes(*cxp[i], *ins[i]);
+      for (const CcArrival& w : x.who)
+        record(TimelineEvent::cc, w.core, kTrackChan0 + ch, w.eng, x.begin, x.end - x.begin,
+               x.link_bytes, w.pc);
+    }
+    for (const CcArrival& w : x.who) signal(w.core, *w.pi);
+    if constexpr (kSlow) {
+      if (o_.observer)
+        for (const ExecEvent& ev : evs) o_.observer->done(ev);
+    }
+  }
+
+  // ---- rendezvous: core_barrier (per engine), send_recv (per pipe) ---------------------------
   void arrive(int c, int e, int kind, int64_t key) {
     CoreRt& C = cores_[c];
     EngRt& E = C.eng[e];
     E.st = St::rendezvous;
     E.since = now_;
     const CoreSlot& cs = m_.cores[c];
-    const PInst& P = E.prog[E.pc];
-    // Collectives meet across ranks (same core index); the others across the cores of a rank.
-    int group_rank = kind == 2 ? cs.core : cs.rank;
-    Party& party = parties_[{group_rank, kind * 64 + (kind == 0 ? e : 0), key}];
+    Party& party = parties_[{cs.rank, kind * 64 + (kind == 0 ? e : 0), key}];
     party.arrived.emplace_back(c, e);
     std::vector<int> members;
-    if (kind == 2) {
-      members = cc_members(cs.rank, *P.in);
-      for (int& r : members) r = r * m_.opt.lnc + cs.core;
-    } else {
-      for (int k = 0; k < m_.opt.lnc; ++k) members.push_back(cs.rank * m_.opt.lnc + k);
-    }
+    for (int k = 0; k < m_.opt.lnc; ++k) members.push_back(cs.rank * m_.opt.lnc + k);
     for (int mc : members) {
       bool found = false;
       for (auto& [pc_, pe_] : party.arrived) found |= pc_ == mc;
@@ -707,39 +567,6 @@ private:
     release(kind, go);
   }
 
-  std::vector<int> cc_members(int rank, const Inst& in) {
-    size_t g = static_cast<size_t>(in.ops[2].i);
-    if (g >= mod_.groups.size()) throw Fault(fmt::format("replica group #{} is not declared", g));
-    if (in.op == Opcode::collective_permute) { // [source, target] pairs: every rank named meets
-      std::vector<int> out;
-      for (const auto& pair : mod_.groups[g].groups)
-        for (uint32_t r : pair)
-          if (std::find(out.begin(), out.end(), int(r)) == out.end()) out.push_back(int(r));
-      std::sort(out.begin(), out.end());
-      for (int r : out)
-        if (r >= m_.opt.ranks)
-          throw Fault(fmt::format("replica group '{}' names rank {} but the run has {} ranks",
-                                  mod_.groups[g].name, r, m_.opt.ranks));
-      if (std::find(out.begin(), out.end(), rank) == out.end())
-        throw Fault(
-            fmt::format("rank {} is in no pair of replica group '{}'", rank, mod_.groups[g].name));
-      return out;
-    }
-    for (const auto& list : mod_.groups[g].groups)
-      if (std::find(list.begin(), list.end(), uint32_t(rank)) != list.end()) {
-        std::vector<int> out;
-        for (uint32_t r : list) {
-          if (int(r) >= m_.opt.ranks)
-            throw Fault(fmt::format("replica group '{}' names rank {} but the run has {} ranks",
-                                    mod_.groups[g].name, r, m_.opt.ranks));
-          out.push_back(int(r));
-        }
-        return out;
-      }
-    throw Fault(
-        fmt::format("rank {} is in no list of replica group '{}'", rank, mod_.groups[g].name));
-  }
-
   void release(int kind, const std::vector<std::pair<int, int>>& go) {
     int64_t extra = 0;
     if (kind == 1) {
@@ -751,15 +578,6 @@ private:
       exchange_send_recv(A.cx, *P.in, B.cx, *B.prog[B.pc].in);
       DmaTime t = dma_transfer(*m_.tp, P.bytes, P.rows);
       extra = t.data_ticks + t.latency_ticks;
-    } else if (kind == 2) {
-      std::vector<ExecCtx*> cx;
-      std::vector<const Inst*> in;
-      for (auto [c, e] : go) {
-        cx.push_back(&cores_[c].eng[e].cx);
-        in.push_back(cores_[c].eng[e].prog[cores_[c].eng[e].pc].in);
-      }
-      run_collective(cx, in);
-      extra = cc_transfer_ticks(*m_.tp, dma_bytes(*in[0]));
     }
     if (o_.observer) o_.observer->rendezvous(go);
     for (auto [c, e] : go) {
@@ -857,16 +675,6 @@ private:
     res_.timeline.push_back(ev);
   }
 
-  std::string core_prefix(int c) const { // "rank R core C ", the parts that are not unique
-    const CoreSlot& cs = m_.cores[c];
-    std::string who = m_.opt.ranks > 1 ? fmt::format("rank {} ", cs.rank) : "";
-    if (m_.opt.lnc > 1) who += fmt::format("core {} ", cs.core);
-    return who;
-  }
-  std::string where(int c, int e, int64_t pc) const {
-    return fmt::format("{}{}[{}]", core_prefix(c), name_of(static_cast<Engine>(e)), pc);
-  }
-
   void fault(const std::string& why) {
     stopped_ = true;
     res_.status = RunStatus::fault;
@@ -875,105 +683,20 @@ private:
     if (cur_core_ >= 0) {
       const Inst& in = mod_.streams[cur_eng_][cur_pc_];
       text = fmt::format("{}: fault: {}\n  at {}: {}\n", source_of(mod_, Engine(cur_eng_), cur_pc_),
-                         why, where(cur_core_, cur_eng_, cur_pc_), describe_inst(mod_, in));
+                         why, where(m_, cur_core_, cur_eng_, cur_pc_), describe_inst(mod_, in));
     } else {
       text = fmt::format("fault: {}\n", why);
     }
     res_.report = text;
   }
 
-  std::string sem_name(uint16_t s) const {
-    return s < mod_.sems.size() ? mod_.sems[s].name : fmt::format("#{}", s);
-  }
-
-  // Does any unfinished engine of core c still signal semaphore s (from its pc on), or a
-  // queued DMA? Returns the engines.
-  std::vector<int> signallers(int c, uint16_t s) const {
-    std::vector<int> out;
-    for (int e = 0; e < kNumEngines; ++e) {
-      const EngRt& E = cores_[c].eng[e];
-      for (int64_t pc = E.pc; pc < E.len; ++pc) {
-        bool hit = false;
-        for (const Signal& g : E.prog[pc].in->signals) hit |= g.sem == s;
-        if (hit) {
-          out.push_back(e);
-          break;
-        }
-      }
-    }
-    return out;
-  }
-
   void check_deadlock() {
-    std::ostringstream os;
-    int blocked = 0;
-    // Wait-for graph over (core, engine) nodes.
-    std::map<std::pair<int, int>, std::vector<std::pair<int, int>>> edges;
-    for (size_t c = 0; c < cores_.size(); ++c)
-      for (int e = 0; e < kNumEngines; ++e) {
-        const EngRt& E = cores_[c].eng[e];
-        if (E.st == St::done || E.pc >= E.len) continue;
-        ++blocked;
-        const Inst& in = *E.prog[E.pc].in;
-        os << fmt::format("  {} blocked at {}: {}\n", where(int(c), e, E.pc),
-                          source_of(mod_, Engine(e), E.pc), describe_inst(mod_, in));
-        if (E.st == St::rendezvous) {
-          os << fmt::format("    waits for the other participants of '{}' (never reached)\n",
-                            desc(in.op).mnemonic);
-          continue;
-        }
-        for (const Wait& w : in.waits) {
-          uint32_t v = m_.cores[c].st.sems[w.sem];
-          bool ok = w.cmp == WaitCmp::ge ? v >= w.value : v == w.value;
-          if (ok) continue;
-          std::vector<int> by = signallers(int(c), w.sem);
-          std::string who;
-          for (int f : by) {
-            who += fmt::format("{}{}", who.empty() ? "" : ", ", name_of(Engine(f)));
-            if (f != e) edges[{int(c), e}].push_back({int(c), f});
-          }
-          os << fmt::format("    waits {} {} {} (current value {}); {}\n", sem_name(w.sem),
-                            name_of(w.cmp), w.value, v,
-                            by.empty() ? std::string("no remaining instruction signals it")
-                                       : "still signalled by " + who);
-        }
-      }
-    if (!blocked) return;
+    std::string r = deadlock_report(m_, cores_, cc_, now_);
+    if (r.empty()) return;
     stopped_ = true;
     res_.status = RunStatus::deadlock;
     res_.exit_code = kExitDeadlock;
-    std::string cycle = find_cycle(edges);
-    res_.report = fmt::format(
-        "deadlock: no engine can progress at t = {:.1f} ns; {} blocked:\n{}{}", ticks_to_ns(now_),
-        blocked, os.str(), cycle.empty() ? "" : "  wait-for cycle: " + cycle + "\n");
-  }
-
-  std::string find_cycle(const std::map<std::pair<int, int>, std::vector<std::pair<int, int>>>& g) {
-    std::map<std::pair<int, int>, int> color;
-    std::vector<std::pair<int, int>> stack;
-    std::string out;
-    std::function<bool(std::pair<int, int>)> dfs = [&](std::pair<int, int> n) {
-      color[n] = 1;
-      stack.push_back(n);
-      auto it = g.find(n);
-      if (it != g.end())
-        for (auto nx : it->second) {
-          if (color[nx] == 1) {
-            auto from = std::find(stack.begin(), stack.end(), nx);
-            for (auto k = from; k != stack.end(); ++k)
-              out += where(k->first, k->second, cores_[k->first].eng[k->second].pc) + " -> ";
-            out += where(nx.first, nx.second, cores_[nx.first].eng[nx.second].pc);
-            return true;
-          }
-          if (color[nx] == 0 && dfs(nx)) return true;
-        }
-      color[n] = 2;
-      stack.pop_back();
-      return false;
-    };
-    for (auto& [n, _] : g)
-      if (color[n] == 0 && dfs(n)) break;
-    return out;
+    res_.report = std::move(r);
   }
 };
 

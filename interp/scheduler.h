@@ -24,7 +24,8 @@ struct ExecEvent {
   int core = 0;               // rank * lnc + core
   Engine engine = Engine::sp; // the stream holding the instruction
   int64_t pc = 0;
-  int queue = -1;             // >= 0: a DMA transfer completing on this queue
+  int queue = -1;             // >= 0: a DMA transfer completing on this queue (16 + ch: a
+                              // collective on channel ch)
   int64_t start = 0, end = 0; // modelled ticks
   bool runs_semantics = true; // false: a DMA trigger (enqueue) or a rendezvous completion
 };
@@ -45,12 +46,20 @@ struct ExecObserver {
   virtual void sem(int core, uint16_t s, uint32_t value, bool set) {
     (void)core, (void)s, (void)value, (void)set;
   }
-  // A DMA instruction put its transfer on a queue (completes later, FIFO per queue).
+  // A DMA instruction put its transfer on a queue (completes later, FIFO per queue), or a
+  // collective its transfer on channel queue - kNumDmaQueues.
   virtual void enqueue(int core, Engine e, int64_t pc, int queue) {
     (void)core, (void)e, (void)pc, (void)queue;
   }
-  // The participants (core, engine) of a barrier, send_recv or collective meet.
+  // The participants (core, engine) of a barrier or send_recv meet.
   virtual void rendezvous(const std::vector<std::pair<int, int>>& who) { (void)who; }
+  // A collective transfer completes on channel ev.queue - kNumDmaQueues of every participant
+  // (evs[i], in replica-group order; each was announced by enqueue() at its trigger). Called
+  // before the data moves; cx[i] resolves participant i's operands. Its signals follow.
+  virtual void collective(const std::vector<ExecEvent>& evs, const std::vector<ExecCtx*>& cx,
+                          const std::vector<const Inst*>& in) {
+    (void)evs, (void)cx, (void)in;
+  }
 };
 
 // The default budget of events per run (--max-steps): 100x the largest run of the tests and
@@ -99,8 +108,9 @@ struct StepEvent {
   int core = 0;               // rank * lnc + core
   Engine engine = Engine::sp; // the stream holding the instruction (the trigger for a DMA)
   int64_t pc = 0;
-  int64_t time = 0;   // ticks at which it completes
-  int dma_queue = -1; // >= 0: a DMA transfer completing on this queue
+  int64_t time = 0;    // ticks at which it completes
+  int dma_queue = -1;  // >= 0: a DMA transfer completing on this queue (16 + ch: collective)
+  int cc_channel = -1; // >= 0: a collective transfer completing on this channel
 };
 // What an engine or a DMA queue is doing, for the debugger's `info engines`.
 struct AgentState {

@@ -45,6 +45,17 @@ void print_stats(std::ostream& os, const Machine& m, const Stats& s) {
       os << fmt::format("  q{:<5}{:>10}{:>14}{:>14.1f}\n", q, qs.transfers, qs.bytes,
                         ticks_to_ns(qs.busy_ticks));
     }
+    any = false;
+    for (int ch = 0; ch < kNumCcChannels; ++ch) {
+      const ChanStats& cs = c.chan[ch];
+      if (!cs.transfers) continue;
+      if (!any)
+        os << fmt::format("  {:<6}{:>10}{:>14}{:>14}\n", "cc ch", "transfers", "link bytes",
+                          "busy ns");
+      any = true;
+      os << fmt::format("  ch{:<4}{:>10}{:>14}{:>14.1f}\n", ch, cs.transfers, cs.bytes,
+                        ticks_to_ns(cs.busy_ticks));
+    }
   }
   os << fmt::format("instructions {}  makespan {:.1f} ns  host wall time {:.3f} ms\n",
                     s.total_insts(), ticks_to_ns(s.makespan_ticks), s.wall_seconds * 1e3);

@@ -22,9 +22,15 @@ struct QueueStats {
   uint64_t bytes = 0;
   int64_t busy_ticks = 0;
 };
+struct ChanStats { // a collective channel: transfers, bytes its link carried, busy time
+  uint64_t transfers = 0;
+  uint64_t bytes = 0;
+  int64_t busy_ticks = 0;
+};
 struct CoreStats {
   EngineStats eng[kNumEngines];
   QueueStats queue[kNumDmaQueues];
+  ChanStats chan[kNumCcChannels];
 };
 struct Stats {
   std::vector<CoreStats> cores; // index rank * lnc + core
@@ -33,19 +39,21 @@ struct Stats {
   uint64_t total_insts() const;
 };
 
-// A timeline slice. track: 0..5 = engine, 6 + q = DMA queue q. Kind sem is a semaphore
+// A timeline slice. track: 0..5 = engine, 6 + q = DMA queue q, 22 + ch = collective channel
+// ch. Kind sem is a semaphore
 // value change: pc = the semaphore, bytes = its new value.
 struct TimelineEvent {
-  enum Kind : uint8_t { inst, wait, dma, sem };
+  enum Kind : uint8_t { inst, wait, dma, sem, cc };
   Kind kind = inst;
   uint16_t core = 0; // rank * lnc + core
   uint8_t track = 0;
   Engine engine = Engine::sp; // the engine whose stream holds the instruction
   uint32_t pc = 0;
   int64_t start = 0, dur = 0; // ticks
-  uint64_t bytes = 0;         // dma
+  uint64_t bytes = 0;         // dma, cc (the bytes the channel's link carried)
 };
 inline constexpr int kTrackQueue0 = kNumEngines;
+inline constexpr int kTrackChan0 = kNumEngines + kNumDmaQueues;
 
 // The --stats table.
 void print_stats(std::ostream& os, const Machine& m, const Stats& s);

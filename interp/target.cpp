@@ -9,7 +9,7 @@ constexpr int64_t tpc(uint32_t mhz) { return kTickMHz / mhz; }
 // at the ACT/POOL clock (sequencer-class engines of the same core).
 constexpr TargetParams make(Target t, int gen, std::string_view name, uint64_t sbuf_kib,
                             uint64_t usable, uint32_t pe, uint32_t dve, uint32_t act, uint32_t pool,
-                            uint32_t dma_mbps, uint32_t max_n) {
+                            uint32_t dma_mbps, uint32_t max_n, uint32_t link_mbps) {
   TargetParams p{};
   p.target = t;
   p.gen = gen;
@@ -31,8 +31,8 @@ constexpr TargetParams make(Target t, int gen, std::string_view name, uint64_t s
   p.dma_parts_per_engine = 8;
   p.dma_latency_ns = 2000;
   p.dma_trigger_cycles = 64;
-  p.cc_latency_ns = 10000;
-  p.cc_link_mbps = 100000;
+  p.cc_latency_ns = 2000;
+  p.cc_link_mbps = link_mbps;
   p.regs = 64;
   p.lnc2 = gen >= 3;
   p.hwdge = gen >= 3;
@@ -44,9 +44,12 @@ constexpr TargetParams make(Target t, int gen, std::string_view name, uint64_t s
 }
 
 constexpr TargetParams kTargets[] = {
-    make(Target::trn1, 2, "trn1", 192, 180224, 2800, 1120, 1400, 1400, 27200, 512),
-    make(Target::trn2, 3, "trn2", 224, 212984, 2400, 960, 1200, 1200, 27200, 512),
-    make(Target::trn3, 4, "trn3", 256, 245752, 2400, 1200, 1200, 1200, 38400, 4096),
+    // Collective channel bandwidth = the device's NeuronLink bandwidth / cores per device /
+    // 4 channels per core (docs/machine.md "Collectives"): trn1 384 GB/s (assumption) / 2,
+    // trn2 1.28 TB/s / 8, trn3 2.56 TB/s / 8.
+    make(Target::trn1, 2, "trn1", 192, 180224, 2800, 1120, 1400, 1400, 27200, 512, 48000),
+    make(Target::trn2, 3, "trn2", 224, 212984, 2400, 960, 1200, 1200, 27200, 512, 40000),
+    make(Target::trn3, 4, "trn3", 256, 245752, 2400, 1200, 1200, 1200, 38400, 4096, 80000),
 };
 
 // Every clock must divide the tick frequency exactly.

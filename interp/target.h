@@ -36,8 +36,8 @@ struct TargetParams {
   uint32_t dma_parts_per_engine; // one DMA engine serves 8 partitions of a transfer
   int64_t dma_latency_ns;        // fixed latency of every transfer (descriptors + completion)
   int64_t dma_trigger_cycles;    // cost of a DMA trigger to the issuing engine
-  int64_t cc_latency_ns;         // fixed latency of a collective
-  uint32_t cc_link_mbps;         // collective link bandwidth per rank
+  int64_t cc_latency_ns;         // fixed latency of one collective step (ring hop)
+  uint32_t cc_link_mbps;         // bandwidth of one collective channel (kNumCcChannels per core)
   uint32_t regs;                 // 64 registers per engine sequencer
   // Feature gates (isa-facts 1.10).
   bool lnc2;             // LNC = 2, core_barrier, send_recv

@@ -26,8 +26,9 @@ std::string json_escape(std::string_view s) {
 }
 
 std::string track_name(int track) {
-  return track < kTrackQueue0 ? std::string(name_of(Engine(track)))
-                              : fmt::format("dma q{}", track - kTrackQueue0);
+  if (track < kTrackQueue0) return std::string(name_of(Engine(track)));
+  if (track < kTrackChan0) return fmt::format("dma q{}", track - kTrackQueue0);
+  return fmt::format("cc ch{}", track - kTrackChan0);
 }
 
 } // namespace
@@ -90,12 +91,14 @@ void write_timeline(std::ostream& os, const Machine& m, const std::vector<Timeli
         json_escape(name),
         e.kind == TimelineEvent::wait  ? "wait"
         : e.kind == TimelineEvent::dma ? "dma"
+        : e.kind == TimelineEvent::cc  ? "cc"
                                        : "inst",
         e.core, int(e.track), ticks_to_ns(e.start) / 1000.0, ticks_to_ns(e.dur) / 1000.0,
         name_of(e.engine), e.pc, json_escape(source_of(mod, e.engine, e.pc)),
         json_escape(describe_inst(mod, in)));
     if (e.kind == TimelineEvent::wait) os << fmt::format(R"(,"waits":"{}")", json_escape(waits));
-    if (e.kind == TimelineEvent::dma) os << fmt::format(R"(,"bytes":{})", e.bytes);
+    if (e.kind == TimelineEvent::dma || e.kind == TimelineEvent::cc)
+      os << fmt::format(R"(,"bytes":{})", e.bytes);
     os << "}}";
   }
   os << "\n]}\n";
