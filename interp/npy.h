@@ -5,6 +5,7 @@
 // 'float8_e4m3' / 'float8_e5m2').
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -28,9 +29,23 @@ struct NpyArray {
   uint64_t elems() const;
 };
 
-// `name` (usually the path) prefixes every error message.
+// What the header of a file says: the array without its data, where the data starts, its
+// size (checked not to overflow), and whether it is stored in Fortran order.
+struct NpyHeader {
+  NpyArray array;
+  uint64_t data_offset = 0, data_bytes = 0;
+  bool fortran = false;
+};
+
+// `name` (usually the path) prefixes every error message. Quoted parts of the input are cut
+// to a line's worth (isa/quote.h).
+NpyHeader parse_npy_header(std::string_view bytes, const std::string& name);
 NpyArray parse_npy(std::string_view bytes, const std::string& name);
-NpyArray read_npy(const std::string& path);
+// Reads the header first and calls `check` (which may throw) on the array without data before
+// reading the data; the file's size must match the header exactly. Streams (pipes) are read
+// only as far as the header says (plus one byte to detect trailing data).
+NpyArray read_npy(const std::string& path,
+                  const std::function<void(const NpyArray&)>& check = nullptr);
 
 // The descriptor nisa writes for a dtype, and whether a file descriptor may hold it.
 std::string npy_descr(DType t);

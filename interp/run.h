@@ -31,13 +31,29 @@ struct RunConfig {
 
 // Exit code of a run that finished but found races (--check-races).
 inline constexpr int kExitRace = 4;
+// Exit code of a clean run whose outputs could not be written (a usage/input-class error).
+inline constexpr int kExitOutput = 1;
 
-// Copies every input into each rank's HBM. Every input tensor must be bound exactly once;
-// unknown names, non-input tensors, dtype or shape mismatches throw std::runtime_error
-// (NpyError for file problems). With R > 1 ranks a file may also hold [R, ...shape]: slice r
-// goes to rank r.
+// An input file read and checked against its declaration.
+struct InputData {
+  const TensorDecl* tensor = nullptr;
+  bool per_rank = false; // the file holds [R, ...shape]: slice r goes to rank r
+  NpyArray array;
+};
+
+// Reads every input, checking each header (dtype, shape) against the declaration before its
+// data is read. Every input tensor must be bound exactly once; unknown names, non-input
+// tensors, dtype or shape mismatches throw std::runtime_error (NpyError for file problems).
+// With R > 1 ranks a file may also hold [R, ...shape].
+std::vector<InputData> read_inputs(const Module& mod, int ranks, const std::vector<IoSpec>& inputs);
+// Copies read inputs into each rank's HBM.
+void bind_inputs(Machine& m, const std::vector<InputData>& inputs);
+// Both of the above.
 void bind_inputs(Machine& m, const std::vector<IoSpec>& inputs);
-// Writes each requested HBM tensor (rank 0's, or [R, ...shape] with R > 1 ranks).
+// The .npy bytes of each requested HBM tensor (rank 0's, or [R, ...shape] with R > 1 ranks).
+std::vector<std::pair<std::string, std::string>> format_outputs(const Machine& m,
+                                                                const std::vector<IoSpec>& outputs);
+// Writes them atomically, all or none (isa/output_file.h).
 void write_outputs(const Machine& m, const std::vector<IoSpec>& outputs);
 
 // The whole run; returns the exit code (0 ok, 1 usage/input error, 2 deadlock, 3 fault,
