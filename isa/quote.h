@@ -10,7 +10,7 @@ namespace nisa {
 inline constexpr size_t kMaxQuoted = 200;
 
 // `s` cut to `max` bytes (on a UTF-8 boundary) with "..." appended when cut; control bytes
-// are shown as \xNN so that a binary input cannot move the cursor or clear the screen.
+// but tabs are shown as \xNN so that a binary input cannot move the cursor or clear the screen.
 inline std::string elide(std::string_view s, size_t max = kMaxQuoted) {
   std::string out;
   const size_t n = s.size() > max ? max : s.size();
@@ -20,7 +20,7 @@ inline std::string elide(std::string_view s, size_t max = kMaxQuoted) {
   out.reserve(cut + 16);
   for (size_t i = 0; i < cut; ++i) {
     const unsigned char c = static_cast<unsigned char>(s[i]);
-    if (c < 0x20 || c == 0x7F) {
+    if ((c < 0x20 && c != '\t') || c == 0x7F) {
       static const char kHex[] = "0123456789abcdef";
       out += "\\x";
       out += kHex[c >> 4];
