@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <memory>
+#include <streambuf>
 
 #include <fmt/format.h>
 
@@ -24,11 +25,58 @@ bool existing_non_regular(const std::string& p) {
 
 } // namespace
 
-OutputFile::OutputFile(std::string path) : path_(std::move(path)) {
+// Writes through ::write in 64 KiB blocks and keeps the errno of the first failure, which
+// std::ofstream loses (a later successful call may overwrite errno before anyone reads it).
+class OutputFile::FdBuf final : public std::streambuf {
+public:
+  int fd = -1;
+  int err = 0;
+  FdBuf() { setp(buf_, buf_ + sizeof buf_); }
+  ~FdBuf() override {
+    if (fd >= 0) ::close(fd);
+  }
+  bool drain() {
+    const char* p = pbase();
+    while (!err && p < pptr()) {
+      const ssize_t n = ::write(fd, p, size_t(pptr() - p));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0)
+        err = n < 0 ? errno : EIO;
+      else
+        p += n;
+    }
+    setp(buf_, buf_ + sizeof buf_);
+    return !err;
+  }
+  bool close_fd() {
+    const bool ok = drain();
+    const int rc = ::close(fd);
+    fd = -1;
+    if (rc != 0 && !err) err = errno;
+    return ok && rc == 0;
+  }
+
+protected:
+  int_type overflow(int_type c) override {
+    if (!drain()) return traits_type::eof();
+    if (!traits_type::eq_int_type(c, traits_type::eof())) {
+      *pptr() = traits_type::to_char_type(c);
+      pbump(1);
+    }
+    return traits_type::not_eof(c);
+  }
+  int sync() override { return drain() ? 0 : -1; }
+
+private:
+  char buf_[1 << 16];
+};
+
+OutputFile::OutputFile(std::string path)
+    : path_(std::move(path)), buf_(std::make_unique<FdBuf>()), out_(buf_.get()) {
   if (path_.empty()) throw OutputError("empty output path");
   if (existing_non_regular(path_)) {
-    out_.open(path_, std::ios::binary | std::ios::out);
-    if (!out_) fail(fmt::format("cannot open for writing: {}", std::strerror(errno)));
+    buf_->fd = ::open(path_.c_str(), O_WRONLY | O_CLOEXEC);
+    if (buf_->fd < 0) fail(fmt::format("cannot open for writing: {}", std::strerror(errno)));
     return;
   }
   // The temporary lives next to the destination so that rename() is atomic.
@@ -46,20 +94,20 @@ OutputFile::OutputFile(std::string path) : path_(std::move(path)) {
     umask(mask);
     mode = 0666 & ~mask;
   }
-  const int rc = fchmod(fd, mode);
-  close(fd);
-  if (rc != 0) fail(fmt::format("cannot set the mode of {}: {}", tmp_, std::strerror(errno)));
-  out_.open(tmp_, std::ios::binary | std::ios::out | std::ios::trunc);
-  if (!out_) fail(fmt::format("cannot open {}: {}", tmp_, std::strerror(errno)));
+  buf_->fd = fd;
+  if (fchmod(fd, mode) != 0)
+    fail(fmt::format("cannot set the mode of {}: {}", tmp_, std::strerror(errno)));
 }
 
 OutputFile::~OutputFile() {
-  if (out_.is_open()) out_.close();
   if (!tmp_.empty() && !committed_) std::remove(tmp_.c_str());
 }
 
 void OutputFile::fail(const std::string& why) {
-  if (out_.is_open()) out_.close();
+  if (buf_->fd >= 0) {
+    ::close(buf_->fd);
+    buf_->fd = -1;
+  }
   if (!tmp_.empty()) std::remove(tmp_.c_str());
   tmp_.clear();
   committed_ = true; // nothing left to remove or rename
@@ -68,11 +116,9 @@ void OutputFile::fail(const std::string& why) {
 
 void OutputFile::finish() {
   if (finished_) return;
-  errno = 0;
   out_.flush();
-  if (!out_) fail(fmt::format("write failed: {}", errno ? std::strerror(errno) : "I/O error"));
-  out_.close();
-  if (!out_) fail(fmt::format("close failed: {}", errno ? std::strerror(errno) : "I/O error"));
+  if (buf_->err || !out_ || !buf_->close_fd())
+    fail(fmt::format("write failed: {}", std::strerror(buf_->err ? buf_->err : EIO)));
   finished_ = true;
 }
 
@@ -106,8 +152,8 @@ bool same_output_file(const std::string& a, const std::string& b) {
   if (ea && eb) return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
   if (ea != eb) return false;
   std::error_code ec1, ec2;
-  const auto ca = std::filesystem::weakly_canonical(a, ec1);
-  const auto cb = std::filesystem::weakly_canonical(b, ec2);
+  const auto ca = std::filesystem::weakly_canonical(std::filesystem::absolute(a), ec1);
+  const auto cb = std::filesystem::weakly_canonical(std::filesystem::absolute(b), ec2);
   return ec1 || ec2 ? a == b : ca == cb;
 }
 

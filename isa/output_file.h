@@ -5,7 +5,8 @@
 // A destination that exists and is not a regular file (/dev/null, /dev/stdout, a FIFO) is
 // written directly, still with every error checked (docs/decisions.md).
 #pragma once
-#include <fstream>
+#include <memory>
+#include <ostream>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -36,8 +37,10 @@ public:
 
 private:
   [[noreturn]] void fail(const std::string& why);
+  class FdBuf;             // an unbuffered-by-libc stream buffer that keeps the first write's errno
   std::string path_, tmp_; // tmp_ empty: written directly
-  std::ofstream out_;
+  std::unique_ptr<FdBuf> buf_;
+  std::ostream out_;
   bool finished_ = false, committed_ = false;
 };
 
