@@ -133,7 +133,8 @@ View ExecCtx::view(const AccessPattern& ap, Access how, bool oob_skip) const {
     const int slot = kMaxFreeDims - ap.ndims + k;
     v.stride[slot] = int64_t(d.stride) * eb;
     v.count[slot] = d.count;
-    elems *= d.count;
+    // Saturated at 2^64: four counts of 2^32 - 1 would overflow even 128 bits.
+    elems = std::min<i128>(elems * d.count, i128(1) << 64);
   }
   // A legal access moves at most one element per byte of a memory (a broadcast source moves
   // as many as its destination); more would only make the semantics allocate without bound.

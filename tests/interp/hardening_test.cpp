@@ -64,13 +64,13 @@ TEST(Hardening, HugeFreeDimsFaultBeforeAnyAllocation) {
   AccessPattern s = sbuf_ap(0, 1, 0, DType::fp32, 1);
   s.dims[0] = {INT32_MAX, UINT32_MAX};
   expect_fault(run_one(one_dma(s, hbm_ap(x)).m), "exceeds the");
-  // Stride 0 (a broadcast) of 2^32 - 1 in each of 4 dims: 2^128 elements against a real
-  // destination: a clean fault. (The DMA's message still shows its own wrapped product.)
+  // Stride 0 (a broadcast) of 2^32 - 1 in each of 4 dims: ~2^128 elements (past even 128-bit
+  // arithmetic), span 0 bytes. The element cap of one access stops it, on either side.
   AccessPattern b = sbuf_ap(0, 1, 0, DType::fp32, 1);
   b.ndims = 4;
   for (auto& d : b.dims) d = {0, UINT32_MAX};
-  expect_fault(run_one(one_dma(sbuf_ap(0, 4, 0, DType::fp32, 8), b).m),
-               "element counts differ: dst has 32");
+  expect_fault(run_one(one_dma(sbuf_ap(0, 4, 0, DType::fp32, 8), b).m), "exceeds the");
+  expect_fault(run_one(one_dma(b, b).m), "exceeds the");
   // A dynamic offset: register value x multiplier past 2^64 elements.
   AccessPattern r = hbm_ap(x);
   r.dyn = DynKind::reg;
