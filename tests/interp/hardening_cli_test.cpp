@@ -3,6 +3,7 @@
 // before memory is allocated, and diagnostics quote at most a line of a hostile input.
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -71,6 +72,9 @@ TEST_F(HardCli, OutputToAFullDeviceExitsOne) {
   EXPECT_FALSE(fs::exists(p("z.npy"))) << "all outputs or none";
   EXPECT_EQ(temporaries(), 0);
   // /dev/null is not a regular file: written directly, and it may take several outputs.
+  struct stat st {};
+  ASSERT_TRUE(::stat("/dev/null", &st) == 0 && S_ISCHR(st.st_mode))
+      << "the environment's /dev/null is not a character device";
   EXPECT_EQ(nisa("run k.nasm --in x=x.npy --out y=/dev/null --out z=/dev/null --trace /dev/null "
                  "--timeline /dev/null",
                  err),
