@@ -9,6 +9,8 @@
 #include <sstream>
 
 #include "isa/encode.h"
+#include "isa/limits.h"
+#include "isa/quote.h"
 
 namespace nisa::nasm {
 namespace fs = std::filesystem;
@@ -706,7 +708,7 @@ void Assembler::exec_tensor(const Stmt& s) {
     Value a = eval(s.e0);
     if (a.kind == Value::List && a.list.size() == 2 && a.list[0].kind == Value::Int &&
         a.list[1].kind == Value::Int && t.space != MemSpace::hbm) {
-      if (a.list[0].i < 0 || a.list[0].i + t.shape[0] > kNumPartitions)
+      if (a.list[0].i < 0 || a.list[0].i > kNumPartitions - t.shape[0])
         fail_at(s.e0, fmt::format("partitions {}..{} are outside the {} partitions", a.list[0].i,
                                   a.list[0].i + t.shape[0], kNumPartitions));
       t.part_start = static_cast<uint16_t>(a.list[0].i);
@@ -743,7 +745,10 @@ void Assembler::exec_view(const Stmt& s) {
   if (v.space != MemSpace::hbm && v.shape[0] > base->shape[0])
     fail_at(shape[0].lhs, fmt::format("view '{}' has {} partitions; '{}' has {}", v.name,
                                       v.shape[0], base->name, base->shape[0]));
-  if (tensor_bytes(v) > tensor_bytes(*base))
+  const auto vbytes = v.space == MemSpace::hbm ? checked_tensor_bytes(v) : checked_row_bytes(v);
+  if (!vbytes)
+    fail(loc(s.tok), fmt::format("view '{}': its size in bytes overflows 64 bits", v.name));
+  if (*vbytes > tensor_bytes(*base))
     fail(loc(s.tok), fmt::format("view '{}' needs {} bytes{}; '{}' has {}", v.name, tensor_bytes(v),
                                  v.space == MemSpace::hbm ? "" : " per partition", base->name,
                                  tensor_bytes(*base)));
@@ -924,12 +929,21 @@ std::string Diagnostic::str() const {
     out = fmt::format("{}:{}:{}: ", file, line, col);
   else if (!file.empty())
     out = file + ": ";
-  out += (severity == Error ? "error: " : "note: ") + message + "\n";
+  // A hostile input (a 1 MB token or line) is quoted at most a line's worth at a time.
+  out += (severity == Error ? "error: " : "note: ") + elide(message, 2 * kMaxQuoted) + "\n";
   if (line && !source_line.empty()) {
-    out += source_line + "\n";
-    std::string caret;
-    for (uint32_t k = 1; k < col && k <= source_line.size(); ++k)
-      caret.push_back(source_line[k - 1] == '\t' ? '\t' : ' ');
+    // The source line, or a window of kMaxQuoted bytes around the column.
+    std::string_view src = source_line;
+    size_t first = 0;
+    if (src.size() > kMaxQuoted) {
+      first = col > kMaxQuoted / 2 ? std::min<size_t>(col - kMaxQuoted / 2, src.size()) : 0;
+      while (first > 0 && (static_cast<unsigned char>(src[first]) & 0xC0) == 0x80) --first;
+    }
+    const std::string shown = (first ? "..." : "") + elide(src.substr(first), kMaxQuoted);
+    out += shown + "\n";
+    std::string caret(first ? 3 : 0, ' ');
+    for (size_t k = first + 1; k < col && k <= src.size() && k - first <= kMaxQuoted; ++k)
+      caret.push_back(src[k - 1] == '\t' ? '\t' : ' ');
     out += caret + "^\n";
   }
   for (const auto& n : notes) out += "note: " + n + "\n";

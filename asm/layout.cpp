@@ -6,12 +6,20 @@
 
 #include <boost/container/small_vector.hpp>
 
+#include "isa/limits.h"
+
 namespace nisa::nasm {
 namespace {
 
 constexpr uint64_t kAlign = 64;
 uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 int space_index(MemSpace s) { return static_cast<int>(s); }
+// a + b in decimal, exact even past 2^64.
+std::string text_sum(uint64_t a, uint64_t b) {
+  uint64_t r;
+  if (!__builtin_add_overflow(a, b, &r)) return std::to_string(r);
+  return fmt::format("{} + {}", a, b);
+}
 
 } // namespace
 
@@ -33,17 +41,23 @@ uint64_t tensor_bytes(const TensorDecl& t) {
 
 std::optional<std::string> Allocator::place(TensorDecl& decl, std::optional<uint64_t> pinned) {
   if (decl.space != MemSpace::hbm) return place_on_chip(decl, pinned);
-  uint64_t size = tensor_bytes(decl);
   auto& next = next_[space_index(MemSpace::hbm)];
   decl.address = pinned ? *pinned : next;
-  if (!pinned) next = align_up(next + size, kAlign);
+  // Checked: the size may overflow and the end pass the address space (isa/limits.h); then
+  // the next tensor's address below cannot wrap.
+  if (auto err = tensor_extent_error(decl)) return err;
+  if (!pinned) next = align_up(decl.address + *checked_tensor_bytes(decl), kAlign);
   return std::nullopt;
 }
 
 std::optional<std::string> Allocator::place_on_chip(TensorDecl& decl,
                                                     std::optional<uint64_t> pinned) {
   bool psum = decl.space == MemSpace::psum;
-  uint64_t size = tensor_bytes(decl);
+  const auto row = checked_row_bytes(decl);
+  if (!row)
+    return fmt::format("{} tensor '{}': its bytes per partition overflow 64 bits",
+                       psum ? "PSUM" : "SBUF", decl.name);
+  uint64_t size = *row;
   uint64_t cap = psum ? limits_.psum_bytes : limits_.sbuf_bytes;
   uint64_t bank = limits_.psum_bank_bytes;
   std::string_view sp = psum ? "PSUM" : "SBUF";
@@ -59,10 +73,10 @@ std::optional<std::string> Allocator::place_on_chip(TensorDecl& decl,
   };
   auto& pins = pinned_[space_index(decl.space)];
   if (pinned) {
-    if (*pinned + size > cap)
+    if (*pinned > cap || size > cap - *pinned) // no wrap for a pin near 2^64
       return fmt::format("{} tensor '{}' pinned at {} ends at byte {}, past the {} bytes per "
                          "partition",
-                         sp, decl.name, *pinned, *pinned + size, cap);
+                         sp, decl.name, *pinned, text_sum(*pinned, size), cap);
     if (!fits_bank(*pinned))
       return fmt::format("PSUM tensor '{}' pinned at {} straddles a {}-byte bank", decl.name,
                          *pinned, bank);

@@ -7,6 +7,8 @@
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "isa/object.h"
+#include "isa/output_file.h"
+#include "isa/quote.h"
 
 namespace nisa::cli {
 
@@ -29,7 +31,8 @@ int cmd_asm(int argc, char** argv) {
   if (!target.empty()) {
     auto t = enum_parse(EnumType::Target, target);
     if (!t) {
-      std::fprintf(stderr, "nisa asm: unknown target '%s' (trn1, trn2, trn3)\n", target.c_str());
+      std::fprintf(stderr, "nisa asm: unknown target '%s' (trn1, trn2, trn3)\n",
+                   elide(target).c_str());
       return 1;
     }
     o.target = static_cast<Target>(*t);
@@ -44,6 +47,10 @@ int cmd_asm(int argc, char** argv) {
                   ? input.substr(0, dot)
                   : input) +
              ".nbin";
+  }
+  if (same_output_file(output, input)) {
+    std::fprintf(stderr, "nisa asm: -o %s would overwrite the source\n", elide(output).c_str());
+    return 1;
   }
   if (auto err = save_object(output, *r.module)) {
     std::fprintf(stderr, "nisa asm: %s\n", err->str().c_str());

@@ -107,6 +107,7 @@ int cmd_debug(int argc, char** argv) {
     if (!split_binding("debug", o, "--out", io)) return 1;
     cfg.outputs.push_back(io);
   }
+  if (!check_output_paths("debug", kernel, {}, cfg)) return 1;
   auto loaded = margs.load_kernel("debug", kernel, cfg);
   if (!loaded) return 1;
   const Module& mod = *loaded;

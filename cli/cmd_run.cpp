@@ -77,6 +77,10 @@ int cmd_run(int argc, char** argv) {
     if (!split_binding("run", s, "--out", io)) return 1;
     cfg.outputs.push_back(io);
   }
+  std::vector<std::pair<std::string, std::string>> files;
+  if (!trace.empty()) files.emplace_back("--trace", trace);
+  if (!timeline.empty()) files.emplace_back("--timeline", timeline);
+  if (!check_output_paths("run", kernel, files, cfg)) return 1;
   auto mod = margs.load_kernel("run", kernel, cfg);
   if (!mod) return 1;
   return interp::run_module(*mod, cfg, std::cout, std::cerr);

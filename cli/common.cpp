@@ -1,11 +1,14 @@
 #include "cli/common.h"
 
+#include <cctype>
 #include <charconv>
 #include <iostream>
 
 #include "asm/asm.h"
 #include "interp/target.h"
 #include "isa/object.h"
+#include "isa/output_file.h"
+#include "isa/quote.h"
 
 namespace nisa::cli {
 
@@ -41,7 +44,7 @@ bool parse_defines(std::string_view cmd, const std::vector<std::string>& defines
   for (const auto& d : defines) {
     const auto eq = d.find('=');
     if (eq == std::string::npos || eq == 0) {
-      std::cerr << "nisa " << cmd << ": -D '" << d << "': expected NAME=VALUE\n";
+      std::cerr << "nisa " << cmd << ": -D '" << elide(d) << "': expected NAME=VALUE\n";
       return false;
     }
     out.emplace_back(d.substr(0, eq), d.substr(eq + 1));
@@ -66,10 +69,45 @@ bool split_binding(std::string_view cmd, const std::string& s, const char* opt,
                    interp::IoSpec& out) {
   const size_t eq = s.find('=');
   if (eq == std::string::npos || eq == 0 || eq + 1 == s.size()) {
-    std::cerr << "nisa " << cmd << ": " << opt << " '" << s << "': expected NAME=FILE.npy\n";
+    std::cerr << "nisa " << cmd << ": " << opt << " '" << elide(s) << "': expected NAME=FILE.npy\n";
     return false;
   }
   out = {s.substr(0, eq), s.substr(eq + 1)};
+  return true;
+}
+
+std::optional<uint64_t> parse_bytes(std::string_view s) {
+  uint64_t v = 0, unit = 1;
+  if (!s.empty()) {
+    const size_t k = std::string_view("KMGT").find(char(std::toupper(s.back())));
+    if (k != std::string_view::npos) {
+      unit = uint64_t(1) << (10 * (k + 1));
+      s.remove_suffix(1);
+    }
+  }
+  if (s.empty()) return std::nullopt;
+  for (char c : s) {
+    if (c < '0' || c > '9') return std::nullopt;
+    if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, uint64_t(c - '0'), &v))
+      return std::nullopt;
+  }
+  if (__builtin_mul_overflow(v, unit, &v)) return std::nullopt;
+  return v;
+}
+
+bool check_output_paths(std::string_view cmd, const std::string& kernel,
+                        const std::vector<std::pair<std::string, std::string>>& outputs,
+                        const interp::RunConfig& cfg) {
+  std::vector<NamedPath> outs, ins{{"the kernel source", kernel}};
+  for (const auto& [label, path] : outputs) outs.push_back({label, path});
+  for (const interp::IoSpec& io : cfg.outputs) outs.push_back({"--out " + io.name, io.path});
+  for (const interp::IoSpec& io : cfg.inputs) ins.push_back({"--in " + io.name, io.path});
+  try {
+    nisa::check_output_paths(outs, ins);
+  } catch (const OutputError& e) {
+    std::cerr << "nisa " << cmd << ": " << e.what() << "\n";
+    return false;
+  }
   return true;
 }
 
@@ -89,7 +127,10 @@ void MachineArgs::add_to(po::options_description& opts) {
       "fixed | random: random orders ties and stretches latencies by --seed (exposes missing "
       "waits)")("seed", po::value(&seed)->default_value(0), "seed of --schedule random")(
       "check-uninit", "fault on reads of memory never written")(
-      "max-steps", po::value(&max_steps)->value_name("N"), max_steps_help.c_str());
+      "max-steps", po::value(&max_steps)->value_name("N"), max_steps_help.c_str())(
+      "max-hbm", po::value(&max_hbm),
+      "limit on a rank's HBM in bytes (K/M/G/T suffixes; default 4G), checked before "
+      "allocating");
 }
 
 bool MachineArgs::apply(std::string_view cmd, const po::variables_map& vm,
@@ -97,10 +138,20 @@ bool MachineArgs::apply(std::string_view cmd, const po::variables_map& vm,
   cfg.machine.lnc = lnc;
   cfg.machine.ranks = ranks;
   cfg.machine.check_uninit = vm.count("check-uninit") > 0;
+  if (!max_hbm.empty()) {
+    const auto b = parse_bytes(max_hbm);
+    if (!b || *b == 0) {
+      std::cerr << "nisa " << cmd << ": --max-hbm '" << elide(max_hbm)
+                << "': expected a byte count > 0 such as 1073741824 or 16G\n";
+      return false;
+    }
+    cfg.machine.max_hbm = *b;
+  }
   if (!target.empty()) {
     const interp::TargetParams* tp = interp::find_target(target);
     if (!tp) {
-      std::cerr << "nisa " << cmd << ": unknown --target '" << target << "' (trn1, trn2 or trn3)\n";
+      std::cerr << "nisa " << cmd << ": unknown --target '" << elide(target)
+                << "' (trn1, trn2 or trn3)\n";
       return false;
     }
     cfg.machine.target = tp->target;
@@ -109,7 +160,8 @@ bool MachineArgs::apply(std::string_view cmd, const po::variables_map& vm,
   if (schedule == "random") {
     cfg.sched.mode = interp::ScheduleMode::random;
   } else if (schedule != "fixed") {
-    std::cerr << "nisa " << cmd << ": unknown --schedule '" << schedule << "' (fixed or random)\n";
+    std::cerr << "nisa " << cmd << ": unknown --schedule '" << elide(schedule)
+              << "' (fixed or random)\n";
     return false;
   }
   cfg.sched.seed = seed;

@@ -33,6 +33,7 @@ struct MachineArgs {
   int lnc = 1, ranks = 1;
   uint64_t seed = 0;
   std::string max_steps;
+  std::string max_hbm; // bytes, or with a K/M/G/T suffix (powers of 1024)
 
   void add_to(po::options_description& opts);
   // Fills cfg.machine, cfg.sched and cfg.inputs.
@@ -45,6 +46,15 @@ struct MachineArgs {
 // A count option's decimal value (digits only, at most UINT64_MAX); prints the error.
 std::optional<uint64_t> parse_count(std::string_view cmd, std::string_view opt,
                                     const std::string& text);
+// A byte count: digits with an optional K, M, G or T suffix (powers of 1024), checked for
+// overflow; nullopt when malformed.
+std::optional<uint64_t> parse_bytes(std::string_view s);
+
+// Usage error (false, message printed) when two outputs name the same file or an output names
+// an input: the kernel source, an --in file. `outputs` are (label, path), e.g. ("--trace", f).
+bool check_output_paths(std::string_view cmd, const std::string& kernel,
+                        const std::vector<std::pair<std::string, std::string>>& outputs,
+                        const interp::RunConfig& cfg);
 
 // NAME=FILE.npy (for --in / --out).
 bool split_binding(std::string_view cmd, const std::string& s, const char* opt,

@@ -1,4 +1,5 @@
 // nisa: one binary, subcommands only; all logic lives in the libraries.
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <string_view>
@@ -26,6 +27,9 @@ void usage(std::FILE* f) {
 } // namespace
 
 int main(int argc, char** argv) {
+  // Past a file-size limit (ulimit -f) a write should fail with EFBIG, which every writer
+  // reports (isa/output_file.h), instead of killing the process with a half-written file.
+  std::signal(SIGXFSZ, SIG_IGN);
   if (argc < 2) {
     usage(stderr);
     return 1;

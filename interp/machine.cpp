@@ -9,6 +9,8 @@
 
 #include <fmt/format.h>
 
+#include "isa/limits.h"
+
 namespace nisa::interp {
 
 HostBuffer::HostBuffer(size_t bytes) : n_(bytes) {
@@ -99,6 +101,42 @@ uint64_t Machine::tensor_bytes(const TensorDecl& t) {
   return n;
 }
 
+uint64_t Machine::hbm_size(const Module& m, const MachineOptions& o) {
+  const TargetParams& tp = target_params(o.target);
+  uint64_t hbm = 4096;
+  for (const TensorDecl& t : m.tensors) {
+    // Objects are checked on loading and the assembler places nothing past these limits, but
+    // a Module may come from anywhere: check again, without overflow.
+    if (auto err = tensor_extent_error(t)) throw std::runtime_error(*err);
+    if (t.space == MemSpace::hbm) {
+      hbm = std::max(hbm, t.address + *checked_tensor_bytes(t));
+    } else if (t.space == MemSpace::sbuf || t.space == MemSpace::psum) {
+      const uint64_t cap = t.space == MemSpace::sbuf ? tp.sbuf_part_bytes : tp.psum_part_bytes;
+      const uint64_t per_part = *checked_row_bytes(t); // < kMaxOnChipExtent - address
+      if (t.part_start + uint64_t(t.shape[0]) > tp.partitions || t.address + per_part > cap)
+        throw std::runtime_error(fmt::format("tensor '{}' does not fit the {} of {}", t.name,
+                                             name_of(t.space), tp.name));
+    }
+    if (t.role != Role::scratch && t.space != MemSpace::hbm)
+      throw std::runtime_error(fmt::format("kernel {} '{}' must be an hbm tensor, not {}",
+                                           name_of(t.role), t.name, name_of(t.space)));
+  }
+  hbm = (hbm + 4095) & ~uint64_t(4095); // < 2^48 + 4096: no wrap
+  if (hbm > o.max_hbm) {
+    const TensorDecl* last = nullptr; // the tensor that ends highest
+    for (const TensorDecl& t : m.tensors)
+      if (t.space == MemSpace::hbm && (!last || t.address + *checked_tensor_bytes(t) >
+                                                    last->address + *checked_tensor_bytes(*last)))
+        last = &t;
+    throw std::runtime_error(fmt::format(
+        "the kernel needs {} bytes of HBM per rank (tensor '{}' ends at byte {}), more than "
+        "the limit of {} bytes (--max-hbm)",
+        hbm, last ? last->name : "?", last ? last->address + *checked_tensor_bytes(*last) : 0,
+        o.max_hbm));
+  }
+  return hbm;
+}
+
 Machine::Machine(const Module& m, const MachineOptions& o) : mod(&m), opt(o) {
   tp = &target_params(o.target);
   if (o.lnc != 1 && o.lnc != 2)
@@ -109,25 +147,7 @@ Machine::Machine(const Module& m, const MachineOptions& o) : mod(&m), opt(o) {
   if (o.ranks < 1 || o.ranks > 64)
     throw std::runtime_error(fmt::format("--ranks must be in 1..64, not {}", o.ranks));
 
-  uint64_t hbm = 4096;
-  for (const TensorDecl& t : m.tensors) {
-    uint64_t bytes = tensor_bytes(t);
-    if (t.space == MemSpace::hbm) {
-      hbm = std::max(hbm, t.address + bytes);
-    } else if (t.space == MemSpace::sbuf || t.space == MemSpace::psum) {
-      uint64_t cap = t.space == MemSpace::sbuf ? tp->sbuf_part_bytes : tp->psum_part_bytes;
-      uint64_t parts = t.shape.empty() ? 1 : static_cast<uint64_t>(t.shape[0]);
-      uint64_t per_part = parts ? bytes / parts : 0;
-      if (t.part_start + parts > tp->partitions || t.address + per_part > cap)
-        throw std::runtime_error(fmt::format("tensor '{}' does not fit the {} of {}", t.name,
-                                             name_of(t.space), tp->name));
-    }
-    if (t.role != Role::scratch && t.space != MemSpace::hbm)
-      throw std::runtime_error(fmt::format("kernel {} '{}' must be an hbm tensor, not {}",
-                                           name_of(t.role), t.name, name_of(t.space)));
-  }
-  hbm = (hbm + 4095) & ~uint64_t(4095);
-
+  const uint64_t hbm = hbm_size(m, o);
   ranks.resize(o.ranks);
   for (RankSlot& r : ranks) {
     r.hbm = HostBuffer(hbm);

@@ -43,12 +43,17 @@ private:
 // Up to this many cores, SBUF and PSUM are eager huge-page buffers poisoned by memset (fastest
 // for one logical core); beyond it, lazy copy-on-write poison mappings (HostBuffer::lazy_poison).
 inline constexpr size_t kEagerCores = 4;
+// Default limit on a rank's HBM: far more than any kernel here needs, less than a small host
+// has (docs/machine.md "Memory limits").
+inline constexpr uint64_t kDefaultMaxHbm = uint64_t(4) << 30;
 
 struct MachineOptions {
   Target target = Target::trn2;
-  int lnc = 1;               // cores per logical core (rank): 1 or 2
-  int ranks = 1;             // SPMD ranks, each with its own HBM
-  bool check_uninit = false; // track written bytes; reads of never-written bytes fault
+  int lnc = 1;                       // cores per logical core (rank): 1 or 2
+  int ranks = 1;                     // SPMD ranks, each with its own HBM
+  bool check_uninit = false;         // track written bytes; reads of never-written bytes fault
+  uint64_t max_hbm = kDefaultMaxHbm; // bytes of HBM per rank (--max-hbm), checked before
+                                     // anything is allocated
 };
 
 // Poison pattern of fresh memory: all-ones bytes are NaN in every float dtype (fp32, bf16,
@@ -82,6 +87,10 @@ struct Machine {
   // Validates the options against the module and target (std::runtime_error with a clear
   // message), allocates every memory once and resets the state.
   Machine(const Module& m, const MachineOptions& o);
+
+  // Bytes of HBM per rank the module needs (4 KiB multiple); std::runtime_error naming the
+  // tensor when a declaration does not fit the target or the total exceeds opt.max_hbm.
+  static uint64_t hbm_size(const Module& m, const MachineOptions& o);
 
   int num_cores() const { return static_cast<int>(cores.size()); }
   CoreSlot& core(int rank, int c) { return cores[size_t(rank) * opt.lnc + c]; }

@@ -1,15 +1,17 @@
 #include "interp/npy.h"
 
-#include <unistd.h>
-
-#include <cstdio>
+#include <sys/stat.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
 #include <cstring>
-#include <fstream>
-#include <sstream>
+#include <memory>
 
 #include <fmt/format.h>
+
+#include "isa/output_file.h"
+#include "isa/quote.h"
 
 namespace nisa::interp {
 namespace {
@@ -27,31 +29,78 @@ std::string_view trim(std::string_view s) {
   return s;
 }
 
-// The value text of 'key' in the header dict: a quoted string, True/False or a tuple.
-std::string_view dict_value(std::string_view h, std::string_view key, const std::string& name) {
-  std::string k1 = fmt::format("'{}'", key), k2 = fmt::format("\"{}\"", key);
-  size_t at = h.find(k1);
-  if (at == std::string_view::npos) at = h.find(k2);
-  if (at == std::string_view::npos) fail(name, fmt::format("header has no '{}' entry", key));
-  size_t colon = h.find(':', at + k1.size());
-  if (colon == std::string_view::npos)
-    fail(name, fmt::format("header entry '{}' has no value", key));
-  std::string_view rest = trim(h.substr(colon + 1));
-  size_t end;
-  if (!rest.empty() && (rest[0] == '\'' || rest[0] == '"')) {
-    end = rest.find(rest[0], 1);
-    if (end == std::string_view::npos) fail(name, fmt::format("unterminated string for '{}'", key));
-    return rest.substr(1, end - 1);
+// The header dict, parsed whole: {'descr': <str>, 'fortran_order': <bool>, 'shape': <tuple>}
+// with the three keys exactly once each (numpy keeps the last of a duplicate key, an older
+// reader the first: a file that two readers see differently is rejected) and nothing else.
+struct HeaderDict {
+  std::string_view descr, fortran_order, shape;
+};
+
+HeaderDict parse_dict(std::string_view h, const std::string& name) {
+  auto skip = [&] {
+    while (!h.empty() && (h.front() == ' ' || h.front() == '\n' || h.front() == '\t'))
+      h.remove_prefix(1);
+  };
+  auto quoted = [&](std::string_view what) {
+    const char q = h.front();
+    const size_t end = h.find(q, 1);
+    if (end == std::string_view::npos) fail(name, fmt::format("unterminated string in {}", what));
+    std::string_view v = h.substr(1, end - 1);
+    h.remove_prefix(end + 1);
+    return v;
+  };
+  skip();
+  if (h.empty() || h.front() != '{') fail(name, "header is not a dict (no '{')");
+  h.remove_prefix(1);
+  HeaderDict d;
+  bool have[3] = {false, false, false};
+  for (;;) {
+    skip();
+    if (!h.empty() && h.front() == '}') break;
+    if (h.empty() || (h.front() != '\'' && h.front() != '"'))
+      fail(name, fmt::format("header dict: expected a quoted key at '{}'", elide(h, 40)));
+    const std::string_view key = quoted("a key");
+    int slot = key == "descr" ? 0 : key == "fortran_order" ? 1 : key == "shape" ? 2 : -1;
+    if (slot < 0) fail(name, fmt::format("header has an unknown key '{}'", elide(key)));
+    if (have[slot]) fail(name, fmt::format("header has the key '{}' twice", key));
+    have[slot] = true;
+    skip();
+    if (h.empty() || h.front() != ':')
+      fail(name, fmt::format("header entry '{}' has no value", key));
+    h.remove_prefix(1);
+    skip();
+    std::string_view v;
+    if (!h.empty() && (h.front() == '\'' || h.front() == '"')) {
+      v = quoted(fmt::format("'{}'", key));
+    } else if (!h.empty() && h.front() == '(') {
+      const size_t end = h.find(')');
+      if (end == std::string_view::npos) fail(name, "unterminated shape tuple");
+      v = h.substr(0, end + 1);
+      h.remove_prefix(end + 1);
+    } else if (!h.empty() && h.front() == '[') {
+      fail(name, "structured dtypes (a descr list) are not supported");
+    } else {
+      const size_t end = h.find_first_of(",}");
+      v = trim(h.substr(0, end));
+      h.remove_prefix(end == std::string_view::npos ? h.size() : end);
+    }
+    (slot == 0 ? d.descr : slot == 1 ? d.fortran_order : d.shape) = v;
+    skip();
+    if (!h.empty() && h.front() == ',') {
+      h.remove_prefix(1);
+      continue;
+    }
+    if (h.empty() || h.front() != '}')
+      fail(name, fmt::format("header dict: expected ',' or '}}' after '{}'", key));
+    break;
   }
-  if (!rest.empty() && rest[0] == '(') {
-    end = rest.find(')');
-    if (end == std::string_view::npos) fail(name, "unterminated shape tuple");
-    return rest.substr(0, end + 1);
-  }
-  if (!rest.empty() && rest[0] == '[')
-    fail(name, "structured dtypes (a descr list) are not supported");
-  end = rest.find_first_of(",}");
-  return trim(rest.substr(0, end));
+  h.remove_prefix(1);
+  if (!trim(h).empty())
+    fail(name, fmt::format("header has text after the dict: '{}'", elide(trim(h), 40)));
+  static constexpr const char* kKeys[] = {"descr", "fortran_order", "shape"};
+  for (int k = 0; k < 3; ++k)
+    if (!have[k]) fail(name, fmt::format("header has no '{}' entry", kKeys[k]));
+  return d;
 }
 
 std::vector<int64_t> parse_shape(std::string_view t, const std::string& name) {
@@ -64,9 +113,10 @@ std::vector<int64_t> parse_shape(std::string_view t, const std::string& name) {
       int64_t v = 0;
       for (char c : item) {
         if (c == 'L') continue; // Python 2 long suffix
-        if (c < '0' || c > '9') fail(name, fmt::format("bad shape entry '{}'", item));
+        if (c < '0' || c > '9') fail(name, fmt::format("bad shape entry '{}'", elide(item)));
         v = v * 10 + (c - '0');
-        if (v > (int64_t(1) << 40)) fail(name, fmt::format("shape entry '{}' is too large", item));
+        if (v > (int64_t(1) << 40))
+          fail(name, fmt::format("shape entry '{}' is too large", elide(item)));
       }
       shape.push_back(v);
     }
@@ -130,7 +180,7 @@ uint64_t NpyArray::elems() const {
   return n;
 }
 
-NpyArray parse_npy(std::string_view b, const std::string& name) {
+NpyHeader parse_npy_header(std::string_view b, const std::string& name) {
   if (b.size() < 10 || b.substr(0, 6) != std::string_view(kMagic, 6))
     fail(name, "not a .npy file (bad magic; expected \\x93NUMPY)");
   uint8_t major = uint8_t(b[6]);
@@ -146,42 +196,113 @@ NpyArray parse_npy(std::string_view b, const std::string& name) {
   } else {
     fail(name, fmt::format("unsupported .npy format version {}.{}", major, uint8_t(b[7])));
   }
-  if (hlen > kMaxHeader || hstart + hlen > b.size())
+  if (hlen > kMaxHeader)
+    fail(name, fmt::format("header of {} bytes (at most {})", hlen, kMaxHeader));
+  if (hstart + hlen > b.size())
     fail(name, fmt::format("truncated header: {} bytes declared, {} present", hlen,
                            b.size() - std::min<uint64_t>(b.size(), hstart)));
-  std::string_view h = b.substr(hstart, hlen);
-  NpyArray a;
-  a.descr = std::string(dict_value(h, "descr", name));
-  std::string_view fo = dict_value(h, "fortran_order", name);
-  if (fo != "True" && fo != "False") fail(name, fmt::format("bad fortran_order '{}'", fo));
-  std::string_view sh = dict_value(h, "shape", name);
-  if (sh.empty() || sh[0] != '(') fail(name, fmt::format("bad shape '{}'", sh));
-  a.shape = parse_shape(sh, name);
+  NpyHeader hd;
+  hd.data_offset = hstart + hlen;
+  const HeaderDict d = parse_dict(b.substr(hstart, hlen), name);
+  NpyArray& a = hd.array;
+  a.descr = std::string(d.descr);
+  if (d.fortran_order != "True" && d.fortran_order != "False")
+    fail(name, fmt::format("bad fortran_order '{}'", elide(d.fortran_order)));
+  hd.fortran = d.fortran_order == "True";
+  if (d.shape.empty() || d.shape[0] != '(')
+    fail(name, fmt::format("bad shape '{}'", elide(d.shape)));
+  a.shape = parse_shape(d.shape, name);
   a.item_bytes = descr_width(a.descr);
   if (!a.item_bytes) a.item_bytes = named_width(a.descr);
   if (!a.item_bytes || (a.item_bytes != 1 && a.item_bytes != 2 && a.item_bytes != 4))
-    fail(name, fmt::format("unsupported dtype descriptor '{}'", a.descr));
-  uint64_t need = a.elems() * a.item_bytes, have = b.size() - hstart - hlen;
-  if (have < need)
-    fail(name, fmt::format("truncated data: shape {} of '{}' needs {} bytes, the file has {}",
-                           shape_text(a.shape), a.descr, need, have));
-  if (have > need)
-    fail(name, fmt::format("{} bytes of trailing data after the array", have - need));
-  const uint8_t* p = reinterpret_cast<const uint8_t*>(b.data() + hstart + hlen);
-  a.data.assign(p, p + need);
-  if (a.descr[0] == '>' && a.item_bytes > 1)
-    for (uint64_t i = 0; i < need; i += a.item_bytes)
-      std::reverse(&a.data[i], &a.data[i + a.item_bytes]);
-  if (fo == "True") fortran_to_c(a.data, a.shape, a.item_bytes);
-  return a;
+    fail(name, fmt::format("unsupported dtype descriptor '{}'", elide(a.descr)));
+  // Entries are <= 2^40 each, but their product may still overflow 64 bits.
+  uint64_t need = a.item_bytes;
+  for (int64_t dim : a.shape)
+    if (__builtin_mul_overflow(need, uint64_t(dim), &need))
+      fail(name, fmt::format("shape {} of '{}' has more than 2^64 bytes", shape_text(a.shape),
+                             elide(a.descr)));
+  hd.data_bytes = need;
+  return hd;
 }
 
-NpyArray read_npy(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw NpyError(fmt::format("{}: cannot open file", path));
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  return parse_npy(ss.str(), path);
+namespace {
+
+// Fills a.data from the data bytes as stored: byte order and Fortran order converted.
+void convert_data(NpyHeader& hd, std::string_view stored) {
+  NpyArray& a = hd.array;
+  const uint8_t* p = reinterpret_cast<const uint8_t*>(stored.data());
+  a.data.assign(p, p + stored.size());
+  if (a.descr[0] == '>' && a.item_bytes > 1)
+    for (uint64_t i = 0; i < a.data.size(); i += a.item_bytes)
+      std::reverse(&a.data[i], &a.data[i + a.item_bytes]);
+  if (hd.fortran) fortran_to_c(a.data, a.shape, a.item_bytes);
+}
+
+std::string truncated(const NpyHeader& hd, uint64_t have) {
+  return fmt::format("truncated data: shape {} of '{}' needs {} bytes, the file has {}",
+                     shape_text(hd.array.shape), elide(hd.array.descr), hd.data_bytes, have);
+}
+
+} // namespace
+
+NpyArray parse_npy(std::string_view b, const std::string& name) {
+  NpyHeader hd = parse_npy_header(b, name);
+  const uint64_t have = b.size() - hd.data_offset;
+  if (have < hd.data_bytes) fail(name, truncated(hd, have));
+  if (have > hd.data_bytes)
+    fail(name, fmt::format("{} bytes of trailing data after the array", have - hd.data_bytes));
+  convert_data(hd, b.substr(hd.data_offset));
+  return std::move(hd.array);
+}
+
+NpyArray read_npy(const std::string& path, const std::function<void(const NpyArray&)>& check) {
+  // Read in steps so that nothing large is allocated before the header is known and checked:
+  // a stream (a pipe, /dev/zero) is read only as far as the header says, a regular file's size
+  // is compared with the header before its data is read.
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) throw NpyError(fmt::format("{}: cannot open file: {}", path, std::strerror(errno)));
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> closer(f, &std::fclose);
+  struct stat st {};
+  const bool regular = fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode);
+  std::string buf;
+  auto read_to = [&](uint64_t n) { // buf grows to n bytes, or fewer at end of file
+    while (buf.size() < n) {
+      const size_t old = buf.size(), want = size_t(std::min<uint64_t>(n - old, 1 << 20));
+      buf.resize(old + want);
+      const size_t got = std::fread(buf.data() + old, 1, want, f);
+      buf.resize(old + got);
+      if (got < want) {
+        if (std::ferror(f))
+          throw NpyError(fmt::format("{}: read failed: {}", path, std::strerror(errno)));
+        return;
+      }
+    }
+  };
+  read_to(12);
+  if (buf.size() >= 10 && buf.compare(0, 6, kMagic, 6) == 0) {
+    const uint8_t major = uint8_t(buf[6]);
+    uint64_t hlen = uint8_t(buf[8]) | uint64_t(uint8_t(buf[9])) << 8, hstart = 10;
+    if ((major == 2 || major == 3) && buf.size() >= 12) {
+      hlen = 0;
+      for (int i = 0; i < 4; ++i) hlen |= uint64_t(uint8_t(buf[8 + i])) << (8 * i);
+      hstart = 12;
+    }
+    if (hlen <= kMaxHeader) read_to(hstart + hlen);
+  }
+  NpyHeader hd = parse_npy_header(buf, path);
+  if (check) check(hd.array);
+  const uint64_t end = hd.data_offset + hd.data_bytes;
+  if (regular && uint64_t(st.st_size) != end) {
+    const uint64_t have = uint64_t(st.st_size) - std::min<uint64_t>(st.st_size, hd.data_offset);
+    if (have < hd.data_bytes) fail(path, truncated(hd, have));
+    fail(path, fmt::format("{} bytes of trailing data after the array", have - hd.data_bytes));
+  }
+  read_to(end + 1); // one more byte tells a stream's trailing data
+  if (buf.size() < end) fail(path, truncated(hd, buf.size() - hd.data_offset));
+  if (buf.size() > end) fail(path, "trailing data after the array");
+  convert_data(hd, std::string_view(buf).substr(hd.data_offset));
+  return std::move(hd.array);
 }
 
 std::string npy_descr(DType t) {
@@ -266,36 +387,24 @@ std::string format_npy(DType t, const std::vector<int64_t>& shape, const uint8_t
   return out;
 }
 
-void write_npy(const std::string& path, DType t, const std::vector<int64_t>& shape,
-               const uint8_t* data) {
-  write_npy_chunks(path, t, shape, {{data, npy_bytes(t, shape)}});
-}
-
-void write_npy_chunks(const std::string& path, DType t, const std::vector<int64_t>& shape,
-                      const std::vector<std::pair<const uint8_t*, uint64_t>>& chunks) {
+void stream_npy(std::ostream& out, DType t, const std::vector<int64_t>& shape,
+                const std::vector<std::pair<const uint8_t*, uint64_t>>& chunks) {
   uint64_t n = 0;
   for (const auto& [p, len] : chunks) n += len;
   if (n != npy_bytes(t, shape))
-    throw NpyError(fmt::format("{}: {} data bytes for a {} array", path, n, shape_text(shape)));
-  // Written next to the destination, then renamed over it: a failed write leaves no partial file.
-  const std::string tmp = path + ".tmp" + std::to_string(::getpid());
-  {
-    std::ofstream f(tmp, std::ios::binary);
-    if (!f) throw NpyError(fmt::format("{}: cannot create file", tmp));
-    std::string h = npy_header(t, shape);
-    f.write(h.data(), std::streamsize(h.size()));
-    for (const auto& [p, len] : chunks)
-      f.write(reinterpret_cast<const char*>(p), std::streamsize(len));
-    f.flush();
-    if (!f) {
-      f.close();
-      std::remove(tmp.c_str());
-      throw NpyError(fmt::format("{}: write failed", path));
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw NpyError(fmt::format("{}: cannot replace the file", path));
+    throw NpyError(fmt::format("{} data bytes for a {} array", n, shape_text(shape)));
+  const std::string h = npy_header(t, shape);
+  out.write(h.data(), std::streamsize(h.size()));
+  for (const auto& [p, len] : chunks)
+    out.write(reinterpret_cast<const char*>(p), std::streamsize(len));
+}
+
+void write_npy(const std::string& path, DType t, const std::vector<int64_t>& shape,
+               const uint8_t* data) {
+  try {
+    write_file_atomic(path, format_npy(t, shape, data));
+  } catch (const OutputError& e) {
+    throw NpyError(e.what());
   }
 }
 

@@ -5,6 +5,8 @@
 // 'float8_e4m3' / 'float8_e5m2').
 #pragma once
 #include <cstdint>
+#include <functional>
+#include <ostream>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -29,9 +31,23 @@ struct NpyArray {
   uint64_t elems() const;
 };
 
-// `name` (usually the path) prefixes every error message.
+// What the header of a file says: the array without its data, where the data starts, its
+// size (checked not to overflow), and whether it is stored in Fortran order.
+struct NpyHeader {
+  NpyArray array;
+  uint64_t data_offset = 0, data_bytes = 0;
+  bool fortran = false;
+};
+
+// `name` (usually the path) prefixes every error message. Quoted parts of the input are cut
+// to a line's worth (isa/quote.h).
+NpyHeader parse_npy_header(std::string_view bytes, const std::string& name);
 NpyArray parse_npy(std::string_view bytes, const std::string& name);
-NpyArray read_npy(const std::string& path);
+// Reads the header first and calls `check` (which may throw) on the array without data before
+// reading the data; the file's size must match the header exactly. Streams (pipes) are read
+// only as far as the header says (plus one byte to detect trailing data).
+NpyArray read_npy(const std::string& path,
+                  const std::function<void(const NpyArray&)>& check = nullptr);
 
 // The descriptor nisa writes for a dtype, and whether a file descriptor may hold it.
 std::string npy_descr(DType t);
@@ -45,9 +61,9 @@ void check_npy(const NpyArray& a, DType t, const std::vector<int64_t>& shape,
 std::string format_npy(DType t, const std::vector<int64_t>& shape, const uint8_t* data);
 void write_npy(const std::string& path, DType t, const std::vector<int64_t>& shape,
                const uint8_t* data);
-// The array's data in pieces (e.g. one per rank), without gathering it; the file is written
-// to a temporary name beside `path` and renamed over it.
-void write_npy_chunks(const std::string& path, DType t, const std::vector<int64_t>& shape,
-                      const std::vector<std::pair<const uint8_t*, uint64_t>>& chunks);
+// Header and data to a stream, the data in pieces (e.g. one per rank) so that a large array is
+// never gathered in memory; the pieces must add up to the shape's bytes.
+void stream_npy(std::ostream& out, DType t, const std::vector<int64_t>& shape,
+                const std::vector<std::pair<const uint8_t*, uint64_t>>& chunks);
 
 } // namespace nisa::interp

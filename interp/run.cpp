@@ -1,11 +1,13 @@
 #include "interp/run.h"
 
 #include <cstring>
-#include <fstream>
 #include <memory>
 #include <set>
 
 #include <fmt/format.h>
+
+#include "isa/output_file.h"
+#include "isa/quote.h"
 
 namespace nisa::interp {
 namespace {
@@ -18,52 +20,77 @@ std::vector<int64_t> with_ranks(int ranks, const std::vector<int64_t>& shape) {
 
 } // namespace
 
-void bind_inputs(Machine& m, const std::vector<IoSpec>& inputs) {
+std::vector<InputData> read_inputs(const Module& mod, int ranks,
+                                   const std::vector<IoSpec>& inputs) {
   std::set<std::string> bound;
+  std::vector<InputData> out;
   for (const IoSpec& io : inputs) {
-    const TensorDecl* t = m.find_tensor(io.name);
+    const TensorDecl* t = nullptr;
+    for (const TensorDecl& d : mod.tensors)
+      if (d.name == io.name) t = &d;
     if (!t)
       throw std::runtime_error(
-          fmt::format("--in {}: the kernel has no tensor '{}'", io.name, io.name));
+          fmt::format("--in {}: the kernel has no tensor '{}'", elide(io.name), elide(io.name)));
     if (t->role != Role::input)
       throw std::runtime_error(fmt::format("--in {}: tensor '{}' is {}, not an input", io.name,
                                            io.name, name_of(t->role)));
     if (!bound.insert(io.name).second)
       throw std::runtime_error(fmt::format("--in {}: bound twice", io.name));
-    NpyArray a = read_npy(io.path);
-    if (m.opt.ranks > 1 && a.shape == with_ranks(m.opt.ranks, t->shape)) {
-      check_npy(a, t->dtype, a.shape, io.path, io.name);
-      uint64_t n = Machine::tensor_bytes(*t);
-      for (int r = 0; r < m.opt.ranks; ++r) m.write_tensor(*t, a.data.data() + r * n, r);
-    } else {
-      check_npy(a, t->dtype, t->shape, io.path, io.name);
-      m.write_tensor(*t, a.data.data());
-    }
+    InputData in{t, false, {}};
+    // The header is checked against the declaration before any data is read.
+    in.array = read_npy(io.path, [&](const NpyArray& a) {
+      in.per_rank = ranks > 1 && a.shape == with_ranks(ranks, t->shape);
+      check_npy(a, t->dtype, in.per_rank ? a.shape : t->shape, io.path, io.name);
+    });
+    out.push_back(std::move(in));
   }
-  for (const TensorDecl& t : m.mod->tensors)
+  for (const TensorDecl& t : mod.tensors)
     if (t.role == Role::input && !bound.count(t.name))
       throw std::runtime_error(
           fmt::format("input '{}' is not bound (use --in {}=FILE.npy)", t.name, t.name));
+  return out;
 }
 
-void write_outputs(const Machine& m, const std::vector<IoSpec>& outputs) {
+void bind_inputs(Machine& m, const std::vector<InputData>& inputs) {
+  for (const InputData& in : inputs) {
+    if (!in.per_rank) {
+      m.write_tensor(*in.tensor, in.array.data.data());
+      continue;
+    }
+    const uint64_t n = Machine::tensor_bytes(*in.tensor);
+    for (int r = 0; r < m.opt.ranks; ++r)
+      m.write_tensor(*in.tensor, in.array.data.data() + r * n, r);
+  }
+}
+
+void bind_inputs(Machine& m, const std::vector<IoSpec>& inputs) {
+  bind_inputs(m, read_inputs(*m.mod, m.opt.ranks, inputs));
+}
+
+std::vector<std::unique_ptr<OutputFile>> stage_outputs(const Machine& m,
+                                                       const std::vector<IoSpec>& outputs) {
+  std::vector<std::unique_ptr<OutputFile>> files;
   for (const IoSpec& io : outputs) {
     const TensorDecl* t = m.find_tensor(io.name);
     if (!t)
       throw std::runtime_error(
-          fmt::format("--out {}: the kernel has no tensor '{}'", io.name, io.name));
+          fmt::format("--out {}: the kernel has no tensor '{}'", elide(io.name), elide(io.name)));
     if (t->space != MemSpace::hbm)
       throw std::runtime_error(fmt::format("--out {}: tensor '{}' is in {}, not hbm", io.name,
                                            io.name, name_of(t->space)));
-    uint64_t n = Machine::tensor_bytes(*t);
-    if (m.opt.ranks == 1) {
-      write_npy(io.path, t->dtype, t->shape, m.hbm_tensor(0, *t));
-    } else {
-      std::vector<std::pair<const uint8_t*, uint64_t>> parts; // each rank's tensor, in place
-      for (int r = 0; r < m.opt.ranks; ++r) parts.push_back({m.hbm_tensor(r, *t), n});
-      write_npy_chunks(io.path, t->dtype, with_ranks(m.opt.ranks, t->shape), parts);
-    }
+    const uint64_t n = Machine::tensor_bytes(*t);
+    std::vector<std::pair<const uint8_t*, uint64_t>> parts; // each rank's tensor, in place
+    for (int r = 0; r < m.opt.ranks; ++r) parts.push_back({m.hbm_tensor(r, *t), n});
+    files.push_back(std::make_unique<OutputFile>(io.path));
+    stream_npy(files.back()->stream(), t->dtype,
+               m.opt.ranks == 1 ? t->shape : with_ranks(m.opt.ranks, t->shape), parts);
+    files.back()->finish();
   }
+  return files;
+}
+
+void write_outputs(const Machine& m, const std::vector<IoSpec>& outputs) {
+  for (auto& f : stage_outputs(m, outputs)) f->commit();
 }
 
 int run_module(const Module& mod, const RunConfig& cfg, std::ostream& out, std::ostream& err) {
@@ -79,8 +106,12 @@ int run_module(const Module& mod, const RunConfig& cfg, std::ostream& out, std::
         throw std::runtime_error(
             fmt::format("--out {}: the kernel has no tensor '{}'", io.name, io.name));
     }
+    // Everything that can be checked before allocating HBM is: the declarations against the
+    // limit, then each input's header against its declaration (the data only after).
+    Machine::hbm_size(mod, mo);
+    std::vector<InputData> inputs = read_inputs(mod, mo.ranks, cfg.inputs);
     m = std::make_unique<Machine>(mod, mo);
-    bind_inputs(*m, cfg.inputs);
+    bind_inputs(*m, inputs);
   } catch (const std::exception& e) {
     err << "nisa run: error: " << e.what() << "\n";
     return kExitUsage;
@@ -97,20 +128,21 @@ int run_module(const Module& mod, const RunConfig& cfg, std::ostream& out, std::
   // Observers run on the slow path only when asked for.
   std::unique_ptr<RaceChecker> races;
   std::unique_ptr<TraceRecorder> trace;
-  std::ofstream trace_file;
+  std::unique_ptr<OutputFile> trace_file; // renamed into place with the other outputs
   ObserverList observers;
   if (cfg.check_races) {
     races = std::make_unique<RaceChecker>(*m);
     observers.list.push_back(races.get());
   }
   if (!cfg.trace_path.empty()) {
-    trace_file.open(cfg.trace_path);
-    if (!trace_file) {
-      err << "nisa run: error: " << cfg.trace_path << ": cannot create file\n";
+    try {
+      trace_file = std::make_unique<OutputFile>(cfg.trace_path);
+    } catch (const std::exception& e) {
+      err << "nisa run: error: " << e.what() << "\n";
       return kExitUsage;
     }
-    trace_file << trace_header(*m);
-    trace = std::make_unique<TraceRecorder>(*m, cfg.trace_filter, &trace_file, false,
+    trace_file->stream() << trace_header(*m);
+    trace = std::make_unique<TraceRecorder>(*m, cfg.trace_filter, &trace_file->stream(), false,
                                             cfg.trace_max_bytes);
     observers.list.push_back(trace.get());
   }
@@ -142,16 +174,27 @@ int run_module(const Module& mod, const RunConfig& cfg, std::ostream& out, std::
                        cfg.timeline_path, r.timeline.size(), so.max_timeline_events,
                        r.timeline_dropped);
   if (cfg.stats) print_stats(out, *m, r.stats);
+  // All or nothing: every file is written to its temporary and closed before the first
+  // rename. The trace and the timeline are kept after a deadlock or fault (they explain it),
+  // the tensors only after a clean run.
   try {
-    if (!cfg.timeline_path.empty()) {
-      std::ofstream f(cfg.timeline_path);
-      if (!f) throw std::runtime_error(fmt::format("{}: cannot create file", cfg.timeline_path));
-      write_timeline(f, *m, r.timeline);
+    std::vector<std::unique_ptr<OutputFile>> files;
+    if (trace_file) {
+      trace.reset(); // flushes what it buffered
+      trace_file->finish();
     }
-    if (r.status == RunStatus::ok) write_outputs(*m, cfg.outputs);
+    if (!cfg.timeline_path.empty()) {
+      files.push_back(std::make_unique<OutputFile>(cfg.timeline_path));
+      write_timeline(files.back()->stream(), *m, r.timeline);
+    }
+    if (r.status == RunStatus::ok)
+      for (auto& f : stage_outputs(*m, cfg.outputs)) files.push_back(std::move(f));
+    for (auto& f : files) f->finish();
+    if (trace_file) trace_file->commit();
+    for (auto& f : files) f->commit();
   } catch (const std::exception& e) {
     err << "nisa run: error: " << e.what() << "\n";
-    return r.exit_code ? r.exit_code : kExitUsage;
+    return r.exit_code ? r.exit_code : kExitOutput;
   }
   return r.exit_code;
 }

@@ -1,6 +1,7 @@
 // Running a Module end to end: bind .npy inputs, run the scheduler, report, write outputs.
 // This is what `nisa run` does; the debugger and tests use the same pieces.
 #pragma once
+#include <memory>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -9,6 +10,7 @@
 #include "interp/npy.h"
 #include "interp/scheduler.h"
 #include "interp/trace.h"
+#include "isa/output_file.h"
 
 namespace nisa::interp {
 
@@ -32,13 +34,30 @@ struct RunConfig {
 
 // Exit code of a run that finished but found races (--check-races).
 inline constexpr int kExitRace = 4;
+// Exit code of a clean run whose outputs could not be written (a usage/input-class error).
+inline constexpr int kExitOutput = 1;
 
-// Copies every input into each rank's HBM. Every input tensor must be bound exactly once;
-// unknown names, non-input tensors, dtype or shape mismatches throw std::runtime_error
-// (NpyError for file problems). With R > 1 ranks a file may also hold [R, ...shape]: slice r
-// goes to rank r.
+// An input file read and checked against its declaration.
+struct InputData {
+  const TensorDecl* tensor = nullptr;
+  bool per_rank = false; // the file holds [R, ...shape]: slice r goes to rank r
+  NpyArray array;
+};
+
+// Reads every input, checking each header (dtype, shape) against the declaration before its
+// data is read. Every input tensor must be bound exactly once; unknown names, non-input
+// tensors, dtype or shape mismatches throw std::runtime_error (NpyError for file problems).
+// With R > 1 ranks a file may also hold [R, ...shape].
+std::vector<InputData> read_inputs(const Module& mod, int ranks, const std::vector<IoSpec>& inputs);
+// Copies read inputs into each rank's HBM.
+void bind_inputs(Machine& m, const std::vector<InputData>& inputs);
+// Both of the above.
 void bind_inputs(Machine& m, const std::vector<IoSpec>& inputs);
-// Writes each requested HBM tensor (rank 0's, or [R, ...shape] with R > 1 ranks).
+// Each requested HBM tensor (rank 0's, or [R, ...shape] with R > 1 ranks) streamed as .npy into
+// its output's temporary file, finished but not yet renamed into place (isa/output_file.h).
+std::vector<std::unique_ptr<OutputFile>> stage_outputs(const Machine& m,
+                                                       const std::vector<IoSpec>& outputs);
+// Writes them, all or none: every file is finished before the first rename.
 void write_outputs(const Machine& m, const std::vector<IoSpec>& outputs);
 
 // The whole run; returns the exit code (0 ok, 1 usage/input error, 2 deadlock, 3 fault,

@@ -2,6 +2,10 @@
 // partition checks, once per operand per instruction.
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cstdint>
+#include <string>
+
 #include "interp/exec.h"
 
 namespace nisa::interp {
@@ -53,19 +57,30 @@ Region region_of(const ExecCtx& cx, const AccessPattern& ap, Access how) {
   throw Fault(fmt::format("{} operand has no memory space", verb(how)));
 }
 
-// Element-offset range [lo, hi] that the free pattern spans (strides may be negative).
-struct Span {
-  int64_t lo = 0, hi = 0;
-};
+__extension__ typedef __int128 i128;
 
-int64_t register_offset(const ExecCtx& cx, const AccessPattern& ap) {
+// Floor of the element cap of one access (see view()): room for broadcasts into a small HBM.
+constexpr int64_t kMinElemCap = int64_t(1) << 25;
+
+constexpr i128 kMaxDynOffset = i128(1) << 64;
+
+std::string text(i128 v) {
+  if (v >= INT64_MIN && v <= INT64_MAX) return std::to_string(int64_t(v));
+  return v < 0 ? "-(more than 2^63)" : "(more than 2^63)";
+}
+
+i128 register_offset(const ExecCtx& cx, const AccessPattern& ap) {
   if (ap.dyn_reg >= kNumRegs) throw Fault(fmt::format("dynamic offset register r{}", ap.dyn_reg));
   if (!cx.regs) throw Fault("dynamic offset needs registers but none are available");
   const int64_t value = cx.regs[ap.dyn_reg];
   if (ap.dyn_limit > 0 && (value < 0 || value >= ap.dyn_limit))
     throw Fault(fmt::format("register r{} = {} is outside [0, {}) for dynamic offset", ap.dyn_reg,
                             value, ap.dyn_limit));
-  return value * ap.dyn_mult;
+  const i128 r = i128(value) * ap.dyn_mult;    // |value|, |dyn_mult| <= 2^63: fits
+  if (r > kMaxDynOffset || r < -kMaxDynOffset) // keeps r * dtype bytes inside 128 bits
+    throw Fault(fmt::format("register r{} = {} times {} elements is outside every memory",
+                            ap.dyn_reg, value, ap.dyn_mult));
+  return r;
 }
 
 // Per-row index values of a vector offset, read from the SBUF index tile.
@@ -104,24 +119,37 @@ View ExecCtx::view(const AccessPattern& ap, Access how, bool oob_skip) const {
   View v;
   v.dtype = ap.dtype;
   v.parts = ap.part_count;
-  v.free_elems = 1;
-  Span span;
+  // Hand-written operands may hold any 64-bit values: every byte range below is computed in
+  // 128 bits (4 dims x 2^63 x 4 bytes and 2^63 x 2^16 rows cannot overflow it), so a bad
+  // operand faults instead of wrapping past the bounds check.
+  i128 lo = 0, hi = 0, elems = 1; // element-offset span of the free pattern; free elements
   // AP dims are outer -> inner; the view keeps the innermost in slot 3.
   for (int k = 0; k < ap.ndims; ++k) {
     const FreeDim& d = ap.dims[k];
     if (d.count == 0)
       throw Fault(fmt::format("{} {} free dim {} has count 0", space, verb(how), k));
-    const int64_t reach = static_cast<int64_t>(d.stride) * (d.count - 1);
-    (reach < 0 ? span.lo : span.hi) += reach;
+    const i128 reach = i128(d.stride) * (d.count - 1);
+    (reach < 0 ? lo : hi) += reach;
     const int slot = kMaxFreeDims - ap.ndims + k;
-    v.stride[slot] = d.stride * eb;
+    v.stride[slot] = int64_t(d.stride) * eb;
     v.count[slot] = d.count;
-    v.free_elems *= d.count;
+    // Saturated at 2^64: four counts of 2^32 - 1 would overflow even 128 bits.
+    elems = std::min<i128>(elems * d.count, i128(1) << 64);
   }
+  // A legal access moves at most one element per byte of a memory (a broadcast source moves
+  // as many as its destination); more would only make the semantics allocate without bound.
+  const i128 region_total = rg.on_chip ? i128(rg.part_bytes) * kNumPartitions : rg.part_bytes;
+  const i128 max_elems = std::max<i128>(region_total, kMinElemCap);
+  if (elems * ap.part_count > max_elems)
+    throw Fault(fmt::format("{} {} of {} x {} elements exceeds the {} elements one access may "
+                            "move",
+                            space, verb(how), uint64_t(ap.part_count), text(elems),
+                            text(max_elems)));
+  v.free_elems = uint64_t(elems);
 
-  const int64_t dyn = ap.dyn == DynKind::reg ? register_offset(*this, ap) : 0;
-  const int64_t off = static_cast<int64_t>(ap.offset) + dyn * eb; // bytes
-  const int64_t first = off + span.lo * eb, end = off + (span.hi + 1) * eb;
+  const i128 dyn = ap.dyn == DynKind::reg ? register_offset(*this, ap) : 0;
+  const i128 off = i128(ap.offset) + dyn * eb; // bytes
+  const i128 first = off + lo * eb, end = off + (hi + 1) * eb;
 
   if (rg.on_chip) {
     if (ap.part_start + ap.part_count > kNumPartitions)
@@ -129,46 +157,52 @@ View ExecCtx::view(const AccessPattern& ap, Access how, bool oob_skip) const {
                               verb(how), ap.part_start, ap.part_start + ap.part_count - 1,
                               kNumPartitions));
     v.pstride = static_cast<int64_t>(rg.part_bytes);
-  } else {
-    v.pstride = ap.part_stride * eb;
   }
   // Whole-access byte range for the static part (rows by pstride).
-  auto check_range = [&](int64_t row_first, int64_t row_end, const std::string& what) {
-    if (row_first < 0 || row_end > static_cast<int64_t>(rg.part_bytes))
+  auto check_range = [&](i128 row_first, i128 row_end, const std::string& what) {
+    if (row_first < 0 || row_end > i128(rg.part_bytes))
       throw Fault(fmt::format("{} {} of bytes {}..{}{} is outside [0, {}){}", space, verb(how),
-                              row_first, row_end - 1, what, rg.part_bytes,
+                              text(row_first), text(row_end - 1), what, rg.part_bytes,
                               rg.on_chip ? " of a partition" : ""));
   };
 
   if (ap.dyn != DynKind::vec) {
     if (rg.on_chip) {
       check_range(first, end, "");
-      v.base = rg.mem + ap.part_start * rg.part_bytes + off;
+      v.base = rg.mem + ap.part_start * rg.part_bytes + int64_t(off);
     } else {
-      const int64_t preach = v.pstride * (ap.part_count - 1);
-      check_range(first + std::min<int64_t>(preach, 0), end + std::max<int64_t>(preach, 0),
+      const i128 preach = i128(ap.part_stride) * eb * (ap.part_count - 1);
+      check_range(first + std::min<i128>(preach, 0), end + std::max<i128>(preach, 0),
                   fmt::format(" ({} rows of stride {})", ap.part_count, ap.part_stride));
-      v.base = rg.mem + off;
+      // In range, so the row stride fits (a single row never uses it).
+      v.pstride = ap.part_count > 1 ? ap.part_stride * eb : 0;
+      v.base = rg.mem + int64_t(off);
     }
     return v;
   }
 
   // Vector offset: each row moves by its own index; rows are checked one by one.
+  if (!rg.on_chip) {
+    const i128 ps = i128(ap.part_stride) * eb * (ap.part_count - 1);
+    if (ps > i128(rg.part_bytes) || ps < -i128(rg.part_bytes))
+      throw Fault(fmt::format("{} {} rows of stride {} span more than the {} bytes of hbm", space,
+                              verb(how), ap.part_stride, rg.part_bytes));
+    v.pstride = ap.part_count > 1 ? ap.part_stride * eb : 0;
+  }
   v.base = rg.mem + (rg.on_chip ? ap.part_start * rg.part_bytes : 0);
   v.row_storage.resize(ap.part_count);
   for (uint32_t p = 0; p < ap.part_count; ++p) {
     const int64_t idx = vector_index(*this, ap, p);
-    const int64_t row_base = rg.on_chip ? 0 : int64_t(p) * v.pstride;
-    const int64_t row_off = off + idx * ap.dyn_mult * eb + row_base; // bytes from v.base
+    const i128 row_base = rg.on_chip ? 0 : i128(p) * v.pstride;
+    const i128 row_off = off + i128(idx) * ap.dyn_mult * eb + row_base; // bytes from v.base
     const bool idx_bad = ap.dyn_limit > 0 && (idx < 0 || idx >= ap.dyn_limit);
-    const bool oob = row_off + span.lo * eb < 0 ||
-                     row_off + (span.hi + 1) * eb > static_cast<int64_t>(rg.part_bytes);
+    const bool oob = row_off + lo * eb < 0 || row_off + (hi + 1) * eb > i128(rg.part_bytes);
     if (idx_bad || oob) {
       if (!oob_skip) {
         if (idx_bad)
           throw Fault(
               fmt::format("vector offset of row {} = {} is outside [0, {})", p, idx, ap.dyn_limit));
-        check_range(row_off + span.lo * eb, row_off + (span.hi + 1) * eb,
+        check_range(row_off + lo * eb, row_off + (hi + 1) * eb,
                     fmt::format(" (row {} with vector offset {})", p, idx));
       }
       if (v.row_skip.empty()) v.row_skip.assign(ap.part_count, 0);
@@ -176,7 +210,7 @@ View ExecCtx::view(const AccessPattern& ap, Access how, bool oob_skip) const {
       v.row_storage[p] = 0; // never dereferenced: the row is skipped
       continue;
     }
-    v.row_storage[p] = row_off + (rg.on_chip ? int64_t(p) * v.pstride : 0);
+    v.row_storage[p] = int64_t(row_off) + (rg.on_chip ? int64_t(p) * v.pstride : 0);
   }
   v.rows = v.row_storage.data();
   return v;

@@ -154,12 +154,18 @@ struct AccessPattern {
   uint32_t dyn_limit = 0;
   VecIndex vidx{};
 
+  // Saturating at UINT64_MAX: a hand-written pattern of 4 dims of 2^32 - 1 must not wrap to
+  // a small count that matches another operand (the interpreter caps real accesses far lower).
   uint64_t free_elems() const {
     uint64_t n = 1;
-    for (int k = 0; k < ndims; ++k) n *= dims[k].count;
+    for (int k = 0; k < ndims && k < kMaxFreeDims; ++k)
+      if (__builtin_mul_overflow(n, dims[k].count, &n)) return UINT64_MAX;
     return n;
   }
-  uint64_t elems() const { return free_elems() * part_count; }
+  uint64_t elems() const {
+    uint64_t n;
+    return __builtin_mul_overflow(free_elems(), part_count, &n) ? UINT64_MAX : n;
+  }
   bool operator==(const AccessPattern&) const = default;
 };
 

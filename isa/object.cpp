@@ -12,6 +12,9 @@
 #include <unordered_map>
 
 #include "isa/encode_io.h"
+#include "isa/limits.h"
+#include "isa/output_file.h"
+#include "isa/quote.h"
 
 namespace nisa {
 namespace {
@@ -407,6 +410,7 @@ private:
                    fmt::format("tensor '{}': dimension {} is {}", t.name, d, t.shape.back()));
       }
       check_tensor_partitions(t, at + 8);
+      if (auto err = tensor_extent_error(t)) io::fail(at + 12, *err);
       check_name(seen, m_.tensors.emplace_back(std::move(t)).name, at, "tensor");
     }
   }
@@ -626,13 +630,14 @@ std::string ObjectFileError::str() const {
 
 std::optional<ObjectFileError> save_object(const std::string& path, const Module& m) {
   const auto bytes = write_object(m);
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  if (!f)
-    return ObjectFileError{path, std::nullopt,
-                           fmt::format("cannot open for writing: {}", std::strerror(errno))};
-  f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-  f.close();
-  if (!f) return ObjectFileError{path, std::nullopt, "write failed"};
+  try {
+    write_file_atomic(path,
+                      std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
+  } catch (const OutputError& e) {
+    std::string_view why = e.what(); // "PATH: why": the error names the path itself
+    if (why.starts_with(elide(path) + ": ")) why.remove_prefix(elide(path).size() + 2);
+    return ObjectFileError{path, std::nullopt, std::string(why)};
+  }
   return std::nullopt;
 }
 

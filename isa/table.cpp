@@ -1,5 +1,6 @@
 // Builds the descriptor table from isa/insts.def, and the lookups over it.
 #include <array>
+#include <bit>
 #include <string>
 #include <unordered_map>
 
@@ -189,7 +190,9 @@ bool Operand::operator==(const Operand& o) const {
   if (present != o.present || is_ap != o.is_ap || is_reg != o.is_reg) return false;
   if (!present) return true;
   // Compare every payload: unused payloads stay at their defaults in well-formed records.
-  return i == o.i && f == o.f && ap == o.ap && pat == o.pat && mask == o.mask;
+  // Floats by bit pattern: a NaN immediate equals itself (round trips compare records).
+  return i == o.i && std::bit_cast<uint32_t>(f) == std::bit_cast<uint32_t>(o.f) && ap == o.ap &&
+         pat == o.pat && mask == o.mask;
 }
 
 } // namespace nisa

@@ -391,9 +391,10 @@ void sem_scalar_tensor_tensor(ExecCtx& cx, const Inst& in) {
   F32Rows ra(a, needs_snapshot(cx, d, a)), rb(b, views_overlap(cx, d, b));
   F32Out o(d);
   const uint64_t n = d.free_elems;
+  const uint32_t parts = d.parts; // clang 14 cannot capture a structured binding
   with_alu(op1, [&](auto oc) {
     constexpr AluOp O = decltype(oc)::value;
-    for (uint32_t p = 0; p < d.parts; ++p) {
+    for (uint32_t p = 0; p < parts; ++p) {
       float* out = o.get(p);
       apply_scalar(op0, out, ra.get(p), n, s0.at(p), rev0);
       const float* y = rb.get(p);

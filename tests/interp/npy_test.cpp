@@ -1,8 +1,14 @@
 // .npy reading and writing: every dtype, Fortran order, ml_dtypes descriptors, bad files.
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <random>
+#include <thread>
 
 #include "interp/npy.h"
 
@@ -111,7 +117,7 @@ TEST(Npy, CorruptFilesNameTheFileAndTheProblem) {
   expect_error(v9, "unsupported .npy format version 9.0");
   std::string nodescr = good;
   nodescr.replace(nodescr.find("descr"), 5, "dexcr");
-  expect_error(nodescr, "header has no 'descr' entry");
+  expect_error(nodescr, "header has an unknown key 'dexcr'"); // numpy rejects it too
 }
 
 TEST(Npy, MismatchWithDeclarationIsAClearError) {
@@ -130,6 +136,138 @@ TEST(Npy, MismatchWithDeclarationIsAClearError) {
   } catch (const NpyError& e) {
     EXPECT_STREQ(e.what(), "in.npy: shape (2, 3) does not match tensor 'x' of shape (3, 2)");
   }
+}
+
+// Issue 11: what used to crash or be read differently from numpy.
+TEST(Npy, FortranShapeWhoseProductOverflowsIsAnError) {
+  // Each entry is <= 2^40 (accepted alone); the product is 2^120 elements.
+  expect_error(handmade("<f4", true, "(1099511627776, 1099511627776, 1099511627776)", {}),
+               "shape (1099511627776, 1099511627776, 1099511627776) of '<f4' has more than 2^64 "
+               "bytes");
+  // 2^62 elements x 4 bytes = 2^64: the byte count alone overflows.
+  expect_error(handmade("<f4", true, "(2147483648, 2147483648)", {}),
+               "shape (2147483648, 2147483648) of '<f4' has more than 2^64 bytes");
+}
+
+TEST(Npy, DuplicateOrUnknownHeaderKeysAreErrors) {
+  std::vector<uint8_t> four(16, 0);
+  // numpy keeps the last 'descr' ('<i4'), an older nisa the first: neither may be guessed.
+  std::string two = handmade("<f4", false, "(2, 2)", four);
+  two.replace(two.find("'fortran_order'"), 0, "'descr': '<i4', ");
+  two.erase(two.find("  \n"), 16); // keep the header length (the replacement added 16 bytes)
+  expect_error(two, "header has the key 'descr' twice");
+  std::string shape2 = handmade("<f4", false, "(2, 2)", four);
+  shape2.replace(shape2.find("}"), 0, "'shape': (4,), ");
+  shape2.erase(shape2.find("  \n"), 15);
+  expect_error(shape2, "header has the key 'shape' twice");
+  expect_error(handmade("<f4', 'extra': 'x", false, "(2, 2)", four),
+               "header has an unknown key 'extra'");
+}
+
+TEST(Npy, HostileTextIsQuotedAtMostALineLong) {
+  const std::string descr(30000, 'A'); // a 30 kB descriptor (a version 1.0 header holds 64 kB)
+  try {
+    parse_npy(handmade(descr, false, "(1,)", {0, 0, 0, 0}), "bad.npy");
+    FAIL();
+  } catch (const NpyError& e) {
+    const std::string m = e.what();
+    EXPECT_LT(m.size(), 300u) << m.size();
+    EXPECT_NE(m.find("unsupported dtype descriptor 'AAAA"), std::string::npos);
+    EXPECT_NE(m.find("AAA...'"), std::string::npos) << m;
+  }
+  // Binary bytes in a quoted key are escaped, not sent to the terminal.
+  std::string bin = handmade("<f4", false, "(1,)", {0, 0, 0, 0});
+  bin.replace(bin.find("descr"), 5, "\x1b[2J");
+  try {
+    parse_npy(bin, "bad.npy");
+    FAIL();
+  } catch (const NpyError& e) {
+    EXPECT_NE(std::string(e.what()).find("unknown key '\\x1b[2J'"), std::string::npos) << e.what();
+  }
+}
+
+struct NpyFile : ::testing::Test {
+  std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("nisa_npyfile_" + std::to_string(::getpid()));
+  void SetUp() override { std::filesystem::create_directories(dir); }
+  void TearDown() override { std::filesystem::remove_all(dir); }
+  std::string put(const std::string& name, const std::string& bytes) {
+    const std::string p = (dir / name).string();
+    std::ofstream(p, std::ios::binary) << bytes;
+    return p;
+  }
+};
+
+TEST_F(NpyFile, TheHeaderIsCheckedBeforeTheDataIsRead) {
+  // The header declares 1 GiB (2^28 fp32) that the file does not hold: the caller's check of
+  // the header (here: a shape mismatch) is reported, not a truncation after reading.
+  const std::string p = put("big.npy", handmade("<f4", false, "(16384, 16384)", {1, 2, 3, 4}));
+  int calls = 0;
+  try {
+    read_npy(p, [&](const NpyArray& a) {
+      ++calls;
+      EXPECT_TRUE(a.data.empty()); // no data read yet
+      throw NpyError("shape checked first");
+    });
+    FAIL();
+  } catch (const NpyError& e) {
+    EXPECT_STREQ(e.what(), "shape checked first");
+  }
+  EXPECT_EQ(calls, 1);
+  // Without a check, the size is compared with the header from the file's size.
+  try {
+    read_npy(p);
+    FAIL();
+  } catch (const NpyError& e) {
+    EXPECT_NE(std::string(e.what()).find("needs 1073741824 bytes, the file has 4"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST_F(NpyFile, StreamsAreReadOnlyAsFarAsTheHeaderSays) {
+  // /dev/zero never ends: the magic is wrong after 12 bytes.
+  try {
+    read_npy("/dev/zero");
+    FAIL();
+  } catch (const NpyError& e) {
+    EXPECT_NE(std::string(e.what()).find("/dev/zero: not a .npy file"), std::string::npos);
+  }
+  // A FIFO holding a valid file followed by more bytes than the header declares.
+  const std::string fifo = (dir / "pipe.npy").string();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  std::vector<uint8_t> data(16);
+  std::mt19937 rng(11);
+  for (auto& b : data) b = uint8_t(rng());
+  const std::string good = handmade("<f4", false, "(2, 2)", data);
+  auto feed = [&](std::string bytes) {
+    return std::thread([fifo, bytes] {
+      std::ofstream f(fifo, std::ios::binary);
+      f << bytes;
+    });
+  };
+  std::thread w = feed(good);
+  NpyArray a = read_npy(fifo);
+  w.join();
+  EXPECT_EQ(a.data, data);
+  EXPECT_EQ(a.shape, (std::vector<int64_t>{2, 2}));
+  w = feed(good + "extra");
+  EXPECT_THROW(read_npy(fifo), NpyError); // trailing data after the array
+  w.join();
+}
+
+TEST_F(NpyFile, NonRegularDestinationIsWrittenDirectlyAndErrorsAreReported) {
+  std::vector<uint8_t> data(16, 7);
+  EXPECT_NO_THROW(write_npy("/dev/null", DType::fp32, {4}, data.data()));
+  try {
+    write_npy("/dev/full", DType::fp32, {4}, data.data());
+    FAIL();
+  } catch (const NpyError& e) {
+    EXPECT_NE(std::string(e.what()).find("/dev/full: write failed"), std::string::npos) << e.what();
+  }
+  // A destination in a missing directory: an error, nothing created.
+  EXPECT_THROW(write_npy((dir / "no/such/y.npy").string(), DType::fp32, {4}, data.data()),
+               NpyError);
 }
 
 TEST(Npy, MissingFile) { EXPECT_THROW(read_npy("/nonexistent/dir/x.npy"), NpyError); }

@@ -228,12 +228,15 @@ private:
     t.dtype = dtype();
     t.role = pick_enum<Role>();
     t.shape.resize(static_cast<size_t>(range(1, 4)));
-    for (auto& d : t.shape) d = range(1, 4096);
+    for (auto& d : t.shape) d = range(1, 1024); // ends below kMaxHbmExtent (isa/limits.h)
+    t.address = static_cast<uint64_t>(range(0, int64_t{1} << 32));
     if (t.space != MemSpace::hbm) {
+      // The object reader rejects rows ending past kMaxOnChipExtent (isa/limits.h).
+      for (auto& d : t.shape) d = range(1, 64);
       t.shape[0] = range(1, kNumPartitions);
       t.part_start = static_cast<uint16_t>(range(0, kNumPartitions - t.shape[0]));
+      t.address = static_cast<uint64_t>(range(0, int64_t{1} << 20));
     }
-    t.address = static_cast<uint64_t>(range(0, int64_t{1} << 32));
     return t;
   }
 
