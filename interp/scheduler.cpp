@@ -668,7 +668,16 @@ private:
       EngRt& A = cores_[c0].eng[e0];
       EngRt& B = cores_[c1].eng[e1];
       const PInst& P = A.prog[A.pc];
-      exchange_send_recv(A.cx, *P.in, B.cx, *B.prog[B.pc].in);
+      const Inst& Q = *B.prog[B.pc].in;
+      if (m_.opt.check_uninit) { // both sources read before either destination is written
+        check_reads(A.cx, *P.in);
+        check_reads(B.cx, Q);
+      }
+      exchange_send_recv(A.cx, *P.in, B.cx, Q);
+      if (m_.opt.check_uninit) {
+        mark_writes(A.cx, *P.in);
+        mark_writes(B.cx, Q);
+      }
       DmaTime t = dma_transfer(*m_.tp, P.bytes, P.rows);
       extra = t.data_ticks + t.latency_ticks;
     } else if (kind == 2) {
@@ -678,7 +687,11 @@ private:
         cx.push_back(&cores_[c].eng[e].cx);
         in.push_back(cores_[c].eng[e].prog[cores_[c].eng[e].pc].in);
       }
+      if (m_.opt.check_uninit)
+        for (size_t k = 0; k < cx.size(); ++k) check_reads(*cx[k], *in[k]);
       run_collective(cx, in);
+      if (m_.opt.check_uninit)
+        for (size_t k = 0; k < cx.size(); ++k) mark_writes(*cx[k], *in[k]);
       extra = cc_transfer_ticks(*m_.tp, dma_bytes(*in[0]));
     }
     if (o_.observer) o_.observer->rendezvous(go);
