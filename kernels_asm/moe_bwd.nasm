@@ -74,8 +74,10 @@
 
 .equ NBT = B / 128
 .equ IT = cdiv(I, 128)
-.equ KTM = cdiv(H, 128)
 .equ NC = cdiv(B, 512)
+.if IT * NC > 6
+  .error "moe_bwd: cdiv(I, 128) * cdiv(B, 512) must be <= 6 (dm accumulates in 6 PSUM banks)"
+.endif
 
 .hbm  hidden               : DT[T+1, H]         input
 .hbm  affinities           : DT[(T+1)*E, 1]     input
@@ -122,12 +124,12 @@
 .sbuf dap   : fp32[128, NBT]      ; d_a (this core's partial sum, then the total)
 .sbuf dar   : fp32[128, NBT]
 .sbuf go    : DT[128, H]          ; grad_out rows of one token tile
-.sbuf yk    : fp32[128, H]        ; down checkpoint rows of one token tile; grad_hidden rows
+.sbuf yk    : fp32[128, max(H, 2*I)] ; zeros (gradient init); down checkpoint rows of a tile
 .sbuf xt    : DT[128, NBT, H]     ; hidden rows (slots on partitions)
 .sbuf dyS   : DT[128, NBT, H]     ; dy (slots on partitions)
-.sbuf dyT   : DT[128, KTM, B]     ; dy transposed (H on partitions)
-.sbuf wdT   : DT[128, KTM, I]     ; w_down[e] transposed (this core's H rows)
-.sbuf wguT  : DT[128, 2*IT, H]    ; w_gate_up[e] transposed ((c, i) on partitions)
+.sbuf dyT   : DT[128, B]          ; dy transposed, one H tile (H on partitions)
+.sbuf wdT   : DT[128, I]          ; w_down[e] transposed, one H tile
+.sbuf wguT  : DT[128, 2*IT, 512]  ; w_gate_up[e] transposed ((c, i) on partitions), 512 columns
 .sbuf gk    : fp32[128, 2*IT, B]  ; g, u from the checkpoint
 .sbuf gcl   : fp32[128, 2*IT, B]  ; clamped
 .sbuf msk   : fp32[128, 2*IT, B]  ; the clamp masks
@@ -142,8 +144,8 @@
 .sbuf dguS  : DT[128, NBT, 2*I]   ; [dg, du] (slots on partitions)
 .sbuf gbg   : fp32[128, 2*IT]
 .sbuf gwt   : fp32[128, 512]
-.sbuf zt    : fp32[128, max(H, 2*I)]
 .psum ps    : fp32[128, 512]
+.psum pdm   : fp32[128, IT*NC, 512] ; dm, accumulated over the H tiles
 .psum pse   : fp32[128, 1]
 .sem  sc
 
@@ -196,11 +198,6 @@
         nx
         dve.tensor_scalar dyS[0:128, j, 0:hs], go[0:128, 0:hs], op0=multiply, operand0=av[0:128, j:j+1]  @wait(sc >= C) @signal(sc)
         nx
-    .for k in 0 .. KT
-      .set KW = min(128, hs - k * 128)
-        sp.dma_transpose q0, dyT[0:KW, k, j*128 : j*128+128], dyS[0:128, j, k*128 : k*128+KW]  @wait(sc >= C) @signal(sc)
-        nx
-    .endfor
   .endfor
   .if xch
         sp.send_recv dar[0:128, 0:NBT], dap[0:128, 0:NBT]  @wait(sc >= C) @signal(sc)
@@ -298,13 +295,31 @@
         nx
     .endif
   .endfor
-  ; step 2b: dm = dy @ w_down[e]^T (this core's H rows; then all-reduced), transposed [I, B]
+  ; step 2b: dm = dy @ w_down[e]^T over this core's H rows, one H tile at a time (dy and w_down
+  ; transposed by DMA), accumulated in PSUM; then all-reduced. Transposed: [I, B].
   .for k in 0 .. KT
     .set KW = min(128, hs - k * 128)
+    .for j in 0 .. NBT
+        sp.dma_transpose q0, dyT[0:KW, j*128 : j*128+128], dyS[0:128, j, k*128 : k*128+KW]  @wait(sc >= C) @signal(sc)
+        nx
+    .endfor
     .for it in 0 .. IT
       .set IW = min(128, I - it * 128)
-        sp.dma_transpose q0, wdT[0:KW, k, it*128 : it*128+IW], w_down[@r5, it*128 : it*128+IW, h0+k*128 : h0+k*128+KW]  @wait(sc >= C) @signal(sc)
+        sp.dma_transpose q0, wdT[0:KW, it*128 : it*128+IW], w_down[@r5, it*128 : it*128+IW, h0+k*128 : h0+k*128+KW]  @wait(sc >= C) @signal(sc)
         nx
+    .endfor
+    .for it in 0 .. IT
+      .set IW = min(128, I - it * 128)
+      .for bc in 0 .. NC
+        .set B0 = bc * 512
+        .set BW = min(512, B - B0)
+        .if k == 0
+        pe.matmul pdm[0:IW, it*NC + bc, 0:BW], wdT[0:KW, it*128 : it*128+IW], dyT[0:KW, B0:B0+BW], acc=overwrite  @wait(sc >= C) @signal(sc)
+        .else
+        pe.matmul pdm[0:IW, it*NC + bc, 0:BW], wdT[0:KW, it*128 : it*128+IW], dyT[0:KW, B0:B0+BW], acc=accumulate  @wait(sc >= C) @signal(sc)
+        .endif
+        nx
+      .endfor
     .endfor
   .endfor
   .for it in 0 .. IT
@@ -312,16 +327,7 @@
     .for bc in 0 .. NC
       .set B0 = bc * 512
       .set BW = min(512, B - B0)
-      .for k in 0 .. KT
-        .set KW = min(128, hs - k * 128)
-        .if k == 0
-        pe.matmul ps[0:IW, 0:BW], wdT[0:KW, k, it*128 : it*128+IW], dyT[0:KW, k, B0:B0+BW], acc=overwrite  @wait(sc >= C) @signal(sc)
-        .else
-        pe.matmul ps[0:IW, 0:BW], wdT[0:KW, k, it*128 : it*128+IW], dyT[0:KW, k, B0:B0+BW], acc=accumulate  @wait(sc >= C) @signal(sc)
-        .endif
-        nx
-      .endfor
-        dve.copy dmT[0:IW, it, B0:B0+BW], ps[0:IW, 0:BW]  @wait(sc >= C) @signal(sc)
+        dve.copy dmT[0:IW, it, B0:B0+BW], pdm[0:IW, it*NC + bc, 0:BW]  @wait(sc >= C) @signal(sc)
         nx
     .endfor
     .if xch
@@ -384,41 +390,42 @@
         nx
     .endfor
   .endfor
-  ; step 4: grad_hidden[t][slice] += [dg, du] @ w_gate_up[e]^T (contraction over 2I)
-  .for q in 0 .. 2*IT
-    .set IW = min(128, I - (q % IT) * 128)
-    .set CI = (q / IT) * I + (q % IT) * 128
-    .for k in 0 .. KT
-      .set KW = min(128, hs - k * 128)
-        sp.dma_transpose q0, wguT[0:IW, q, k*128 : k*128+KW], wgu2[@r5, h0+k*128 : h0+k*128+KW, CI : CI+IW]  @wait(sc >= C) @signal(sc)
+  ; step 4: grad_hidden[t][slice] += [dg, du] @ w_gate_up[e]^T (contraction over 2I), 512
+  ; columns at a time (w_gate_up[e] transposed by DMA for those columns)
+  .for hc in 0 .. hs step 512
+    .set HW = min(512, hs - hc)
+    .for q in 0 .. 2*IT
+      .set IW = min(128, I - (q % IT) * 128)
+      .set CI = (q / IT) * I + (q % IT) * 128
+      .for k0 in hc .. hc + HW step 128
+        .set KW = min(128, hc + HW - k0)
+        sp.dma_transpose q0, wguT[0:IW, q, k0-hc : k0-hc+KW], wgu2[@r5, h0+k0 : h0+k0+KW, CI : CI+IW]  @wait(sc >= C) @signal(sc)
         nx
+      .endfor
     .endfor
-  .endfor
-  .for j in 0 .. NBT
-    .for hc in 0 .. hs step 512
-      .set HW = min(512, hs - hc)
+    .for j in 0 .. NBT
       .for q in 0 .. 2*IT
         .set IW = min(128, I - (q % IT) * 128)
         .if q == 0
-        pe.matmul ps[0:128, 0:HW], dguT[0:IW, q, j*128 : j*128+128], wguT[0:IW, q, hc:hc+HW], acc=overwrite  @wait(sc >= C) @signal(sc)
+        pe.matmul ps[0:128, 0:HW], dguT[0:IW, q, j*128 : j*128+128], wguT[0:IW, q, 0:HW], acc=overwrite  @wait(sc >= C) @signal(sc)
         .else
-        pe.matmul ps[0:128, 0:HW], dguT[0:IW, q, j*128 : j*128+128], wguT[0:IW, q, hc:hc+HW], acc=accumulate  @wait(sc >= C) @signal(sc)
+        pe.matmul ps[0:128, 0:HW], dguT[0:IW, q, j*128 : j*128+128], wguT[0:IW, q, 0:HW], acc=accumulate  @wait(sc >= C) @signal(sc)
         .endif
         nx
       .endfor
-        dve.copy yk[0:128, hc:hc+HW], ps[0:128, 0:HW]  @wait(sc >= C) @signal(sc)
+        dve.copy gwt[0:128, 0:HW], ps[0:128, 0:HW]  @wait(sc >= C) @signal(sc)
+        nx
+        sp.dma_compute q0, grad_hidden[@vec(ids[0:128, j:j+1]), h0+hc : h0+hc+HW], grad_hidden[@vec(ids[0:128, j:j+1]), h0+hc : h0+hc+HW], gwt[0:128, 0:HW], oob=skip  @wait(sc >= C) @signal(sc)
         nx
     .endfor
-        sp.dma_compute q0, grad_hidden[@vec(ids[0:128, j:j+1]), h0:h0+hs], grad_hidden[@vec(ids[0:128, j:j+1]), h0:h0+hs], yk[0:128, 0:hs], oob=skip  @wait(sc >= C) @signal(sc)
-        nx
   .endfor
 .endm
 
-; zero_rows DST, R0, ROWS, C0, COLS: DST[R0 : R0+ROWS, C0 : C0+COLS] = 0 from zt, 128 rows per
+; zero_rows DST, R0, ROWS, C0, COLS: DST[R0 : R0+ROWS, C0 : C0+COLS] = 0 from yk, 128 rows per
 ; DMA (DST: a 2-D HBM tensor or view).
 .macro zero_rows dst, rb, rows, c0, cols
   .for r0 in 0 .. rows step 128
-        sp.dma q0, dst[rb + r0 : rb + r0 + min(128, rows - r0), c0 : c0+cols], zt[0 : min(128, rows - r0), 0:cols]  @wait(sc >= C) @signal(sc)
+        sp.dma q0, dst[rb + r0 : rb + r0 + min(128, rows - r0), c0 : c0+cols], yk[0 : min(128, rows - r0), 0:cols]  @wait(sc >= C) @signal(sc)
         nx
   .endfor
 .endm
@@ -431,7 +438,7 @@
         nx
         pool.iota iotae[0:128, 0:E], [[1, E]]  @wait(sc >= C) @signal(sc)
         nx
-        pool.memset zt, 0.0  @wait(sc >= C) @signal(sc)
+        pool.memset yk, 0.0  @wait(sc >= C) @signal(sc)
         nx
   ; zero every gradient: the H slice of the H-indexed ones, the rest on the WCK core
         zero_rows grad_hidden, 0, T+1, h0, hs

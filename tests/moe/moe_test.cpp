@@ -559,7 +559,9 @@ TEST(MoeEnvelope, ErrorsNameTheLimit) {
             std::string::npos)
       << f.diagnostics;
   const std::vector<std::pair<Defines, std::string>> bwd_only = {
-      {{{"SCALE", "pre"}}, "SCALE must be post"}, {{{"BIAS", "2"}}, "BIAS must be 0 or 1"}};
+      {{{"SCALE", "pre"}}, "SCALE must be post"},
+      {{{"BIAS", "2"}}, "BIAS must be 0 or 1"},
+      {{{"I", "1024"}}, "cdiv(I, 128) * cdiv(B, 512) must be <= 6"}};
   for (const auto& [defs, msg] : bwd_only) {
     Assembled a = assemble_kernel("moe_bwd.nasm", defs, Target::trn2);
     EXPECT_FALSE(a.ok) << msg;
