@@ -25,7 +25,9 @@
 ; the down projection produces this core's H columns only, written to down_ckpt, scaled and
 ; added into the output rows by a DMA read-modify-write (dma_compute). --lnc 1 runs the whole H
 ; on core 0 without the exchange. The instructions of a core form one chain on semaphore sc
-; (each waits for its predecessor): simple, race-free, deterministic; not overlapped.
+; (each waits for its predecessor): simple, race-free, deterministic; only groups of
+; independent DMAs (transposes, weight loads, checkpoint stores) wait for the same count so
+; that their latencies overlap on the queue.
 .kernel moe_fwd_shard_h
 .param T = 64
 .param H = 256
@@ -150,18 +152,28 @@
         dve.tensor_scalar xt[0:128, j, 0:hs], xt[0:128, j, 0:hs], op0=multiply, operand0=av[0:128, j:j+1]  @wait(sc >= C) @signal(sc)
         nx
     .endif
+  .endfor
+  ; one group of independent DMAs (all wait for the same count W: their latencies overlap on
+  ; the queue): the transposes of the gathered rows, the expert's weights
+  .set W = C
+  .for j in 0 .. NBT
     .for k in 0 .. KT
       .set KW = min(128, hs - k * 128)
-        sp.dma_transpose q0, xT[0:KW, k, j*128 : j*128+128], xt[0:128, j, k*128 : k*128+KW]  @wait(sc >= C) @signal(sc)
+        sp.dma_transpose q0, xT[0:KW, k, j*128 : j*128+128], xt[0:128, j, k*128 : k*128+KW]  @wait(sc >= W) @signal(sc)
         nx
     .endfor
   .endfor
-  ; gate/up projections over this core's H rows
   .for k in 0 .. KT
     .set KW = min(128, hs - k * 128)
-        sp.dma q0, wg[0:KW, k, 0:2*I], w_gate_up[@r5, h0+k*128 : h0+k*128+KW, :, :]  @wait(sc >= C) @signal(sc)
+        sp.dma q0, wg[0:KW, k, 0:2*I], w_gate_up[@r5, h0+k*128 : h0+k*128+KW, :, :]  @wait(sc >= W) @signal(sc)
         nx
   .endfor
+  .for it in 0 .. IT
+    .set IW = min(128, I - it * 128)
+        sp.dma q0, wd[0:IW, it, 0:hs], w_down[@r5, it*128 : it*128+IW, h0:h0+hs]  @wait(sc >= W) @signal(sc)
+        nx
+  .endfor
+  ; gate/up projections over this core's H rows
   .for c in 0 .. 2
     .for it in 0 .. IT
       .set IW = min(128, I - it * 128)
@@ -193,10 +205,11 @@
     .endfor
   .endif
   .if wck
+    .set W = C
     .for c in 0 .. 2
       .for it in 0 .. IT
         .set IW = min(128, I - it * 128)
-        sp.dma q0, gate_up_ckpt[n0, c, it*128 : it*128+IW, 0:B], gu[0:IW, c*IT + it, 0:B]  @wait(sc >= C) @signal(sc)
+        sp.dma q0, gate_up_ckpt[n0, c, it*128 : it*128+IW, 0:B], gu[0:IW, c*IT + it, 0:B]  @wait(sc >= W) @signal(sc)
         nx
       .endfor
     .endfor
@@ -217,8 +230,6 @@
     .endif
         nx
         dve.tensor_tensor mT[0:IW, it, 0:B], ag[0:IW, 0:B], gu[0:IW, IT+it, 0:B], op=multiply  @wait(sc >= C) @signal(sc)
-        nx
-        sp.dma q0, wd[0:IW, it, 0:hs], w_down[@r5, it*128 : it*128+IW, h0:h0+hs]  @wait(sc >= C) @signal(sc)
         nx
   .endfor
   ; down projection of this core's H columns, per token tile; checkpoint; scale; add into out
@@ -257,8 +268,9 @@
         nx
         pool.memset yt[0:128, 0:hs], 0.0  @wait(sc >= C) @signal(sc)
         nx
+  .set W = C
   .for r0 in 0 .. T+1 step 128
-        sp.dma q0, out[r0 : r0 + min(128, T+1-r0), h0:h0+hs], yt[0 : min(128, T+1-r0), 0:hs]  @wait(sc >= C) @signal(sc)
+        sp.dma q0, out[r0 : r0 + min(128, T+1-r0), h0:h0+hs], yt[0 : min(128, T+1-r0), 0:hs]  @wait(sc >= W) @signal(sc)
         nx
   .endfor
   .for n in 0 .. N
