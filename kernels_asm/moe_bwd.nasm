@@ -26,7 +26,9 @@
 ; (docs/decisions.md: the seed fences shared-HBM partials with core_barrier instead). The weight
 ; and bias gradients accumulate per expert by DMA read-modify-write (dma_compute) at the
 ; expert's row, a register offset: blocks run in order, so the same expert's updates never
-; overlap (no atomics). --lnc 1 runs the whole H on core 0. One chain per core (semaphore sc).
+; overlap (no atomics). --lnc 1 runs the whole H on core 0. One chain per core (semaphore sc:
+; each instruction waits for its predecessor), except groups of independent DMAs (transposes,
+; checkpoint loads, zero init) that wait for one count W so that their latencies overlap.
 .kernel moe_bwd
 .param T = 64
 .param H = 256
@@ -219,10 +221,14 @@
     .endfor
   .endif
   ; step 2a: replay the SwiGLU from the gate/up checkpoint
+  .set W = C
   .for q in 0 .. 2*IT
     .set IW = min(128, I - (q % IT) * 128)
-        sp.dma q0, gk[0:IW, q, 0:B], gate_up_ckpt[n0, q / IT, (q % IT)*128 : (q % IT)*128+IW, 0:B]  @wait(sc >= C) @signal(sc)
+        sp.dma q0, gk[0:IW, q, 0:B], gate_up_ckpt[n0, q / IT, (q % IT)*128 : (q % IT)*128+IW, 0:B]  @wait(sc >= W) @signal(sc)
         nx
+  .endfor
+  .for q in 0 .. 2*IT
+    .set IW = min(128, I - (q % IT) * 128)
     .if CLAMP == 1
       .if q < IT
         .set LO = GATE_LO
@@ -257,8 +263,12 @@
     .endif
         dve.tensor_tensor mT[0:IW, it, 0:B], sA[0:IW, it, 0:B], gcl[0:IW, IT+it, 0:B], op=multiply  @wait(sc >= C) @signal(sc)
         nx
+  .endfor
+  .set W = C
+  .for it in 0 .. IT
+    .set IW = min(128, I - it * 128)
     .for j in 0 .. NBT
-        sp.dma_transpose q0, mS[0:128, j, it*128 : it*128+IW], mT[0:IW, it, j*128 : j*128+128]  @wait(sc >= C) @signal(sc)
+        sp.dma_transpose q0, mS[0:128, j, it*128 : it*128+IW], mT[0:IW, it, j*128 : j*128+128]  @wait(sc >= W) @signal(sc)
         nx
     .endfor
   .endfor
@@ -299,13 +309,14 @@
   ; transposed by DMA), accumulated in PSUM; then all-reduced. Transposed: [I, B].
   .for k in 0 .. KT
     .set KW = min(128, hs - k * 128)
+    .set W = C
     .for j in 0 .. NBT
-        sp.dma_transpose q0, dyT[0:KW, j*128 : j*128+128], dyS[0:128, j, k*128 : k*128+KW]  @wait(sc >= C) @signal(sc)
+        sp.dma_transpose q0, dyT[0:KW, j*128 : j*128+128], dyS[0:128, j, k*128 : k*128+KW]  @wait(sc >= W) @signal(sc)
         nx
     .endfor
     .for it in 0 .. IT
       .set IW = min(128, I - it * 128)
-        sp.dma_transpose q0, wdT[0:KW, it*128 : it*128+IW], w_down[@r5, it*128 : it*128+IW, h0+k*128 : h0+k*128+KW]  @wait(sc >= C) @signal(sc)
+        sp.dma_transpose q0, wdT[0:KW, it*128 : it*128+IW], w_down[@r5, it*128 : it*128+IW, h0+k*128 : h0+k*128+KW]  @wait(sc >= W) @signal(sc)
         nx
     .endfor
     .for it in 0 .. IT
@@ -357,13 +368,17 @@
         nx
   .endfor
   ; [dg, du] with the slots on partitions; grad_b_gate_up += sum over the slots
+  .set W = C
   .for q in 0 .. 2*IT
     .set IW = min(128, I - (q % IT) * 128)
     .set CI = (q / IT) * I + (q % IT) * 128
     .for j in 0 .. NBT
-        sp.dma_transpose q0, dguS[0:128, j, CI : CI+IW], dguT[0:IW, q, j*128 : j*128+128]  @wait(sc >= C) @signal(sc)
+        sp.dma_transpose q0, dguS[0:128, j, CI : CI+IW], dguT[0:IW, q, j*128 : j*128+128]  @wait(sc >= W) @signal(sc)
         nx
     .endfor
+  .endfor
+  .for q in 0 .. 2*IT
+    .set IW = min(128, I - (q % IT) * 128)
     .if BIAS == 1 && wck
         dve.tensor_reduce gbg[0:IW, q:q+1], dguT[0:IW, q, 0:B], op=add  @wait(sc >= C) @signal(sc)
         nx
@@ -394,12 +409,13 @@
   ; columns at a time (w_gate_up[e] transposed by DMA for those columns)
   .for hc in 0 .. hs step 512
     .set HW = min(512, hs - hc)
+    .set W = C
     .for q in 0 .. 2*IT
       .set IW = min(128, I - (q % IT) * 128)
       .set CI = (q / IT) * I + (q % IT) * 128
       .for k0 in hc .. hc + HW step 128
         .set KW = min(128, hc + HW - k0)
-        sp.dma_transpose q0, wguT[0:IW, q, k0-hc : k0-hc+KW], wgu2[@r5, h0+k0 : h0+k0+KW, CI : CI+IW]  @wait(sc >= C) @signal(sc)
+        sp.dma_transpose q0, wguT[0:IW, q, k0-hc : k0-hc+KW], wgu2[@r5, h0+k0 : h0+k0+KW, CI : CI+IW]  @wait(sc >= W) @signal(sc)
         nx
       .endfor
     .endfor
@@ -422,10 +438,10 @@
 .endm
 
 ; zero_rows DST, R0, ROWS, C0, COLS: DST[R0 : R0+ROWS, C0 : C0+COLS] = 0 from yk, 128 rows per
-; DMA (DST: a 2-D HBM tensor or view).
+; DMA (DST: a 2-D HBM tensor or view); the DMAs wait sc >= W (a group).
 .macro zero_rows dst, rb, rows, c0, cols
   .for r0 in 0 .. rows step 128
-        sp.dma q0, dst[rb + r0 : rb + r0 + min(128, rows - r0), c0 : c0+cols], yk[0 : min(128, rows - r0), 0:cols]  @wait(sc >= C) @signal(sc)
+        sp.dma q0, dst[rb + r0 : rb + r0 + min(128, rows - r0), c0 : c0+cols], yk[0 : min(128, rows - r0), 0:cols]  @wait(sc >= W) @signal(sc)
         nx
   .endfor
 .endm
@@ -440,7 +456,9 @@
         nx
         pool.memset yk, 0.0  @wait(sc >= C) @signal(sc)
         nx
-  ; zero every gradient: the H slice of the H-indexed ones, the rest on the WCK core
+  ; zero every gradient: the H slice of the H-indexed ones, the rest on the WCK core (one group
+  ; of independent DMAs: all wait for the same count W)
+  .set W = C
         zero_rows grad_hidden, 0, T+1, h0, hs
         zero_rows gwdr, 0, E*I, h0, hs
   .for e in 0 .. E
