@@ -43,6 +43,7 @@
 .param UP_LO = -7.0
 .param UP_HI = 7.0
 .param DT = bf16
+.include "lib/moe.inc"
 
 .if DT != fp32 && DT != bf16
   .error "moe_fwd_shard_h: DT must be fp32 or bf16"
@@ -93,6 +94,9 @@
 .sbuf esc   : fp32[128, 1]        ; the block's expert index on every partition
 .sbuf oh    : fp32[128, E]        ; one-hot of the expert
 .sbuf ids   : int32[128, NBT]     ; token ids of the block's slots
+.sbuf idf   : fp32[128, NBT]
+.sbuf idck  : int32[128, 1]       ; ids with -1 -> 0: the range check's gather
+.sbuf chk   : DT[128, 1]
 .sbuf afr   : DT[128, NBT, E]     ; the slots' affinity rows
 .sbuf aft   : fp32[128, E]
 .sbuf av    : fp32[128, NBT]      ; the slots' affinities
@@ -111,39 +115,15 @@
 .sem  sc
 
 .set C = 0
-; Every chained instruction ends with @wait(sc >= C) @signal(sc) and is followed by `nx`.
-.macro nx
-  .set C = C + 1
-.endm
 
 ; One block N0 on this core's H slice H0 .. H0+HS-1; XCH: all-reduce the gate/up partial sums
 ; with the peer; WCK: this core writes gate_up_ckpt.
 .macro fwd_block n0, h0, hs, xch, wck
   .set KT = cdiv(hs, 128)
-        sp.ld r5, block_to_expert[n0:n0+1, 0:1]
-        sp.dma q0, eb[0:1, 0:1], block_to_expert[n0:n0+1, 0:1]  @wait(sc >= C) @signal(sc)
-        nx
-        dve.copy ebf[0:1, 0:1], eb[0:1, 0:1]  @wait(sc >= C) @signal(sc)
-        nx
-        pe.matmul pse[0:128, 0:1], ones[0:1, 0:128], ebf[0:1, 0:1], acc=overwrite  @wait(sc >= C) @signal(sc)
-        nx
-        dve.copy esc[0:128, 0:1], pse[0:128, 0:1]  @wait(sc >= C) @signal(sc)
-        nx
-        dve.tensor_scalar oh[0:128, 0:E], iotae[0:128, 0:E], op0=equal, operand0=esc[0:128, 0:1]  @wait(sc >= C) @signal(sc)
-        nx
+        moe_expert n0
   ; gather the slots: ids, affinities (the expert's column), hidden rows; transpose to [H, B]
   .for j in 0 .. NBT
-    .set S0 = n0 * B + j * 128
-        sp.dma q0, ids[0:128, j:j+1], tpv[S0 : S0+128, 0:1]  @wait(sc >= C) @signal(sc)
-        nx
-        pool.memset afr[0:128, j, 0:E], 0.0  @wait(sc >= C) @signal(sc)
-        nx
-        sp.dma q0, afr[0:128, j, 0:E], aff2[@vec(ids[0:128, j:j+1]), 0:E], oob=skip  @wait(sc >= C) @signal(sc)
-        nx
-        dve.tensor_tensor aft[0:128, 0:E], afr[0:128, j, 0:E], oh[0:128, 0:E], op=multiply  @wait(sc >= C) @signal(sc)
-        nx
-        dve.tensor_reduce av[0:128, j:j+1], aft[0:128, 0:E], op=add  @wait(sc >= C) @signal(sc)
-        nx
+        moe_slots n0, j
         pool.memset xt[0:128, j, 0:hs], 0.0  @wait(sc >= C) @signal(sc)
         nx
         sp.dma q0, xt[0:128, j, 0:hs], hidden[@vec(ids[0:128, j:j+1]), h0:h0+hs], oob=skip  @wait(sc >= C) @signal(sc)
@@ -278,41 +258,11 @@
   .endfor
 .endm
 
-; --lnc 1: core 0 does the whole H; --lnc 2: core c the H half c (r1 = program_id,
-; r2 = num_programs - 1).
-.macro sel_regs eng
-  .if eng == pe
-        pe.sysreg r1, program_id
-        pe.sysreg r2, num_programs
-        pe.sub r2, r2, 1
-        pe.bnz r2, lnc2
-  .elif eng == act
-        act.sysreg r1, program_id
-        act.sysreg r2, num_programs
-        act.sub r2, r2, 1
-        act.bnz r2, lnc2
-  .elif eng == dve
-        dve.sysreg r1, program_id
-        dve.sysreg r2, num_programs
-        dve.sub r2, r2, 1
-        dve.bnz r2, lnc2
-  .elif eng == pool
-        pool.sysreg r1, program_id
-        pool.sysreg r2, num_programs
-        pool.sub r2, r2, 1
-        pool.bnz r2, lnc2
-  .else
-        sp.sysreg r1, program_id
-        sp.sysreg r2, num_programs
-        sp.sub r2, r2, 1
-        sp.bnz r2, lnc2
-  .endif
-.endm
-        sel_regs pe
-        sel_regs act
-        sel_regs dve
-        sel_regs pool
-        sel_regs sp
+        moe_sections pe
+        moe_sections act
+        moe_sections dve
+        moe_sections pool
+        moe_sections sp
         fwd_core 0, H, 0, 1
         pe.br done
         act.br done

@@ -535,6 +535,36 @@ TEST(MoeBwdSync, RaceFreeAndSameBitsUnderRandomSchedules) {
   }
 }
 
+// Bad routing data is a run-time fault naming the offending value: a token id outside
+// [-1, T] (the range check's gather), an expert outside [0, E) (the weight DMA's register).
+TEST(MoeBadInput, TokenOrExpertOutOfRangeFaults) {
+  for (const char* kernel : {"moe_fwd_shard_h.nasm", "moe_bwd.nasm"})
+    for (int bad : {0, 1, 2}) {
+      const MoeCase c{1, DType::fp32, 40, 256, 2, 1, 128, 96, false, "post", false, true};
+      FwdRun f;
+      make_inputs(c, f);
+      if (bad == 0) f.r.tp[5] = c.t + 1;
+      if (bad == 1) f.r.tp[7] = -2;
+      if (bad == 2) f.r.b2e[0] = c.e;
+      Defines d = common_defines(c, f.r.n);
+      auto in = input_bytes(c, f);
+      if (std::string(kernel) == "moe_bwd.nasm") {
+        d.push_back({"BIAS", "0"});
+        in["gate_up_ckpt"] = to_bytes(random_values(size_t(f.r.n) * 2 * c.i * c.b, c.dt, 1), c.dt);
+        in["down_ckpt"] = to_bytes(random_values(size_t(f.r.n) * c.b * c.h, c.dt, 2), c.dt);
+        in["grad_out"] = to_bytes(random_values(size_t(c.t + 1) * c.h, c.dt, 3), c.dt);
+      }
+      Assembled a = assemble_kernel(kernel, d, Target::trn2);
+      ASSERT_TRUE(a.ok) << a.diagnostics;
+      RunOutput r = run_kernel(a.module, Target::trn2, 1, in);
+      EXPECT_EQ(r.status, interp::RunStatus::fault) << kernel << " case " << bad;
+      const std::string want = bad == 0   ? "= 41 is outside [0, 41)"
+                               : bad == 1 ? "= -2 is outside [0, 41)"
+                                          : "r5 = 2 is outside [0, 2)";
+      EXPECT_NE(r.report.find(want), std::string::npos) << r.report;
+    }
+}
+
 // Each envelope limit stops assembly with an .error naming it.
 TEST(MoeEnvelope, ErrorsNameTheLimit) {
   const std::vector<std::pair<Defines, std::string>> cases = {
