@@ -4,7 +4,7 @@
 ; Parameters: T, H, E, B, N, I, ACT (silu | swish), SCALE (post only: the seed's one mode),
 ;             CLAMP (0 | 1) with GATE_LO, GATE_HI, UP_LO, UP_HI, BIAS (0 | 1), DT (bf16 | fp32).
 ; Inputs:     the forward's (hidden, affinities, w_gate_up, w_down, token_position_to_id,
-;             block_to_expert), gate_up_ckpt : DT[N, 2, I, B] (g, u, transposed), down_ckpt :
+;             block_to_expert; routing values out of range fault as in the forward), gate_up_ckpt : DT[N, 2, I, B] (g, u, transposed), down_ckpt :
 ;             DT[N, B, H] (y = m @ w_down[e] before the affinity), grad_out : DT[T+1, H].
 ; Outputs:    grad_hidden : DT[T+1, H], grad_affinities : DT[(T+1)*E, 1], grad_w_gate_up :
 ;             DT[E, H, 2, I], grad_w_down : DT[E, I, H]; BIAS = 1: grad_b_gate_up : DT[E, 2, I],

@@ -7,7 +7,8 @@
 ; Inputs:     hidden : DT[T+1, H] (row T: the padding token, zeros), affinities : DT[(T+1)*E, 1],
 ;             w_gate_up : DT[E, H, 2, I], w_down : DT[E, I, H], token_position_to_id : int32[N*B]
 ;             (slot j of block n holds a token, T for padding, -1 for an empty slot: reads as
-;             zero, writes nothing), block_to_expert : int32[N, 1].
+;             zero, writes nothing; any other value outside [0, T] is a run-time fault),
+;             block_to_expert : int32[N, 1] (outside [0, E): a run-time fault).
 ; Outputs:    out : DT[T+1, H]; gate_up_ckpt : DT[N, 2, I, B] (g, u before the clamp, transposed);
 ;             down_ckpt : DT[N, B, H] (y before the affinity). Per slot (token t, expert e,
 ;             a = affinities[t*E + e]): x = hidden[t] (pre: a * hidden[t]); g, u = x @ w_gate_up[e];
