@@ -293,6 +293,7 @@ std::vector<MoeCase> fwd_cases() {
   v.push_back({2, f32, 80, 256, 16, 2, 128, 192, false, "post", true, true});
   v.push_back({1, b16, 70, 256, 2, 2, 256, 96, true, "pre", false, true});
   v.push_back({2, b16, 90, 384, 16, 1, 128, 160, true, "none", false, false}); // H/2 not 128k
+  v.push_back({2, b16, 100, 256, 2, 2, 1024, 96, false, "post", true, true});  // two PSUM chunks
   return v;
 }
 INSTANTIATE_TEST_SUITE_P(Grid, MoeFwd, testing::ValuesIn(fwd_cases()), moe_name);
@@ -512,6 +513,7 @@ std::vector<BwdCase> bwd_cases() {
   v.push_back({2, f32, 80, 256, 16, 2, 128, 192, false, true, false, true, true});
   v.push_back({1, b16, 70, 256, 2, 2, 256, 160, true, true, true, true, true});
   v.push_back({2, b16, 90, 384, 16, 1, 128, 160, true, false, true, false, false});
+  v.push_back({2, b16, 100, 256, 2, 2, 1024, 96, false, true, true, true, true}); // B = 1024
   return v;
 }
 INSTANTIATE_TEST_SUITE_P(Grid, MoeBwd, testing::ValuesIn(bwd_cases()), bwd_name);
