@@ -575,7 +575,16 @@ private:
       EngRt& A = cores_[c0].eng[e0];
       EngRt& B = cores_[c1].eng[e1];
       const PInst& P = A.prog[A.pc];
-      exchange_send_recv(A.cx, *P.in, B.cx, *B.prog[B.pc].in);
+      const Inst& Q = *B.prog[B.pc].in;
+      if (m_.opt.check_uninit) { // both sources read before either destination is written
+        check_reads(A.cx, *P.in);
+        check_reads(B.cx, Q);
+      }
+      exchange_send_recv(A.cx, *P.in, B.cx, Q);
+      if (m_.opt.check_uninit) {
+        mark_writes(A.cx, *P.in);
+        mark_writes(B.cx, Q);
+      }
       DmaTime t = dma_transfer(*m_.tp, P.bytes, P.rows);
       extra = t.data_ticks + t.latency_ticks;
     }

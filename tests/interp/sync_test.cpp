@@ -273,6 +273,23 @@ TEST(Sync, SendRecvExchangesBetweenCores) {
     EXPECT_EQ(out[j], in[C + j]);
     EXPECT_EQ(out[C + j], in[j]);
   }
+  // --check-uninit: the received bytes count as written (the store of B reads them); a send of
+  // never-written bytes is a fault.
+  mo.check_uninit = true;
+  Machine m2(k.m, mo);
+  m2.write_tensor(k.m.tensors[x], as_bytes(in).data());
+  auto r2 = interp::run(m2);
+  ASSERT_EQ(r2.status, RunStatus::ok) << r2.report;
+  EXPECT_EQ(read_f32(m2, k.m.tensors[y]), out);
+  KB k2;
+  Inst sr2 = make_inst(Opcode::send_recv, Engine::pool);
+  sr2.ops[0].ap = sbuf_ap(0, 1, 256, DType::fp32, C);
+  sr2.ops[1].ap = sbuf_ap(0, 1, 0, DType::fp32, C); // never written
+  k2.add(Engine::pool, sr2);
+  Machine m3(k2.m, mo);
+  auto r3 = interp::run(m3);
+  EXPECT_EQ(r3.status, RunStatus::fault) << r3.report;
+  EXPECT_NE(r3.report.find("reads memory never written"), std::string::npos) << r3.report;
 }
 
 TEST(Sync, SendRecvWithoutPeerIsADeadlock) {
