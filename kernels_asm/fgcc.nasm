@@ -14,7 +14,8 @@
 ;             within the seed's 16 MiB RHS budget, else streamed from HBM by N tiles of 512
 ;             (two K x 512 tiles in SBUF); rhs, output tiles and work tiles within the
 ;             partition; SBUF path when !FORCE_HBM, the lhs double buffer (2 * M * K * bytes)
-;             fits what the 24 MiB budget leaves after the RHS and its buffers fit the partition.
+;             fits what the 24 MiB budget leaves after the RHS (resident, or its two N tiles)
+;             and the buffers fit the partition.
 ;
 ; Idea: lib/ring.inc's slices and channels. SBUF path: each slice's buffers hold lhs^T
 ; ([K, RS]: the matmul's stationary side), loaded once by dma_transpose; at ring step s the
@@ -28,8 +29,9 @@
 ; Streamed RHS (over the 16 MiB budget, the seed's rhs_in_sbuf = False): the step's loop runs
 ; N tile outer, slice and M tile inner; POOL loads each ring step's N tile nt of rhs (K x 512)
 ; into one of two SBUF tiles, shared by the slices of the core, once the matmuls of the tile
-; before the previous one are done: the load of tile nt + 1 runs under the matmuls of tile
-; nt, and the whole stream under the permutes of the ring (K * N * bytes per step and core).
+; before the previous one are done: the load of tile t + 1 (the next step's first one after
+; a step's last) runs under the matmuls of tile t, as the permutes do (the stream moves
+; K * N * bytes per step and core, re-read every step: the ring's buffers are not kept).
 .kernel fgcc
 .param M = 256
 .param K = 128
