@@ -33,7 +33,7 @@ int main(int argc, char** argv) {
                            out = read_npy(argv[3]);
     const int64_t G = std::atoll(argv[4]), rows = std::atoll(argv[5]);
     for (const auto* a : {&lhs, &rhs, &out})
-      if (a->shape.size() != 3 || a->item_bytes != 2) {
+      if (a->shape.size() != 3 || !nisa::interp::npy_descr_matches(a->descr, nisa::DType::bf16)) {
         std::fprintf(stderr, "fgcc_check: inputs must be bf16 [R, ROWS, COLS] arrays\n");
         return 1;
       }
