@@ -24,8 +24,14 @@ for M in 16; do
     -D TP=64 -D NUM_GROUPS=1 -D FORCE_HBM=0 -D DT=bf16 --in lhs="$W/lhs64.npy" --out out="$W/out64.npy"
   rm -f "$W/out64.npy"
 done
-# fgcc, TP = 4, --lnc 2, M = 1024, K = 4096, N = 1024 bf16 (N = 4096 exceeds the resident RHS).
+# fgcc, TP = 4, --lnc 2, M = 1024, K = 4096 bf16: N = 1024 (RHS resident in SBUF, 2 x 8 MiB) and
+# N = 4096, the shape (2 x 32 MiB over the 16 MiB budget: RHS streamed from HBM).
 "$G" "$W/lhs4.npy" 4 1024 4096 2
-"$G" "$W/rhs4.npy" 4 4096 1024 3
-run fgcc_tp4 kernels_asm/fgcc.nasm --ranks 4 --lnc 2 -D M=1024 -D K=4096 -D N=1024 -D TP=4 \
-  -D NUM_GROUPS=1 -D FORCE_HBM=0 -D DT=bf16 --in lhs="$W/lhs4.npy" --in rhs="$W/rhs4.npy" --out out="$W/out4.npy"
+for NN in 1024 4096; do
+  "$G" "$W/rhs4.npy" 4 4096 "$NN" 3
+  run "fgcc_tp4_n$NN" kernels_asm/fgcc.nasm --ranks 4 --lnc 2 -D M=1024 -D K=4096 -D N="$NN" -D TP=4 \
+    -D NUM_GROUPS=1 -D FORCE_HBM=0 -D DT=bf16 --in lhs="$W/lhs4.npy" --in rhs="$W/rhs4.npy" --out out="$W/out4.npy"
+  # the result against the matmul in double, on 64 random rows of every rank
+  "$B/bench/ring/fgcc_check" "$W/lhs4.npy" "$W/rhs4.npy" "$W/out4.npy" 4 64 1
+  rm -f "$W/out4.npy"
+done
