@@ -122,7 +122,7 @@ void MachineArgs::add_to(po::options_description& opts) {
       "in", po::value(&ins)->composing(), "NAME=FILE.npy: bind an input tensor")(
       "target", po::value(&target), "trn1 | trn2 | trn3 (default: the kernel's .target)")(
       "lnc", po::value(&lnc)->default_value(1), "cores per logical core: 1 or 2")(
-      "ranks", po::value(&ranks)->default_value(1), "SPMD ranks, each with its own HBM")(
+      "ranks", po::value(&ranks)->default_value(1), "SPMD ranks (1..128), each with its own HBM")(
       "schedule", po::value(&schedule)->default_value("fixed"),
       "fixed | random: random orders ties and stretches latencies by --seed (exposes missing "
       "waits)")("seed", po::value(&seed)->default_value(0), "seed of --schedule random")(

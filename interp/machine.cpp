@@ -144,8 +144,8 @@ Machine::Machine(const Module& m, const MachineOptions& o) : mod(&m), opt(o) {
   if (o.lnc == 2 && !tp->lnc2)
     throw std::runtime_error(
         fmt::format("--lnc 2 is not available on {} (gen{})", tp->name, tp->gen));
-  if (o.ranks < 1 || o.ranks > 64)
-    throw std::runtime_error(fmt::format("--ranks must be in 1..64, not {}", o.ranks));
+  if (o.ranks < 1 || o.ranks > kMaxRanks)
+    throw std::runtime_error(fmt::format("--ranks must be in 1..{}, not {}", kMaxRanks, o.ranks));
 
   const uint64_t hbm = hbm_size(m, o);
   ranks.resize(o.ranks);

@@ -47,6 +47,9 @@ inline constexpr size_t kEagerCores = 4;
 // has (docs/machine.md "Memory limits").
 inline constexpr uint64_t kDefaultMaxHbm = uint64_t(4) << 30;
 
+// The largest --ranks: the seeds' collectives run at TP up to 128 (isa-facts §5.10).
+inline constexpr int kMaxRanks = 128;
+
 struct MachineOptions {
   Target target = Target::trn2;
   int lnc = 1;                       // cores per logical core (rank): 1 or 2

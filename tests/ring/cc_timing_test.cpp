@@ -264,5 +264,26 @@ TEST(CcMachine, SixtyFourRanksTwoCoresCostOnlyWhatTheyTouch) {
   EXPECT_EQ(c5.sbuf.data()[0], interp::kPoisonByte);
 }
 
+// --ranks goes up to kMaxRanks (128, the top of the seeds' TP envelope); one more is an error
+// that names the limit, before anything is allocated.
+TEST(CcMachine, RankCountLimit) {
+  Module m = assemble_text(".hbm x : fp32[2, 4] input\n        sp.nop\n");
+  interp::MachineOptions mo;
+  mo.ranks = interp::kMaxRanks;
+  mo.lnc = 2;
+  interp::Machine big(m, mo);
+  EXPECT_EQ(big.num_cores(), 2 * interp::kMaxRanks);
+  for (int bad : {0, -1, interp::kMaxRanks + 1}) {
+    mo.ranks = bad;
+    try {
+      interp::Machine machine(m, mo);
+      ADD_FAILURE() << "--ranks " << bad << " accepted";
+    } catch (const std::runtime_error& e) {
+      EXPECT_NE(std::string(e.what()).find("--ranks must be in 1..128"), std::string::npos)
+          << e.what();
+    }
+  }
+}
+
 } // namespace
 } // namespace nisa::ring

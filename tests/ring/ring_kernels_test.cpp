@@ -111,6 +111,9 @@ std::vector<RingCase> allgather_grid() {
   for (int groups : {1, 2}) // TP = 64: tiny slices (NS = 8 slices of 2 rows)
     for (int hbm : {0, 1})
       for (int lnc : {1, 2}) g.push_back({64, groups, hbm, lnc, DType::bf16, 16, 8, 0});
+  // TP = 128, the top of the seed's envelope (256 cores under LNC 2).
+  g.push_back({128, 1, 0, 2, DType::bf16, 16, 8, 0});
+  g.push_back({128, 2, 1, 1, DType::fp32, 16, 8, 0});
   g.push_back({4, 1, 0, 2, DType::bf16, 1024, 16, 0}); // slices of 256 rows (2 per partition)
   return g;
 }
@@ -192,6 +195,8 @@ std::vector<RingCase> fgcc_grid() {
   for (int groups : {1, 2})
     for (int hbm : {0, 1})
       for (int lnc : {1, 2}) g.push_back({64, groups, hbm, lnc, DType::bf16, 8, 8, 8});
+  g.push_back({128, 1, 1, 2, DType::bf16, 8, 8, 8});
+  g.push_back({128, 2, 0, 1, DType::fp32, 8, 8, 8});
   // Several K tiles, N tiles (520 = 512 + 8) and M tiles (slices of 256 rows: 2 M tiles).
   g.push_back({2, 1, 0, 2, DType::bf16, 512, 256, 520});
   g.push_back({2, 1, 1, 1, DType::fp32, 512, 256, 520});
@@ -433,7 +438,8 @@ INSTANTIATE_TEST_SUITE_P(
                     SbCase{128, 16, 64, 0, 1, DType::bf16}, SbCase{128, 24, 2, 0, 2, DType::bf16},
                     SbCase{64, 32, 4, 1, 2, DType::bf16}, SbCase{256, 40, 4, 1, 2, DType::bf16},
                     SbCase{384, 24, 8, 1, 1, DType::bf16}, SbCase{384, 24, 4, 1, 2, DType::fp32},
-                    SbCase{256, 8, 64, 1, 2, DType::bf16}),
+                    SbCase{256, 8, 64, 1, 2, DType::bf16}, SbCase{256, 4, 128, 1, 2, DType::fp32},
+                    SbCase{32, 8, 128, 0, 1, DType::bf16}),
     [](const testing::TestParamInfo<SbCase>& info) {
       const SbCase& c = info.param;
       return kt::case_prefix(Target::trn2, c.lnc, c.dt) + (c.tiled ? "_tiled" : "_untiled") + "_r" +
