@@ -130,7 +130,11 @@ void MachineArgs::add_to(po::options_description& opts) {
       "max-steps", po::value(&max_steps)->value_name("N"), max_steps_help.c_str())(
       "max-hbm", po::value(&max_hbm),
       "limit on a rank's HBM in bytes (K/M/G/T suffixes; default 4G), checked before "
-      "allocating");
+      "allocating")("hbm-spill", po::value(&hbm_spill)->default_value("auto"),
+                    "auto | on | off: keep the ranks' HBM in temporary files (paged by the OS) "
+                    "instead of memory; auto: when it exceeds half of the host's RAM")(
+      "spill-dir", po::value(&spill_dir)->value_name("DIR"),
+      "directory of the --hbm-spill files (default $TMPDIR, else /tmp)");
 }
 
 bool MachineArgs::apply(std::string_view cmd, const po::variables_map& vm,
@@ -147,6 +151,16 @@ bool MachineArgs::apply(std::string_view cmd, const po::variables_map& vm,
     }
     cfg.machine.max_hbm = *b;
   }
+  if (hbm_spill == "auto" || hbm_spill == "on" || hbm_spill == "off") {
+    cfg.machine.hbm_spill = hbm_spill == "on"    ? interp::HbmSpill::on
+                            : hbm_spill == "off" ? interp::HbmSpill::off
+                                                 : interp::HbmSpill::automatic;
+  } else {
+    std::cerr << "nisa " << cmd << ": unknown --hbm-spill '" << elide(hbm_spill)
+              << "' (auto, on or off)\n";
+    return false;
+  }
+  cfg.machine.spill_dir = spill_dir;
   if (!target.empty()) {
     const interp::TargetParams* tp = interp::find_target(target);
     if (!tp) {

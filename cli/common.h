@@ -34,6 +34,7 @@ struct MachineArgs {
   uint64_t seed = 0;
   std::string max_steps;
   std::string max_hbm; // bytes, or with a K/M/G/T suffix (powers of 1024)
+  std::string hbm_spill = "auto", spill_dir;
 
   void add_to(po::options_description& opts);
   // Fills cfg.machine, cfg.sched and cfg.inputs.

@@ -1,9 +1,12 @@
 #include "interp/machine.h"
 
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 
@@ -72,6 +75,33 @@ HostBuffer HostBuffer::lazy_poison(size_t bytes) {
   return b;
 }
 
+HostBuffer HostBuffer::file_backed(size_t bytes, const std::string& dir) {
+  HostBuffer b;
+  if (bytes == 0) return b;
+  const size_t len = (bytes + 4095) & ~size_t(4095);
+  // An unnamed file (O_TMPFILE): nothing is left behind, whatever ends the process.
+  int fd = open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+  if (fd < 0)
+    throw std::runtime_error(
+        fmt::format("--hbm-spill: cannot create a file in '{}': {}", dir, std::strerror(errno)));
+  // Reserve the blocks now, so that a full disk is an error here and not a SIGBUS later.
+  if (int e = posix_fallocate(fd, 0, off_t(len)); e != 0) {
+    close(fd);
+    throw std::runtime_error(fmt::format("--hbm-spill: cannot reserve {} bytes in '{}': {}", len,
+                                         dir, std::strerror(e)));
+  }
+  void* p = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  const int err = errno;
+  close(fd); // the mapping keeps the file
+  if (p == MAP_FAILED)
+    throw std::runtime_error(
+        fmt::format("--hbm-spill: cannot map {} bytes: {}", bytes, std::strerror(err)));
+  b.p_ = static_cast<uint8_t*>(p);
+  b.n_ = bytes;
+  b.file_ = true;
+  return b;
+}
+
 void HostBuffer::repoison() {
   if (!p_) return;
   if (lazy_) { // private pages go; the file's poison shows through again
@@ -81,7 +111,8 @@ void HostBuffer::repoison() {
   std::memset(p_, kPoisonByte, n_);
 }
 
-HostBuffer::HostBuffer(HostBuffer&& o) noexcept : p_(o.p_), n_(o.n_), lazy_(o.lazy_) {
+HostBuffer::HostBuffer(HostBuffer&& o) noexcept
+    : p_(o.p_), n_(o.n_), lazy_(o.lazy_), file_(o.file_) {
   o.p_ = nullptr;
   o.n_ = 0;
 }
@@ -89,6 +120,7 @@ HostBuffer& HostBuffer::operator=(HostBuffer&& o) noexcept {
   std::swap(p_, o.p_);
   std::swap(n_, o.n_);
   std::swap(lazy_, o.lazy_);
+  std::swap(file_, o.file_);
   return *this;
 }
 HostBuffer::~HostBuffer() {
@@ -137,6 +169,14 @@ uint64_t Machine::hbm_size(const Module& m, const MachineOptions& o) {
   return hbm;
 }
 
+bool Machine::spill_hbm(uint64_t hbm, const MachineOptions& o) {
+  if (o.hbm_spill != HbmSpill::automatic) return o.hbm_spill == HbmSpill::on;
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0) return false;
+  const unsigned __int128 total = (unsigned __int128)hbm * unsigned(o.ranks);
+  return total > (unsigned __int128)uint64_t(pages) * uint64_t(page) / 2;
+}
+
 Machine::Machine(const Module& m, const MachineOptions& o) : mod(&m), opt(o) {
   tp = &target_params(o.target);
   if (o.lnc != 1 && o.lnc != 2)
@@ -148,9 +188,15 @@ Machine::Machine(const Module& m, const MachineOptions& o) : mod(&m), opt(o) {
     throw std::runtime_error(fmt::format("--ranks must be in 1..{}, not {}", kMaxRanks, o.ranks));
 
   const uint64_t hbm = hbm_size(m, o);
+  spilled = spill_hbm(hbm, o);
+  std::string dir = o.spill_dir;
+  if (dir.empty()) {
+    const char* t = std::getenv("TMPDIR");
+    dir = t && *t ? t : "/tmp";
+  }
   ranks.resize(o.ranks);
   for (RankSlot& r : ranks) {
-    r.hbm = HostBuffer(hbm);
+    r.hbm = spilled ? HostBuffer::file_backed(hbm, dir) : HostBuffer(hbm);
     r.hbm_bytes = hbm;
     if (o.check_uninit) r.hbm_written.assign(hbm, 0);
   }

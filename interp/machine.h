@@ -24,7 +24,12 @@ public:
   // and only the pages written (or read) cost memory. repoison() drops the written pages.
   // For machines of many cores (--ranks 64 --lnc 2), whose SBUFs are mostly unused.
   static HostBuffer lazy_poison(size_t bytes);
+  // A shared mapping of an unnamed temporary file in `dir`: the page cache writes it back and
+  // drops it under memory pressure, so the buffer may exceed the host's RAM (the HBM of many
+  // ranks; --hbm-spill). Throws std::runtime_error naming the directory on failure.
+  static HostBuffer file_backed(size_t bytes, const std::string& dir);
   bool lazy() const { return lazy_; }
+  bool file() const { return file_; }
   void repoison();
   HostBuffer(HostBuffer&& o) noexcept;
   HostBuffer& operator=(HostBuffer&& o) noexcept;
@@ -38,6 +43,7 @@ private:
   uint8_t* p_ = nullptr;
   size_t n_ = 0;
   bool lazy_ = false;
+  bool file_ = false;
 };
 
 // Up to this many cores, SBUF and PSUM are eager huge-page buffers poisoned by memset (fastest
@@ -50,6 +56,11 @@ inline constexpr uint64_t kDefaultMaxHbm = uint64_t(4) << 30;
 // The largest --ranks: the seeds' collectives run at TP up to 128 (isa-facts §5.10).
 inline constexpr int kMaxRanks = 128;
 
+// Where the HBM of the ranks lives (--hbm-spill): anonymous memory, or file-backed mappings in
+// MachineOptions::spill_dir. `automatic` spills when the HBM of all ranks exceeds half of the
+// host's physical memory (docs/machine.md "Memory limits").
+enum class HbmSpill { automatic, off, on };
+
 struct MachineOptions {
   Target target = Target::trn2;
   int lnc = 1;                       // cores per logical core (rank): 1 or 2
@@ -57,6 +68,8 @@ struct MachineOptions {
   bool check_uninit = false;         // track written bytes; reads of never-written bytes fault
   uint64_t max_hbm = kDefaultMaxHbm; // bytes of HBM per rank (--max-hbm), checked before
                                      // anything is allocated
+  HbmSpill hbm_spill = HbmSpill::automatic;
+  std::string spill_dir; // directory of the spill files; empty: $TMPDIR, else /tmp
 };
 
 // Poison pattern of fresh memory: all-ones bytes are NaN in every float dtype (fp32, bf16,
@@ -72,7 +85,7 @@ struct CoreSlot {
 };
 
 struct RankSlot {
-  HostBuffer hbm;
+  HostBuffer hbm; // file-backed when spilled (Machine::spilled)
   uint64_t hbm_bytes = 0;
   std::vector<uint8_t> hbm_written; // --check-uninit shadow
 };
@@ -86,6 +99,7 @@ struct Machine {
   std::vector<RankSlot> ranks;
   std::vector<CoreSlot> cores;            // index rank * lnc + core
   std::shared_ptr<const Program> program; // built by the first run, reused by later ones
+  bool spilled = false;                   // the ranks' HBM is file-backed (--hbm-spill)
 
   // Validates the options against the module and target (std::runtime_error with a clear
   // message), allocates every memory once and resets the state.
@@ -94,6 +108,8 @@ struct Machine {
   // Bytes of HBM per rank the module needs (4 KiB multiple); std::runtime_error naming the
   // tensor when a declaration does not fit the target or the total exceeds opt.max_hbm.
   static uint64_t hbm_size(const Module& m, const MachineOptions& o);
+  // Whether R ranks of `hbm` bytes each go to spill files under the options.
+  static bool spill_hbm(uint64_t hbm, const MachineOptions& o);
 
   int num_cores() const { return static_cast<int>(cores.size()); }
   CoreSlot& core(int rank, int c) { return cores[size_t(rank) * opt.lnc + c]; }

@@ -175,6 +175,40 @@ TEST_F(HardCli, HbmLimitOption) {
   }
 }
 
+// --hbm-spill on keeps the ranks' HBM in unnamed temporary files: the same outputs as in
+// memory, nothing left in the spill directory; a directory that cannot hold it is an error.
+TEST_F(HardCli, HbmSpillGivesTheSameOutputsAndLeavesNoFile) {
+  std::string err;
+  fs::create_directories(p("spill"));
+  ASSERT_EQ(nisa("run k.nasm --ranks 3 --in x=x.npy --out y=mem.npy --hbm-spill off", err), 0)
+      << err;
+  ASSERT_EQ(nisa("run k.nasm --ranks 3 --in x=x.npy --out y=file.npy --hbm-spill on "
+                 "--spill-dir spill",
+                 err),
+            0)
+      << err;
+  const std::string mem = test::read_file(p("mem.npy"));
+  EXPECT_EQ(mem.size(), 128u + 3 * 16 * 64 * 4);
+  EXPECT_EQ(mem, test::read_file(p("file.npy")));
+  EXPECT_TRUE(fs::is_empty(p("spill")));
+  // Poison shows through the file: rows of y the kernel never writes read as 0xFF bytes.
+  write("half.nasm", ".kernel half\n.hbm x : fp32[16, 64] input\n.hbm y : fp32[16, 64] output\n"
+                     ".sbuf t : fp32[8, 64]\n.sem s\n        sp.dma q0, t, x[0:8, :] @signal(s)\n"
+                     "        sp.dma q1, y[0:8, :], t @wait(s >= 1)\n");
+  ASSERT_EQ(
+      nisa("run half.nasm --in x=x.npy --out y=half.npy --hbm-spill on --spill-dir spill", err), 0)
+      << err;
+  const std::string half = test::read_file(p("half.npy"));
+  ASSERT_EQ(half.size(), 128u + 16 * 64 * 4);
+  EXPECT_EQ(half.substr(128, 8 * 64 * 4), mem.substr(128, 8 * 64 * 4));
+  EXPECT_EQ(half.substr(128 + 8 * 64 * 4), std::string(8 * 64 * 4, '\xff'));
+  EXPECT_EQ(nisa("run k.nasm --in x=x.npy --hbm-spill on --spill-dir nowhere", err), 1);
+  EXPECT_NE(err.find("--hbm-spill: cannot create a file in 'nowhere'"), std::string::npos) << err;
+  EXPECT_EQ(nisa("run k.nasm --in x=x.npy --hbm-spill sometimes", err), 1);
+  EXPECT_NE(err.find("unknown --hbm-spill 'sometimes' (auto, on or off)"), std::string::npos)
+      << err;
+}
+
 TEST_F(HardCli, ObjectWithATensorPastTheAddressSpace) {
   KB k;
   k.hbm("x", DType::fp32, {4, 8}, Role::input);

@@ -143,6 +143,20 @@ TEST(Hardening, HbmLimitIsCheckedBeforeAllocating) {
   EXPECT_EQ(Machine::hbm_size(s.m, MachineOptions{}), 8192u);
 }
 
+// --hbm-spill auto spills when the ranks' HBM exceeds half of the host's RAM (decided before
+// anything is allocated); on and off are what they say.
+TEST(Hardening, HbmSpillRule) {
+  MachineOptions o;
+  o.ranks = 2;
+  EXPECT_FALSE(Machine::spill_hbm(uint64_t(1) << 20, o)); // 2 MiB: in memory
+  o.ranks = 128;
+  EXPECT_TRUE(Machine::spill_hbm(uint64_t(1) << 40, o)); // 128 TiB: spilled
+  o.hbm_spill = interp::HbmSpill::off;
+  EXPECT_FALSE(Machine::spill_hbm(uint64_t(1) << 40, o));
+  o.hbm_spill = interp::HbmSpill::on;
+  EXPECT_TRUE(Machine::spill_hbm(4096, o));
+}
+
 TEST(Hardening, CheckedTensorBytes) {
   TensorDecl t;
   t.space = MemSpace::hbm;
