@@ -16,13 +16,27 @@ run() { # name, then nisa run arguments
   tail -1 "$W/$name.time"
   grep makespan "$W/$name.stats"
 }
-# fg_allgather, TP = 64, --lnc 2, K = 4096 bf16: M rows per rank (M = 16: the gathered result is
-# 1024 x 4096; M = 1024 per rank would hold 64 x 512 MiB of outputs, more than the host's RAM).
-for M in 16; do
+# fg_allgather, TP = 64, --lnc 2, K = 4096 bf16: M rows per rank. M = 16: the gathered result is
+# 1024 x 4096. M = 1024, the issue's shape: every rank holds the 64 x 1024 x 4096 result (512
+# MiB), 32.5 GiB of HBM in all, more than the host's RAM: --hbm-spill (auto) keeps it in files
+# of the work directory, and the output .npy is 32 GiB too; skipped with less than 72 GiB free.
+# Each rank's gathered result must equal the concatenated inputs (= the data of lhs64.npy).
+for M in 16 1024; do
+  if [ "$M" = 1024 ] && [ "$(df -k --output=avail "$W" | tail -1)" -lt $((72 << 20)) ]; then
+    echo "fg_allgather_tp64_m1024: skipped, less than 72 GiB free in $W"
+    continue
+  fi
   "$G" "$W/lhs64.npy" 64 "$M" 4096 1
-  run "fg_allgather_tp64_m${M}" kernels_asm/fg_allgather.nasm --ranks 64 --lnc 2 -D M="$M" -D K=4096 \
-    -D TP=64 -D NUM_GROUPS=1 -D FORCE_HBM=0 -D DT=bf16 --in lhs="$W/lhs64.npy" --out out="$W/out64.npy"
-  rm -f "$W/out64.npy"
+  TMPDIR="$W" run "fg_allgather_tp64_m${M}" kernels_asm/fg_allgather.nasm --ranks 64 --lnc 2 -D M="$M" \
+    -D K=4096 -D TP=64 -D NUM_GROUPS=1 -D FORCE_HBM=0 -D DT=bf16 --in lhs="$W/lhs64.npy" \
+    --out out="$W/out64.npy"
+  bytes=$((M * 4096 * 2 * 64))
+  for r in $(seq 0 63); do
+    cmp -n "$bytes" -i "128:$((128 + r * bytes))" "$W/lhs64.npy" "$W/out64.npy" >/dev/null ||
+      { echo "fg_allgather_tp64_m${M}: rank $r's result differs from the concatenated inputs"; exit 1; }
+  done
+  echo "fg_allgather_tp64_m${M}: every rank's result equals the concatenated inputs"
+  rm -f "$W/out64.npy" "$W/lhs64.npy"
 done
 # fgcc, TP = 4, --lnc 2, M = 1024, K = 4096 bf16: N = 1024 (RHS resident in SBUF, 2 x 8 MiB) and
 # N = 4096, the issue's shape (2 x 32 MiB over the 16 MiB budget: RHS streamed from HBM).
