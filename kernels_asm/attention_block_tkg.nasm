@@ -35,9 +35,10 @@
 ;   matmul inputs. 1 / scale is a reciprocal, then a multiply (the ISA has no divide).
 ; * --lnc 2: the H columns are split in halves (H/2 each, tiles of <= 128). Each core reduces
 ;   sum(x^2) and x @ (norm_w * w_qkv) over its half; one send_recv + add exchanges the fp32 partial
-;   sums (both cores then hold the same bits), so both compute the same q, k, v. Both run the
-;   attention of every sequence (the same bits: no exchange needed); the o-projection writes
-;   disjoint H columns per core (H/2 each). Core 0 writes the k cache, core 1 the v cache, after
+;   sums (both cores then hold the same bits), so both compute the same q, k, v. Core 0 attends
+;   sequences 0 .. ceil(B/2)-1, core 1 the rest; a second send_recv swaps the attention outputs
+;   (each core copies the peer's tokens), and the o-projection writes disjoint H columns per
+;   core (H/2 each). Core 0 writes the k cache, core 1 the v cache, after
 ;   a core_barrier (no core may still be reading the old rows). --lnc 1: core 0 does all of it.
 ;
 ; Idea: everything stays in SBUF between the input and the output: x^T (DMA transpose), the
@@ -146,10 +147,12 @@
 
 .set C = 0
 .set SKN = 0
+.equ BH = cdiv(B, 2)        ; --lnc 2: core 0 attends sequences 0 .. BH-1, core 1 the rest
 
 ; The whole block on one core: H columns h0 .. h0+hs-1; xch: exchange with the peer; wk / wv:
-; this core writes the k / v cache; bar: a core_barrier before the writes; core: kscr slot.
-.macro attn_block h0, hs, xch, wk, wv, bar, core
+; this core writes the k / v cache; bar: a core_barrier before the writes; core: kscr slot;
+; sequences b0 .. b1-1 are attended here; with xch the peer's tokens p0 .. p1-1 are taken from it.
+.macro attn_block h0, hs, xch, wk, wv, bar, core, b0, b1, p0, p1
   .set C = 0
   .set SKN = 0
   .if wk
@@ -161,9 +164,12 @@
         attn_consts
         attn_proj 0, h0, hs, 0, xch
         attn_heads
-  .for b in 0 .. B
+  .for b in b0 .. b1
         attn_seq 0, b, core
   .endfor
+  .if xch
+        attn_seq_xch p0, p1
+  .endif
         attn_oproj 0, h0, hs, 0
   .if bar
         sp.core_barrier  @wait(sc >= C) @signal(sc)
@@ -182,7 +188,7 @@
         attn_sections dve
         attn_sections pool
         attn_sections sp
-        attn_block 0, H, 0, 1, 1, 0, 0
+        attn_block 0, H, 0, 1, 1, 0, 0, 0, B, 0, 0
         pe.br done
         act.br done
         dve.br done
@@ -194,12 +200,12 @@ lnc2:
         dve.bnz r1, core1
         pool.bnz r1, core1
         sp.bnz r1, core1
-        attn_block 0, H/2, 1, 1, 0, 1, 0
+        attn_block 0, H/2, 1, 1, 0, 1, 0, 0, BH, BH*S, T
         pe.br done
         act.br done
         dve.br done
         pool.br done
         sp.br done
 core1:
-        attn_block H/2, H/2, 1, 0, 1, 1, 1
+        attn_block H/2, H/2, 1, 0, 1, 1, 1, BH, B, 0, BH*S
 done:

@@ -462,6 +462,8 @@ std::vector<AttnCase> grid() {
       {1, f32, 16, 1, 2, 64, 256, 8192, false, "post", false, 1},
       {2, f32, 1, 1, 2, 64, 128, 1000, true, "none", true, 2},  // H = 128: a 64-column half
       {1, b16, 1, 5, 1, 128, 384, 8192, true, "pre", false, 3}, // only pos = none
+      {2, b16, 3, 2, 4, 64, 256, 200, true, "post", false, 1},  // odd B: 2 + 1 sequences
+      {2, f32, 1, 8, 16, 128, 256, 128, false, "pre", true, 0}, // QH*D = 2048, B*S*QH = 128
   };
 }
 INSTANTIATE_TEST_SUITE_P(Grid, Attn, testing::ValuesIn(grid()), attn_name);
