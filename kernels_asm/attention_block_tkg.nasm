@@ -162,7 +162,7 @@
         attn_checks 0, v
   .endif
         attn_consts
-        attn_proj 0, h0, hs, 0, xch
+        attn_proj 0, h0, hs, xh, xch
         attn_heads
   .for b in b0 .. b1
         attn_seq 0, b, core
@@ -170,7 +170,7 @@
   .if xch
         attn_seq_xch p0, p1
   .endif
-        attn_oproj 0, h0, hs, 0
+        attn_oproj 0, h0, hs, outh, 0
   .if bar
         sp.core_barrier  @wait(sc >= C) @signal(sc)
         anx
