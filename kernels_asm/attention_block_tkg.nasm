@@ -19,7 +19,7 @@
 ;             new value is read back as q * scale. Query (b, s, h) attends to cached rows j with
 ;             mask[b, s, j] = 1 and to the active tokens s' <= s; scores / sqrt(D), softmax in
 ;             fp32, cast to DT before the product with V; out = concat_h(attn_h) @ w_o.
-; Envelope:   B*S*QH <= 128, 1 <= S <= 8, D even in [2, 128], H a positive multiple of 128,
+; Envelope:   trn2 or later; B*S*QH <= 128, 1 <= S <= 8, D even in [2, 128], H a positive multiple of 128,
 ;             QH*D <= 2048 and S_CTX in [1, 8192] (the projections and one sequence's scores stay
 ;             in SBUF); an .error names each limit. Run-time data: a pos[b] other than
 ;             0xFFFFFFFF with pos[b] + S > S_CTX (or above 2^31) is a fault (exit 3, "register
@@ -63,6 +63,9 @@
 
 .if DT != fp32 && DT != bf16
   .error "attention_block_tkg: DT must be fp32 or bf16"
+.endif
+.if GEN < 3
+  .error "attention_block_tkg: needs trn2 or later (dma_transpose, send_recv, core_barrier)"
 .endif
 .if ROPE != half && ROPE != interleaved
   .error "attention_block_tkg: ROPE must be half or interleaved"

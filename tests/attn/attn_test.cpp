@@ -182,9 +182,9 @@ struct AttnRun {
 
 // random_seed != 0: --schedule random with --check-uninit and the race checker.
 AttnRun run_case(const Module& m, int lnc, const std::map<std::string, std::vector<uint8_t>>& in,
-                 uint64_t random_seed) {
+                 uint64_t random_seed, Target target = Target::trn2) {
   interp::MachineOptions mo;
-  mo.target = Target::trn2;
+  mo.target = target;
   mo.lnc = lnc;
   mo.check_uninit = random_seed != 0;
   interp::Machine machine(m, mo);
@@ -491,6 +491,20 @@ TEST(AttnSync, RaceFreeAndSameBitsUnderRandomSchedules) {
   }
 }
 
+// trn3 (gen4: other clocks, wider matmuls allowed) runs the same program to the same bits.
+TEST(AttnTarget, Trn3SameBitsAsTrn2) {
+  const AttnCase c{2, DType::bf16, 4, 2, 2, 64, 256, 300, true, "post", true, 1};
+  const Inputs in = make_inputs(c);
+  const auto bytes = input_bytes(c, in);
+  Assembled a2 = assemble_kernel("attention_block_tkg.nasm", defines(c), Target::trn2);
+  Assembled a3 = assemble_kernel("attention_block_tkg.nasm", defines(c), Target::trn3);
+  ASSERT_TRUE(a2.ok && a3.ok) << a2.diagnostics << a3.diagnostics;
+  const AttnRun r2 = run_case(a2.module, c.lnc, bytes, 0, Target::trn2);
+  const AttnRun r3 = run_case(a3.module, c.lnc, bytes, 0, Target::trn3);
+  check(c, in, r3);
+  for (const char* t : {"out", "k_cache", "v_cache"}) EXPECT_TRUE(r2.t.at(t) == r3.t.at(t)) << t;
+}
+
 // LNC 1 and LNC 2 agree within the tolerance (each against the reference, and with each other).
 TEST(AttnLnc, OneAndTwoCoresAgree) {
   AttnCase c{1, DType::fp32, 2, 2, 2, 64, 512, 300, false, "none", false, 0};
@@ -555,6 +569,10 @@ TEST(AttnEnvelope, ErrorsNameTheLimit) {
     EXPECT_NE(a.diagnostics.find("attention_block_tkg: " + msg), std::string::npos)
         << a.diagnostics;
   }
+  Assembled t1 = assemble_kernel("attention_block_tkg.nasm", {}, Target::trn1);
+  EXPECT_FALSE(t1.ok);
+  EXPECT_NE(t1.diagnostics.find("attention_block_tkg: needs trn2 or later"), std::string::npos)
+      << t1.diagnostics;
 }
 
 } // namespace
