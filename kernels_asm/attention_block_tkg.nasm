@@ -21,7 +21,10 @@
 ;             fp32, cast to DT before the product with V; out = concat_h(attn_h) @ w_o.
 ; Envelope:   trn2 or later; B*S*QH <= 128, 1 <= S <= 8, D even in [2, 128], H a positive multiple of 128,
 ;             QH*D <= 2048 and S_CTX in [1, 8192] (the projections and one sequence's scores stay
-;             in SBUF); an .error names each limit. Run-time data: a pos[b] other than
+;             in SBUF); an .error names each limit. The tiles must also fit the SBUF partition
+;             together, which bounds H * B*S (the x^T tiles): at S_CTX = 8192 H * B*S <= 2^20
+;             (fp32) / 2^21 (bf16) fits; beyond, the assembler stops naming the tile that does
+;             not fit ("SBUF over capacity: tensor 'a_vb' needs ..."). Run-time data: a pos[b] other than
 ;             0xFFFFFFFF with pos[b] + S > S_CTX (or above 2^31) is a fault (exit 3, "register
 ;             r10/r11 = P is outside [0, S_CTX)") before anything is computed or written.
 ;

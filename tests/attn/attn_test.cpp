@@ -569,6 +569,50 @@ TEST(AttnEnvelope, ErrorsNameTheLimit) {
     EXPECT_NE(a.diagnostics.find("attention_block_tkg: " + msg), std::string::npos)
         << a.diagnostics;
   }
+  // the tiles together beyond the SBUF partition: the assembler names the one that does not fit
+  Assembled big = assemble_kernel("attention_block_tkg.nasm",
+                                  {{"DT", "fp32"},
+                                   {"H", "16384"},
+                                   {"B", "128"},
+                                   {"S", "1"},
+                                   {"QH", "1"},
+                                   {"D", "128"},
+                                   {"S_CTX", "8192"}},
+                                  Target::trn2);
+  EXPECT_FALSE(big.ok);
+  EXPECT_NE(big.diagnostics.find("SBUF over capacity: tensor '"), std::string::npos)
+      << big.diagnostics;
+  // the largest shapes of the envelope's corners fit
+  for (const Defines& d : std::vector<Defines>{{{"DT", "fp32"},
+                                                {"H", "8192"},
+                                                {"B", "128"},
+                                                {"S", "1"},
+                                                {"QH", "1"},
+                                                {"D", "128"},
+                                                {"S_CTX", "8192"},
+                                                {"QK_NORM", "pre"},
+                                                {"FP8_KV", "1"}},
+                                               {{"DT", "fp32"},
+                                                {"H", "8192"},
+                                                {"B", "1"},
+                                                {"S", "8"},
+                                                {"QH", "16"},
+                                                {"D", "128"},
+                                                {"S_CTX", "8192"},
+                                                {"QK_NORM", "pre"},
+                                                {"FP8_KV", "1"}},
+                                               {{"DT", "bf16"},
+                                                {"H", "16384"},
+                                                {"B", "128"},
+                                                {"S", "1"},
+                                                {"QH", "1"},
+                                                {"D", "128"},
+                                                {"S_CTX", "8192"},
+                                                {"QK_NORM", "post"},
+                                                {"FP8_KV", "1"}}}) {
+    Assembled a = assemble_kernel("attention_block_tkg.nasm", d, Target::trn2);
+    EXPECT_TRUE(a.ok) << a.diagnostics;
+  }
   Assembled t1 = assemble_kernel("attention_block_tkg.nasm", {}, Target::trn1);
   EXPECT_FALSE(t1.ok);
   EXPECT_NE(t1.diagnostics.find("attention_block_tkg: needs trn2 or later"), std::string::npos)
