@@ -17,7 +17,7 @@
 ; Math, per layer l: a = attention_block(x) (this rank's heads, its partial o-projection);
 ;             h = x + AllReduce_sum(a); z = rmsnorm(h) * mlp_norm_w[l]; [g, u] = z @ w_gate_up[l];
 ;             f = (silu(g) * u) @ w_down[l]; x = h + AllReduce_sum(f). out = x after the last.
-; Envelope:   attention_block_tkg's (B*S*QH <= 128, S <= 8, D even <= 128, H a multiple of 128,
+; Envelope:   trn2 or later; attention_block_tkg's (B*S*QH <= 128, S <= 8, D even <= 128, H a multiple of 128,
 ;             QH*D <= 2048, S_CTX <= 8192), LAYERS >= 1, TP in [1, 64], I even in [2, 4096] (the
 ;             fp32 gate/up sums and the peer's stay in SBUF); an .error names each limit.
 ;
@@ -51,6 +51,9 @@
 
 .if DT != fp32 && DT != bf16
   .error "transformer_tkg: DT must be fp32 or bf16"
+.endif
+.if GEN < 3
+  .error "transformer_tkg: needs trn2 or later (dma_transpose, send_recv, core_barrier)"
 .endif
 .if ROPE != half && ROPE != interleaved
   .error "transformer_tkg: ROPE must be half or interleaved"

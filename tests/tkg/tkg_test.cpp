@@ -458,6 +458,10 @@ TEST(TkgEnvelope, ErrorsNameTheLimit) {
     EXPECT_FALSE(a.ok) << msg;
     EXPECT_NE(a.diagnostics.find("transformer_tkg: " + msg), std::string::npos) << a.diagnostics;
   }
+  Assembled t1 = assemble_kernel("transformer_tkg.nasm", {}, Target::trn1);
+  EXPECT_FALSE(t1.ok);
+  EXPECT_NE(t1.diagnostics.find("transformer_tkg: needs trn2 or later"), std::string::npos)
+      << t1.diagnostics;
 }
 
 } // namespace
