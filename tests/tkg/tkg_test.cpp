@@ -390,6 +390,8 @@ std::vector<TkgCase> grid() {
       {2, 3, false, b16, 2, 2, 3, 1, 128, 384, 128, 256, true},
       {1, 3, true, f32, 1, 4, 2, 2, 64, 128, 300, 128, false},
       {4, 3, false, b16, 2, 4, 2, 2, 64, 256, 128, 192, true},
+      {2, 1, true, f32, 1, 1, 8, 8, 128, 256, 8192, 256, false}, // S = 8, S_CTX = 8192
+      {8, 3, true, b16, 1, 8, 1, 2, 64, 128, 1000, 96, true},
   };
 }
 INSTANTIATE_TEST_SUITE_P(Grid, Tkg, testing::ValuesIn(grid()), tkg_name);
@@ -420,8 +422,12 @@ TEST(TkgPaths, SbufAndHbmAgree) {
 
 // Race-free under the checker, no uninitialised read, the same bits under random schedules.
 TEST(TkgSync, RaceFreeAndSameBitsUnderRandomSchedules) {
-  for (bool sbuf : {false, true}) {
-    const TkgCase c{2, 2, sbuf, DType::fp32, 2, 3, 2, 2, 64, 256, 128, 192, true};
+  for (const TkgCase& c :
+       {TkgCase{2, 2, false, DType::fp32, 2, 3, 2, 2, 64, 256, 128, 192, true},
+        TkgCase{2, 2, true, DType::fp32, 2, 3, 2, 2, 64, 256, 128, 192, true},
+        TkgCase{4, 1, true, DType::bf16, 2, 2, 8, 1, 64, 256, 128, 128, false},
+        TkgCase{4, 2, false, DType::bf16, 1, 4, 1, 2, 64, 128, 100, 64, false}}) {
+    const bool sbuf = c.sbuf;
     Assembled a = assemble_kernel("transformer_tkg.nasm", defines(c), Target::trn2);
     ASSERT_TRUE(a.ok) << a.diagnostics;
     const Inputs in = make_inputs(c);
