@@ -133,12 +133,14 @@
 .view maskv = mask as uint8[B*S, S_CTX]
 .group g = rank_groups(TP, 1)
 
-.sem  sc, sk
+.sem  sc, sk, sw, sm
 .include "lib/attn.inc"
 .include "lib/tkg.inc"
 
 .set C = 0
 .set SKN = 0
+.set WGI = 0
+.set SWN = 0
 .equ BH = cdiv(B, 2)        ; --lnc 2: core 0 attends sequences 0 .. BH-1, core 1 the rest
 
 ; Every layer on one core: H columns h0 .. h0+hs-1; xch: exchange with the peer; wk / wv: this
@@ -147,6 +149,8 @@
 .macro tkg_core h0, hs, xch, wk, wv, bar, core, b0, b1, p0, p1
   .set C = 0
   .set SKN = 0
+  .set WGI = 0
+  .set SWN = 0
   .if wk
         attn_checks 0, k
   .endif
