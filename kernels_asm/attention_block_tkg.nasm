@@ -50,7 +50,8 @@
 ; the mask rows (a vector-offset gather, row s of query row r = s*QH + h), K^T of the cache (one
 ; DMA transpose), the scores for 512 positions per matmul, one fp32 softmax over cache and active
 ; columns, P^T per 128 positions (PE transposes) against the V rows, accumulated in PSUM.
-; The instructions of a core form one chain on semaphore sc (lib/attn.inc).
+; The instructions of a core form one chain on semaphore sc, except the projections' weight
+; loads, which stream one group ahead of their matmuls (lib/attn.inc wstream).
 .kernel attention_block_tkg
 .param B = 2
 .param S = 2

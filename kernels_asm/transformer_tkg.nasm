@@ -34,6 +34,8 @@
 ;   SBUF_RESIDUAL=0 round-trips every layer through HBM scratch (a, its sum, h, x): the
 ;   attention and the MLP read their inputs from HBM, the all-reduces run HBM to HBM. Both give
 ;   the same bits (the same arithmetic in the same order; the test checks it).
+; * Each core is one dependency chain (semaphore sc) as in attention_block_tkg, except that the
+;   QKV, gate/up and down weights stream one group ahead of their matmuls (wstream).
 .kernel transformer_tkg
 .param LAYERS = 1
 .param TP = 1
