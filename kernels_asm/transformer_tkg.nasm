@@ -19,7 +19,11 @@
 ;             f = (silu(g) * u) @ w_down[l]; x = h + AllReduce_sum(f). out = x after the last.
 ; Envelope:   trn2 or later; attention_block_tkg's (B*S*QH <= 128, S <= 8, D even <= 128, H a multiple of 128,
 ;             QH*D <= 2048, S_CTX <= 8192), LAYERS >= 1, TP in [1, 64], I even in [2, 4096] (the
-;             fp32 gate/up sums and the peer's stay in SBUF); an .error names each limit.
+;             fp32 gate/up sums and the peer's stay in SBUF); an .error names each limit. The tiles
+;             must also fit the SBUF partition together (the residual tiles take 3 * H * bytes):
+;             at B*S = 8, bf16, H = 8192 and I = 4096 fit up to S_CTX = 2048, H = 4096 and I = 4096
+;             up to S_CTX = 8192; beyond, the assembler stops naming the tile that does not fit
+;             ("SBUF over capacity: tensor ...").
 ;
 ; Decisions (docs/decisions.md):
 ; * --lnc 2: as attention_block_tkg, core c owns the H columns c*H/2 .. (c+1)*H/2-1 of x, h, a

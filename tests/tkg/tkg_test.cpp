@@ -392,6 +392,7 @@ std::vector<TkgCase> grid() {
       {4, 3, false, b16, 2, 4, 2, 2, 64, 256, 128, 192, true},
       {2, 1, true, f32, 1, 1, 8, 8, 128, 256, 8192, 256, false}, // S = 8, S_CTX = 8192
       {8, 3, true, b16, 1, 8, 1, 2, 64, 128, 1000, 96, true},
+      {2, 2, false, b16, 2, 2, 2, 2, 64, 256, 1000, 192, true}, // --lnc 2, t_gur on a_sc
   };
 }
 INSTANTIATE_TEST_SUITE_P(Grid, Tkg, testing::ValuesIn(grid()), tkg_name);
@@ -426,7 +427,8 @@ TEST(TkgSync, RaceFreeAndSameBitsUnderRandomSchedules) {
        {TkgCase{2, 2, false, DType::fp32, 2, 3, 2, 2, 64, 256, 128, 192, true},
         TkgCase{2, 2, true, DType::fp32, 2, 3, 2, 2, 64, 256, 128, 192, true},
         TkgCase{4, 1, true, DType::bf16, 2, 2, 8, 1, 64, 256, 128, 128, false},
-        TkgCase{4, 2, false, DType::bf16, 1, 4, 1, 2, 64, 128, 100, 64, false}}) {
+        TkgCase{4, 2, false, DType::bf16, 1, 4, 1, 2, 64, 128, 100, 64, false},
+        TkgCase{2, 2, true, DType::fp32, 2, 2, 2, 2, 64, 256, 600, 128, false}}) {
     const bool sbuf = c.sbuf;
     Assembled a = assemble_kernel("transformer_tkg.nasm", defines(c), Target::trn2);
     ASSERT_TRUE(a.ok) << a.diagnostics;
@@ -463,6 +465,27 @@ TEST(TkgEnvelope, ErrorsNameTheLimit) {
     Assembled a = assemble_kernel("transformer_tkg.nasm", defs, Target::trn2);
     EXPECT_FALSE(a.ok) << msg;
     EXPECT_NE(a.diagnostics.find("transformer_tkg: " + msg), std::string::npos) << a.diagnostics;
+  }
+  Assembled big = assemble_kernel("transformer_tkg.nasm",
+                                  {{"DT", "fp32"},
+                                   {"H", "16384"},
+                                   {"I", "4096"},
+                                   {"B", "8"},
+                                   {"QH", "8"},
+                                   {"D", "128"},
+                                   {"S_CTX", "2048"}},
+                                  Target::trn2);
+  EXPECT_FALSE(big.ok);
+  EXPECT_NE(big.diagnostics.find("SBUF over capacity: tensor '"), std::string::npos)
+      << big.diagnostics;
+  // the header's shapes that fit (B*S = 8, I = 4096, bf16): H = 8192 at S_CTX = 2048, H = 4096
+  // at S_CTX = 8192
+  for (const auto& [h, ctx] : {std::pair{"8192", "2048"}, std::pair{"4096", "8192"}}) {
+    Assembled fits = assemble_kernel(
+        "transformer_tkg.nasm",
+        {{"H", h}, {"I", "4096"}, {"B", "8"}, {"QH", "8"}, {"D", "128"}, {"S_CTX", ctx}},
+        Target::trn2);
+    EXPECT_TRUE(fits.ok) << h << " " << ctx << fits.diagnostics;
   }
   Assembled t1 = assemble_kernel("transformer_tkg.nasm", {}, Target::trn1);
   EXPECT_FALSE(t1.ok);
