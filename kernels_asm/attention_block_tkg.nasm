@@ -50,7 +50,8 @@
 ; the mask rows (a vector-offset gather, row s of query row r = s*QH + h), K^T of the cache (one
 ; DMA transpose), the scores for 512 positions per matmul, one fp32 softmax over cache and active
 ; columns, P^T per 128 positions (PE transposes) against the V rows, accumulated in PSUM.
-; The instructions of a core form one chain on semaphore sc (lib/attn.inc).
+; The instructions of a core form one chain on semaphore sc, except the projections' weight
+; loads, which stream one group ahead of their matmuls (lib/attn.inc wstream).
 .kernel attention_block_tkg
 .param B = 2
 .param S = 2
@@ -148,11 +149,13 @@
 .view sinv  = sin as fp32[B*S, D/2]
 .view maskv = mask as uint8[B*S, S_CTX]
 
-.sem  sc, sk
+.sem  sc, sk, sw, sm
 .include "lib/attn.inc"
 
 .set C = 0
 .set SKN = 0
+.set WGI = 0
+.set SWN = 0
 .equ BH = cdiv(B, 2)        ; --lnc 2: core 0 attends sequences 0 .. BH-1, core 1 the rest
 
 ; The whole block on one core: H columns h0 .. h0+hs-1; xch: exchange with the peer; wk / wv:
@@ -161,6 +164,8 @@
 .macro attn_block h0, hs, xch, wk, wv, bar, core, b0, b1, p0, p1
   .set C = 0
   .set SKN = 0
+  .set WGI = 0
+  .set SWN = 0
   .if wk
         attn_checks 0, k
   .endif
