@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_data.h"
 #include "bench/kernel_assemble.h"
 #include "interp/machine.h"
 #include "interp/scheduler.h"
@@ -24,33 +25,15 @@
 
 namespace {
 
+using nisa::bench::bf16_bytes;
 using nisa::bench::Defines;
+using nisa::bench::random_bf16;
+using nisa::bench::raw_bytes;
 using Inputs = std::map<std::string, std::vector<uint8_t>>;
 
 constexpr int kB = 4, kS = 1, kH = 4096, kQH = 8, kD = 128, kCtx = 8192;
 constexpr int kT = kB * kS, kW = (kQH + 2) * kD, kHD = kD / 2;
 constexpr double kTicksPerUs = 33600.0;
-
-std::vector<float> random_bf16(size_t n, uint32_t seed, float scale, float mean = 0.0f) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> nd(mean, scale);
-  std::vector<float> v(n);
-  for (float& x : v) x = nisa::bf16_to_f32(nisa::f32_to_bf16(nd(rng)));
-  return v;
-}
-std::vector<uint8_t> bf16_bytes(const std::vector<float>& v) {
-  std::vector<uint8_t> b(v.size() * 2);
-  for (size_t i = 0; i < v.size(); ++i) {
-    const uint16_t h = nisa::f32_to_bf16(v[i]);
-    std::memcpy(&b[2 * i], &h, 2);
-  }
-  return b;
-}
-template <class V> std::vector<uint8_t> raw_bytes(const std::vector<V>& v) {
-  std::vector<uint8_t> b(v.size() * sizeof(V));
-  std::memcpy(b.data(), v.data(), b.size());
-  return b;
-}
 
 struct Problem {
   std::vector<float> x, nw, wqkv, wo, cs, sn, kc, vc;

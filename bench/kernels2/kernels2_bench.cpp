@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "bench/bench_data.h"
 #include "bench/kernel_assemble.h"
 #include "interp/machine.h"
 #include "interp/scheduler.h"
@@ -28,32 +29,13 @@ namespace {
 
 using nisa::Module;
 using nisa::Target;
+using nisa::bench::bf16_bytes;
 using nisa::bench::Defines;
+using nisa::bench::random_bf16;
+using nisa::bench::raw_bytes;
 using Inputs = std::map<std::string, std::vector<uint8_t>>;
 
 using nisa::bench::assemble_kernel;
-
-// bf16-representable normal values (as floats) and their bf16 bytes.
-std::vector<float> random_bf16(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> nd(0.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float& x : v) x = nisa::bf16_to_f32(nisa::f32_to_bf16(nd(rng)));
-  return v;
-}
-std::vector<uint8_t> bf16_bytes(const std::vector<float>& v) {
-  std::vector<uint8_t> b(v.size() * 2);
-  for (size_t i = 0; i < v.size(); ++i) {
-    const uint16_t h = nisa::f32_to_bf16(v[i]);
-    std::memcpy(&b[2 * i], &h, 2);
-  }
-  return b;
-}
-template <class T> std::vector<uint8_t> raw_bytes(const std::vector<T>& v) {
-  std::vector<uint8_t> b(v.size() * sizeof(T));
-  std::memcpy(b.data(), v.data(), b.size());
-  return b;
-}
 
 // Runs each module in turn per iteration (fwd then bwd for cross-entropy).
 void run_modules(benchmark::State& st, const std::vector<std::pair<Module, Inputs>>& work,

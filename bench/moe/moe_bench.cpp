@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_data.h"
 #include "bench/kernel_assemble.h"
 #include "interp/machine.h"
 #include "interp/scheduler.h"
@@ -24,32 +25,14 @@
 
 namespace {
 
+using nisa::bench::bf16_bytes;
 using nisa::bench::Defines;
+using nisa::bench::random_bf16;
+using nisa::bench::raw_bytes;
 using Inputs = std::map<std::string, std::vector<uint8_t>>;
 
 constexpr int kT = 4096, kH = 4096, kE = 4, kB = 512, kTopk = 2, kI = 384;
 constexpr double kTicksPerUs = 33600.0;
-
-std::vector<float> random_bf16(size_t n, uint32_t seed, float scale) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> nd(0.0f, scale);
-  std::vector<float> v(n);
-  for (float& x : v) x = nisa::bf16_to_f32(nisa::f32_to_bf16(nd(rng)));
-  return v;
-}
-std::vector<uint8_t> bf16_bytes(const std::vector<float>& v) {
-  std::vector<uint8_t> b(v.size() * 2);
-  for (size_t i = 0; i < v.size(); ++i) {
-    const uint16_t h = nisa::f32_to_bf16(v[i]);
-    std::memcpy(&b[2 * i], &h, 2);
-  }
-  return b;
-}
-std::vector<uint8_t> i32_bytes(const std::vector<int32_t>& v) {
-  std::vector<uint8_t> b(v.size() * 4);
-  std::memcpy(b.data(), v.data(), b.size());
-  return b;
-}
 
 // The problem: routing as the seed's tests (TOPK distinct random experts per token, blocks per
 // expert = ceil(count / B), padding T, extra blocks to the last expert), inputs, checkpoints.
@@ -100,7 +83,7 @@ struct Problem {
   Inputs fwd_inputs() const {
     return {{"hidden", bf16_bytes(hidden)},          {"affinities", bf16_bytes(aff)},
             {"w_gate_up", bf16_bytes(wgu)},          {"w_down", bf16_bytes(wd)},
-            {"token_position_to_id", i32_bytes(tp)}, {"block_to_expert", i32_bytes(b2e)}};
+            {"token_position_to_id", raw_bytes(tp)}, {"block_to_expert", raw_bytes(b2e)}};
   }
 };
 
