@@ -143,7 +143,7 @@
 .endif
 ; lib/tkg.inc's tiles (t_x, t_h, t_a, t_gu, t_gur counted even when it shares a_sc, t_m, t_mT):
 ; the attention's cache chunk is sized to fit beside them (lib/attn.inc ACH)
-.equ AXTRA = 3 * H * TDB + 8 * (2 * I + 1) + 4 + I * TDB + cdiv(I, 128) * B * S * TDB + 1024
+.equ AXTRA = 3 * H * TDB + 4 * (2 * I + 1) + 4 * min(2 * I + 1, 2048) + 4 + I * TDB + cdiv(I, 128) * B * S * TDB + 1024
 .sem  sc, sk, sw, sm
 .include "lib/attn.inc"
 .include "lib/tkg.inc"
