@@ -9,6 +9,13 @@
 //   absolute error ~ 2u * smag (smag = the largest sum_d |q_d k_d| / sqrt(D) of the row), so
 //   the attention output of a head is within E = ue * (8 + 4 * smag) of the magnitude
 //   A[d] = sum_j p_j |v_j[d]|, and out within E * sum_{h,d} |w_o| A + u |out|.
+// * S_CTX past one cache chunk (the kernel's flash-style cascaded softmax): the probability cast
+//   to DT is the chunk's unnormalised exp(s - m) in (0, 1] instead of exp(s - m) / l: the same
+//   one rounding of relative size u per probability, so the bound above holds unchanged; the
+//   cascade adds 4 fp32 roundings per chunk to the output and the sum (alpha * l + sum,
+//   alpha * O + P @ V; alpha's own rounding scales O and l alike and cancels in O / l), at most
+//   4 * S_CTX / 512 * 2^-24, inside the S_CTX * 2^-24 term of ue. The reference stays the exact
+//   softmax in double (the math, not the kernel's chunking).
 // * FP8_KV: the cached values are exact e4m3 values (inputs), but the kernel's new k, v are
 //   quantised from its own (rounded) k, v: a value near a rounding boundary of e4m3 may land
 //   one e4m3 step away from the reference's. e4m3 has 3 mantissa bits: one step is 2^-3 of the
@@ -488,7 +495,10 @@ TEST(AttnSync, RaceFreeAndSameBitsUnderRandomSchedules) {
   for (const AttnCase& c :
        {AttnCase{2, DType::bf16, 4, 5, 2, 64, 384, 1000, true, "pre", true, 0},
         AttnCase{1, DType::fp32, 2, 8, 4, 128, 256, 128, false, "post", false, 2},
-        AttnCase{2, DType::fp32, 16, 1, 1, 64, 256, 128, true, "none", false, 1}}) {
+        AttnCase{2, DType::fp32, 16, 1, 1, 64, 256, 128, true, "none", false, 1},
+        // two cache chunks (FP8, striped mask) and QH*D > 2048 (head groups, pieces)
+        AttnCase{2, DType::bf16, 2, 1, 2, 64, 128, 9000, false, "pre", true, 2},
+        AttnCase{2, DType::fp32, 1, 1, 40, 64, 128, 100, true, "post", false, 0}}) {
     Assembled a = assemble_kernel("attention_block_tkg.nasm", defines(c), Target::trn2);
     ASSERT_TRUE(a.ok) << a.diagnostics;
     const Inputs in = make_inputs(c);
