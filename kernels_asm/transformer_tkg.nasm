@@ -26,9 +26,12 @@
 ;             chunk shrinks to fit beside them (AXTRA below). Fit (bf16): Llama-70B per-rank shards
 ;             (H 8192, D 128, QH 64/TP, I 28672/TP, B 128/(64/TP)) at TP 8 / 16 / 32 and any
 ;             S_CTX (36864 assembled; TP 8's shard run end to end on 2 ranks); B*S = 8, I = 4096,
-;             H = 8192 at S_CTX 8192. Not fit: H = 16384 with I = 3584 at B*S = 16 (bf16), and fp32
-;             at H = 8192, I = 3584 (the residual + MLP tiles alone leave no room); the assembler
-;             names the tile ("SBUF over capacity: tensor ...").
+;             H = 8192 at S_CTX 8192; H = 16384 with I = 3584 at B*S = 16 (when the includer's
+;             tiles pass 128 KiB, lib/attn.inc narrows its weight groups and o-projection chunks
+;             to 8 KiB each, and the gate/up exchange goes in 2048-column pieces: the same bits).
+;             Not fit: fp32 at H = 8192, I = 3584 (the residual + MLP tiles, 3 * 32 KiB + 2 * 28
+;             KiB + 14 KiB, leave no room beside the attention's); the assembler names the tile
+;             ("SBUF over capacity: tensor ...").
 ;
 ; Decisions (docs/decisions.md):
 ; * --lnc 2: as attention_block_tkg, core c owns the H columns c*H/2 .. (c+1)*H/2-1 of x, h, a
@@ -146,9 +149,16 @@
 .else
 .equ TDB = 2
 .endif
+; The LNC exchange of the gate/up sums t_gu: one piece, or (when the residual tiles take more than
+; 64 KiB per partition) pieces of 2048 columns through a smaller t_gur (the same bits).
+.if 3 * H * TDB > 65536
+.equ TXW = min(2 * I + 1, 2048)
+.else
+.equ TXW = 2 * I + 1
+.endif
 ; lib/tkg.inc's tiles (t_x, t_h, t_a, t_gu, t_gur counted even when it shares a_sc, t_m, t_mT):
 ; the attention's cache chunk is sized to fit beside them (lib/attn.inc ACH)
-.equ AXTRA = 3 * H * TDB + 8 * (2 * I + 1) + 4 + I * TDB + cdiv(I, 128) * B * S * TDB + 1024
+.equ AXTRA = 3 * H * TDB + 4 * (2 * I + 1) + 4 * TXW + 4 + I * TDB + cdiv(I, 128) * B * S * TDB + 1024
 .sem  sc, sk, sw, sm
 .include "lib/attn.inc"
 .include "lib/tkg.inc"

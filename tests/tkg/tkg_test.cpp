@@ -396,6 +396,8 @@ std::vector<TkgCase> grid() {
       {2, 2, false, b16, 2, 2, 2, 2, 64, 256, 1000, 192, true},  // --lnc 2, t_gur on a_sc
       {2, 1, true, b16, 2, 2, 1, 4, 64, 256, 10240, 192, false}, // 2 cache chunks (flash)
       {1, 1, false, f32, 1, 1, 1, 24, 128, 256, 300, 128, true}, // QH*D = 3072: head groups
+      // H = 16384: the narrow weight groups / o-projection chunks, gate/up exchange in pieces
+      {1, 1, true, b16, 2, 1, 1, 1, 64, 16384, 128, 2560, false},
   };
 }
 INSTANTIATE_TEST_SUITE_P(Grid, Tkg, testing::ValuesIn(grid()), tkg_name);
@@ -494,13 +496,15 @@ TEST(TkgEnvelope, ErrorsNameTheLimit) {
       << big.diagnostics;
   // shapes that fit (bf16; the cache chunk shrinks to fit): B*S = 8, I = 4096 with H = 8192 at
   // S_CTX = 2048 and 8192, H = 4096 at 8192; Llama-70B's per-rank shards at TP = 8 / 16 / 32
-  // (H 8192, QH 64/TP, I 28672/TP, local batch 128/(64/TP)) at S_CTX = 36864
+  // (H 8192, QH 64/TP, I 28672/TP, local batch 128/(64/TP)) at S_CTX = 36864; H = 16384 (8 KiB
+  // weight groups and o-projection chunks, the gate/up exchange in pieces)
   for (const auto& [h, ctx, i, b, qh] :
        {std::tuple{"8192", "2048", "4096", "8", "8"}, std::tuple{"8192", "8192", "4096", "8", "8"},
         std::tuple{"4096", "8192", "4096", "8", "8"},
         std::tuple{"8192", "36864", "3584", "16", "8"},
         std::tuple{"8192", "36864", "1792", "32", "4"},
-        std::tuple{"8192", "36864", "896", "64", "2"}}) {
+        std::tuple{"8192", "36864", "896", "64", "2"},
+        std::tuple{"16384", "36864", "3584", "16", "8"}}) {
     Assembled fits = assemble_kernel(
         "transformer_tkg.nasm",
         {{"H", h}, {"I", i}, {"B", b}, {"QH", qh}, {"D", "128"}, {"S_CTX", ctx}}, Target::trn2);
