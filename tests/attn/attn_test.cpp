@@ -482,7 +482,7 @@ std::vector<AttnCase> grid() {
       {1, f32, 2, 1, 1, 64, 128, 36864, true, "none", false, 2},   // fp32, 5 chunks
       {1, b16, 2, 1, 1, 64, 128, 131072, false, "none", false, 1}, // 16 chunks, pos at the end
       // QH*D > 2048 (B*S = 1): the per-head work in groups of heads, the exchange in pieces
-      {1, b16, 1, 1, 32, 128, 256, 300, false, "pre", false, 0},
+      {1, b16, 1, 1, 32, 128, 256, 600, false, "pre", false, 0},
       {2, f32, 1, 1, 128, 64, 256, 200, true, "post", true, 2},
       {2, b16, 1, 1, 128, 128, 256, 10000, false, "pre", false, 1}, // QH*D = 16384, 2 chunks
   };
