@@ -19,12 +19,21 @@
 ;             new value is read back as q * scale. Query (b, s, h) attends to cached rows j with
 ;             mask[b, s, j] = 1 and to the active tokens s' <= s; scores / sqrt(D), softmax in
 ;             fp32, cast to DT before the product with V; out = concat_h(attn_h) @ w_o.
-; Envelope:   trn2 or later; B*S*QH <= 128, 1 <= S <= 8, D even in [2, 128], H a positive multiple of 128,
-;             QH*D <= 2048 and S_CTX in [1, 8192] (the projections and one sequence's scores stay
-;             in SBUF); an .error names each limit. The tiles must also fit the SBUF partition
-;             together, which bounds H * B*S (the x^T tiles): at S_CTX = 8192 H * B*S <= 2^20
-;             (fp32) / 2^21 (bf16) fits; beyond, the assembler stops naming the tile that does
-;             not fit ("SBUF over capacity: tensor 'a_vb' needs ..."). Run-time data: a pos[b] other than
+; Envelope:   trn2 or later; B*S*QH <= 128, 1 <= S <= 8, D even in [2, 128], H a positive multiple
+;             of 128, S_CTX >= 1 (isa-facts 5.12; nothing else); an .error names each limit.
+;             The cache is attended in chunks of ACH rows (lib/attn.inc: the largest of 8192,
+;             4096, .., 512 that fits the SBUF partition beside the other tiles; ACH = S_CTX when
+;             S_CTX <= that): one chunk is the one-pass softmax (S_CTX <= 8192 at the usual
+;             shapes: the same instructions and bits as before chunking), several a flash-style
+;             cascaded softmax (below). QH*D is not limited: the per-head work runs in groups of
+;             2048/D + 1 heads. What bounds the shapes is the SBUF partition (212984 bytes on
+;             trn2) itself, mostly the x^T tiles (2 * H * B*S * bytes(DT) / 128) and the fp32
+;             projection sums ((QH+2)*D * 4): e.g. fp32 H = 16384 at B*S = 128 fits (ACH 2048),
+;             H = 32768 does not; beyond, the assembler stops naming the tile that does not fit
+;             ("SBUF over capacity: tensor '...' needs ..."). Assembled: gemma3-27b (H 5376,
+;             QH 2, D 128, B 64, S_CTX 131072), H 8192 QH 8 B 16 S_CTX 36864, QH 128 D 128 H 16384;
+;             run in tests/attn: S_CTX 131072 (16 chunks), QH 128 (D 64 and 128). Run-time data:
+;             a pos[b] other than
 ;             0xFFFFFFFF with pos[b] + S > S_CTX (or above 2^31) is a fault (exit 3, "register
 ;             r10/r11 = P is outside [0, S_CTX)") before anything is computed or written.
 ;
@@ -32,6 +41,14 @@
 ; * The attention reads the caches as given, before this step's update: cached row j counts
 ;   only through mask[b, s, j]; the new tokens are attended as the active tokens s' <= s, from
 ;   SBUF, whatever the mask says about rows pos[b] .. pos[b]+S-1. The update comes last.
+; * S_CTX > ACH (NCH chunks; lib/attn.inc attn_seqn): per chunk c (the active tokens appended to
+;   the last) the scores s_c as one-pass, m_c = max(m_{c-1}, max s_c), alpha = exp(m_{c-1} - m_c),
+;   p = exp(s_c - m_c) in fp32, l_c = alpha l_{c-1} + sum p, O_c = alpha O_{c-1} + DT(p) @ V_c
+;   (fp32); out = DT(O / l * v_scale). What is cast to DT is the unnormalised p of the chunk
+;   (in (0, 1], relative error u as the one-pass form's normalised p); the rescalings add four
+;   fp32 roundings per chunk (alpha's own error cancels in O / l). A chunk masked whole while no
+;   row was visible yet gives p = 1 on its -1e30 scores; the first visible row (at the latest
+;   the active token itself) makes alpha = exp(-1e30 - m) = 0 and wipes it.
 ; * FP8_KV: the active tokens go through the same quantisation as the stored ones (their k, v
 ;   are e4m3 values times the scale). The scale is applied to the scores (k_scale / sqrt(D))
 ;   and to the attention output (v_scale), so the e4m3 values themselves (exact in bf16) are the
@@ -95,11 +112,8 @@
 .if H < 128 || H % 128 != 0
   .error "attention_block_tkg: H must be a positive multiple of 128"
 .endif
-.if QH * D > 2048
-  .error "attention_block_tkg: QH*D must be <= 2048"
-.endif
-.if S_CTX < 1 || S_CTX > 8192
-  .error "attention_block_tkg: S_CTX must be in [1, 8192]"
+.if S_CTX < 1
+  .error "attention_block_tkg: S_CTX must be positive"
 .endif
 
 .equ LAY = 1
@@ -150,6 +164,7 @@
 .view maskv = mask as uint8[B*S, S_CTX]
 
 .sem  sc, sk, sw, sm
+.equ AXTRA = 0              ; no tiles beside lib/attn.inc's (its cache chunk ACH fits the rest)
 .include "lib/attn.inc"
 
 .set C = 0
