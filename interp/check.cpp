@@ -139,6 +139,12 @@ private:
     return fmt::format("{}:{}", f, l.line);
   }
   std::string loc_of(uint32_t n) const { return loc(nodes_[n].eng, nodes_[n].pc); }
+  std::tuple<uint32_t, uint32_t, uint32_t, uint32_t> src_key(uint32_t n) const {
+    const auto& d = m_.debug[size_t(nodes_[n].eng)];
+    const int32_t pc = nodes_[n].pc;
+    if (pc < 0 || size_t(pc) >= d.size()) return {UINT32_MAX, 0, 0, uint32_t(n)};
+    return {d[size_t(pc)].file, d[size_t(pc)].line, d[size_t(pc)].col, uint32_t(n)};
+  }
   std::string who_of(uint32_t n) const {
     const Node& x = nodes_[n];
     std::string s = fmt::format("{} {}", core_name(x.core), name_of(x.eng));
@@ -262,6 +268,30 @@ void Checker::regions(int core, const Inst& in, const int32_t* regs, uint64_t un
       for (uint32_t p = 0; p < nrows; ++p) rows.push_back(i128(p) * ap.part_stride);
     }
     std::vector<std::pair<i128, i128>> iv; // byte intervals
+    // Rows and dynamic values on one grid (the row stride a multiple of the dynamic step, as
+    // in a gather of whole rows): the distinct shifts, not their product.
+    const i128 ps_el = i128(ap.part_stride);
+    const i128 mult = ap.dyn_mult;
+    if (!hull_dyn && !on_chip && nrows > 1 && dyn.size() > 1 && mult > 0 && ps_el % mult == 0 &&
+        rows.size() * dyn.size() > 65536) {
+      const i128 q = ps_el / mult;
+      const i128 qa = q < 0 ? -q : q;
+      const i128 span = qa * (nrows - 1) + i128(dyn.size());
+      if (span <= (i128(1) << 22)) {
+        std::vector<uint8_t> hit(size_t(span), 0);
+        const i128 base = q < 0 ? qa * (nrows - 1) : 0;
+        for (uint32_t p = 0; p < nrows; ++p)
+          for (size_t d = 0; d < dyn.size(); ++d) {
+            const i128 k = base + q * p + i128(d);
+            if (hit[size_t(k)]) break; // the rest of this row's run is marked already
+            hit[size_t(k)] = 1;
+          }
+        rows.clear();
+        dyn.assign(1, 0);
+        for (size_t k = 0; k < hit.size(); ++k)
+          if (hit[k]) rows.push_back((i128(k) - base) * mult);
+      }
+    }
     if (hull_dyn || rows.size() * dyn.size() > 65536) {
       i128 mn = 0, mx = 0;
       bool first = true;
@@ -1024,15 +1054,22 @@ void Checker::races(CheckResult& r) {
     uint32_t node; // where the access happens (for clocks)
     uint32_t who;  // the instruction (for reports)
   };
+  // Records by start offset, and the longest one, so that the records overlapping [b0, b1)
+  // are keyed in [b0 - longest, b1); records longer than kLong (hulls of dynamic accesses)
+  // are kept apart so that they do not widen every search.
+  static constexpr uint64_t kLong = uint64_t(1) << 16;
   struct Mem {
     std::multimap<uint64_t, Rec> recs;
     uint64_t longest = 0;
+    std::vector<Rec> long_recs;
   };
   std::map<std::pair<int, int>, Mem> mems;
   std::set<std::pair<uint32_t, uint32_t>> seen;
   std::set<std::string> seen_inst;
   std::vector<Anchor> origin;
   auto ordered_before = [&](const Rec& x, uint32_t node) {
+    const Node& xn = nodes_[x.node];
+    if (xn.stream != kNoStream && xn.nanc == 0) return vc_[size_t(node) * S_ + xn.stream] >= xn.pos;
     site_anchors(x.node, origin);
     return after(node, origin.data(), uint32_t(origin.size()));
   };
@@ -1042,38 +1079,46 @@ void Checker::races(CheckResult& r) {
       const Acc& a = accs_[ai];
       Mem& m = mems[{int(a.r.kind), int(a.r.unit)}];
       uint64_t start = a.r.b0 > m.longest ? a.r.b0 - m.longest : 0;
-      for (auto it = m.recs.lower_bound(start); it != m.recs.end() && it->first < a.r.b1;) {
-        Rec& x = it->second;
-        if (!x.g.overlaps(a.r) || x.node == n) {
-          ++it;
-          continue;
-        }
+      auto visit = [&](Rec& x) -> bool { // true: x is superseded by this access
+        if (!x.g.overlaps(a.r) || x.node == n) return false;
         const bool ord = ordered_before(x, n);
         if (!ord && (x.g.write || a.r.write)) {
-          const Node& xa = nodes_[x.who];
-          const Node& xb = nodes_[a.who];
-          std::string key = loc_of(x.who) + who_of(x.who) + "|" + loc_of(a.who) + who_of(a.who);
-          (void)xa, (void)xb;
-          if (seen.insert({x.who, a.who}).second && seen_inst.insert(key).second) {
+          if (seen.insert({x.who, a.who}).second &&
+              seen_inst.insert(loc_of(x.who) + who_of(x.who) + "|" + loc_of(a.who) + who_of(a.who))
+                  .second) {
+            // Report in source order: the earlier line is taken as the producer, the wait
+            // suggested goes on the later one.
+            uint32_t ua = x.who, ub = a.who, na = x.node, nb = n;
+            bool wa = x.g.write, wb = a.r.write;
+            if (src_key(ub) < src_key(ua)) std::swap(ua, ub), std::swap(na, nb), std::swap(wa, wb);
             CheckPair p;
-            p.a_loc = loc_of(x.who), p.b_loc = loc_of(a.who);
-            p.a_who = who_of(x.who), p.b_who = who_of(a.who);
-            p.a_write = x.g.write, p.b_write = a.r.write;
+            p.a_loc = loc_of(ua), p.b_loc = loc_of(ub);
+            p.a_who = who_of(ua), p.b_who = who_of(ub);
+            p.a_write = wa, p.b_write = wb;
             p.region = region_text(x.g.intersect(a.r));
-            if (r.pairs.size() < o_.max_reports) p.suggestion = suggest(x.node, n);
+            if (r.pairs.size() < o_.max_reports) p.suggestion = suggest(na, nb);
             r.pairs.push_back(std::move(p));
           }
         }
         // Superseded: an ordered earlier access wholly covered by this write (or a read by
         // a read) can go: any later access unordered with it is unordered with this one.
-        if (ord && a.r.covers(x.g) && (a.r.write || !x.g.write)) {
-          it = m.recs.erase(it);
-          continue;
+        return ord && a.r.covers(x.g) && (a.r.write || !x.g.write);
+      };
+      for (auto it = m.recs.lower_bound(start); it != m.recs.end() && it->first < a.r.b1;)
+        it = visit(it->second) ? m.recs.erase(it) : std::next(it);
+      for (size_t i = 0; i < m.long_recs.size();)
+        if (visit(m.long_recs[i])) {
+          m.long_recs[i] = m.long_recs.back();
+          m.long_recs.pop_back();
+        } else {
+          ++i;
         }
-        ++it;
+      if (a.r.b1 - a.r.b0 > kLong) {
+        m.long_recs.push_back(Rec{a.r, n, a.who});
+      } else {
+        m.recs.emplace(a.r.b0, Rec{a.r, n, a.who});
+        m.longest = std::max(m.longest, a.r.b1 - a.r.b0);
       }
-      m.recs.emplace(a.r.b0, Rec{a.r, n, a.who});
-      m.longest = std::max(m.longest, a.r.b1 - a.r.b0);
     }
   }
 }
