@@ -309,6 +309,16 @@ void Assembler::match_blocks(Unit& u, uint32_t id) {
     }
   }
   for (const auto& o : stack) {
+    // A misspelt closer inside the block (`.endfro`) is why it is unterminated: say so first.
+    const size_t end = n;
+    for (size_t i = o.line + 1; i < end; ++i)
+      if (lines[i].kind == StmtKind::UnknownDirective) {
+        const std::string_view d = u.parsed.text(lines[i].tok);
+        if (!did_you_mean(d, {o.closer}).empty())
+          report(here(i), fmt::format("unknown directive '{}'; did you mean '{}' (closing '{}' at "
+                                      "line {})?",
+                                      d, o.closer, o.what, line_of(o.line)));
+      }
     report(here(o.line),
            fmt::format("unterminated '{}': no '{}' before the end of the file", o.what, o.closer));
     u.ok = false;
@@ -331,7 +341,7 @@ void Assembler::exec_line(uint32_t unit, size_t& i) {
     if (s.label != kNone) define_label(s.label);
     if (s.kind != StmtKind::None) exec_stmt(unit, i, s);
   } catch (const StmtError& e) {
-    report(e.loc, e.message);
+    if (!e.message.empty()) report(e.loc, e.message); // empty: already reported
   }
 }
 
@@ -342,13 +352,21 @@ void Assembler::exec_stmt(uint32_t unit, size_t& i, const Stmt& s) {
   case StmtKind::If: return exec_if(unit, i);
   case StmtKind::For: return exec_for(unit, i, s);
   case StmtKind::MacroCall: return exec_macro_call(s);
-  case StmtKind::Tensor: return exec_tensor(s);
+  case StmtKind::Tensor: try { return exec_tensor(s);
+    } catch (const StmtError&) {
+      failed_decls_.insert(std::string(text(s.name))); // later uses are not errors of their own
+      throw;
+    }
   case StmtKind::Macro: return exec_macro_def(unit, i, s);
   case StmtKind::Include: return exec_include(s);
   case StmtKind::Error: fail(loc(s.tok), unquote(text(s.word)));
   case StmtKind::Kernel: mod_.kernel = text(s.name); return;
   case StmtKind::Target: return exec_target(s);
-  case StmtKind::View: return exec_view(s);
+  case StmtKind::View: try { return exec_view(s);
+    } catch (const StmtError&) {
+      failed_decls_.insert(std::string(text(s.name)));
+      throw;
+    }
   case StmtKind::Sem: return exec_sem(s);
   case StmtKind::Group: return exec_group(s);
   case StmtKind::UnknownDirective: return exec_unknown_directive(s);

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -169,6 +170,14 @@ private:
   NameMap<Loc> symbols_; // every declared name, for duplicates
   NameMap<Macro> macros_;
   NameMap<TensorDecl> tensors_; // includes views
+  // Tensors and views whose declaration failed (and was reported): a use of one abandons its
+  // statement silently instead of reporting "unknown tensor" at every use.
+  std::set<std::string, std::less<>> failed_decls_;
+  [[noreturn]] void fail_unknown_tensor(uint32_t e, std::string_view name,
+                                        const std::string& msg) const {
+    if (failed_decls_.count(name)) fail(loc_of(e), "");
+    fail_at(e, msg);
+  }
   NameMap<uint16_t> sems_, groups_;
   NameMap<LabelDef> labels_;
   std::vector<Fixup> fixups_;

@@ -261,8 +261,9 @@ Value Assembler::eval_index(uint32_t self) {
     std::vector<std::string> names;
     for (const auto& [n, d] : tensors_) names.push_back(n);
     std::string s = suggest(base_name, names);
-    fail_at(x.a, fmt::format("unknown tensor '{}'{}", base_name,
-                             s.empty() ? "" : "; did you mean '" + s + "'?"));
+    fail_unknown_tensor(x.a, base_name,
+                        fmt::format("unknown tensor '{}'{}", base_name,
+                                    s.empty() ? "" : "; did you mean '" + s + "'?"));
   }
   const uint32_t* slices = file().kid_begin(x);
   boost::container::small_vector<SliceIndex, 4> idx(x.nkids);

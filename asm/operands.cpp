@@ -185,6 +185,11 @@ void Assembler::exec_inst(const Stmt& s) {
     if (!(od.gens & gen_bit(mod_.target)) && !is_default(od, in.ops[k]))
       fail_at(bound[k], fmt::format("operand '{}' of {} is not available on {} (available on: {})",
                                     od.name, dotted, name_of(mod_.target), gens_text(od.gens)));
+    else if (od.kind == OperandKind::Scalar && !in.ops[k].is_ap &&
+             !(od.imm_gens & gen_bit(mod_.target)) && !is_default(od, in.ops[k]))
+      fail_at(bound[k], fmt::format("an immediate '{}' of {} is not available on {} (available "
+                                    "on: {}); use a [P, 1] tile",
+                                    od.name, dotted, name_of(mod_.target), gens_text(od.imm_gens)));
   }
   for (uint32_t y = 0; y < s.nsyncs; ++y) parse_sync(file().syncs[s.syncs + y], in);
   check_shapes(*d, in, raw.data(), bound.data(), at);
@@ -213,7 +218,8 @@ AccessPattern Assembler::to_ap(const Value& v, uint32_t e, bool& raw) {
     }
     std::vector<std::string> names;
     for (const auto& [n, t] : tensors_) names.push_back(n);
-    fail_at(e, fmt::format("unknown tensor '{}'{}", v.s, did_you_mean(v.s, names)));
+    fail_unknown_tensor(e, v.s,
+                        fmt::format("unknown tensor '{}'{}", v.s, did_you_mean(v.s, names)));
   }
   fail_at(e, fmt::format("expected a tensor or a slice, not {}", v.str()));
 }
@@ -449,6 +455,16 @@ void Assembler::check_shapes(const InstDesc& d, const Inst& in, const bool* raw,
                          d.operands[k].name, A->free_elems(), D->free_elems()));
     }
   }
+  // The compute engines' start-partition rule (isa/isa.h).
+  if (start_partition_rule_applies(d))
+    for (size_t k = 0; k < d.operands.size(); ++k) {
+      const AccessPattern* A = ap_of(static_cast<int>(k));
+      if (!A || A->space == MemSpace::hbm) continue;
+      const std::string err = start_partition_error(A->part_start, A->part_count);
+      if (!err.empty())
+        fail(at(static_cast<int>(k)),
+             fmt::format("operand '{}' of {} {}", d.operands[k].name, name(), err));
+    }
   auto need_int = [&](int k) {
     const AccessPattern* A = ap_of(k);
     if (A && info(A->dtype).is_float)
@@ -479,6 +495,11 @@ void Assembler::check_shapes(const InstDesc& d, const Inst& in, const bool* raw,
       fail(at(idx("moving")), fmt::format("matmul contraction mismatch: stationary has K={} "
                                           "partitions, moving has {}",
                                           St->part_count, Mv->part_count));
+    if (St && Mv && (St->dtype == DType::fp32) != (Mv->dtype == DType::fp32))
+      fail(at(idx("moving")),
+           fmt::format("dtype mismatch: an fp32 matmul input pairs only with fp32 (stationary {}, "
+                       "moving {})",
+                       dtype_name(St->dtype), dtype_name(Mv->dtype)));
     if (St && St->free_elems() > 128)
       fail(at(idx("stationary")),
            fmt::format("matmul stationary has M={} columns; at most 128", St->free_elems()));
