@@ -173,6 +173,7 @@ AsmResult Assembler::finish() {
                                 did_you_mean(name, params),
                                 params.empty() ? "none" : join(params)));
     }
+    lower_afters();
     for (const auto& fx : fixups_) {
       std::string shown = fx.label;
       const LabelDef* def = find_label(fx, shown);
@@ -830,6 +831,91 @@ void Assembler::define_label(uint32_t t) {
     mod_.labels[*e].push_back({n.substr(dot + 1), d.at[*e]});
   }
   labels_[n] = d;
+  labels_wanting_inst_.push_back(n);
+  if (written[0] == '.') latest_local_[std::string(written)] = n;
+}
+
+// Each @after edge: the producer's signal stream (its engine; for a DMA its (engine, queue),
+// for a collective its channel) gets a semaphore __after_<stream>; every producer of a stream,
+// in stream order, signals it once, so the k-th producer has completed when the count reaches
+// k (signals of one stream complete in order). The consumer waits for that count. The result
+// is ordinary @wait/@signal: the disassembly shows them and `nisa check` proves them.
+void Assembler::lower_afters() {
+  if (afters_.empty()) return;
+  struct Stream {
+    std::string name;
+    std::vector<uint32_t> producers; // (engine fixed by the key) indices, sorted
+    uint16_t sem = 0;
+  };
+  std::map<std::tuple<int, int, int>, Stream> streams;
+  auto key_of = [&](Engine e, uint32_t i) {
+    const Inst& in = mod_.streams[int(e)][i];
+    const InstDesc& d = desc(in.op);
+    if (d.cost == CostClass::dma_xfer && in.op != Opcode::send_recv)
+      return std::make_tuple(int(e), 1, int(in.ops[0].i));
+    if (d.cost == CostClass::cc)
+      return std::make_tuple(int(e), 2, in.op == Opcode::permute_implicit ? int(in.ops[3].i) : 0);
+    return std::make_tuple(int(e), 0, 0);
+  };
+  std::vector<const AfterEdge*> live;
+  for (const AfterEdge& a : afters_) {
+    auto k = key_of(a.producer, a.producer_index);
+    // Program order already orders a plain instruction before a later one of its engine.
+    if (std::get<1>(k) == 0 && a.producer == a.consumer && a.producer_index < a.consumer_index)
+      continue;
+    Stream& st = streams[k];
+    if (st.name.empty())
+      st.name = fmt::format("__after_{}{}", name_of(a.producer),
+                            std::get<1>(k) == 1   ? fmt::format("_q{}", std::get<2>(k))
+                            : std::get<1>(k) == 2 ? fmt::format("_ch{}", std::get<2>(k))
+                                                  : "");
+    st.producers.push_back(a.producer_index);
+    live.push_back(&a);
+  }
+  for (auto& [k, st] : streams) {
+    std::sort(st.producers.begin(), st.producers.end());
+    st.producers.erase(std::unique(st.producers.begin(), st.producers.end()), st.producers.end());
+    if (lookup(st.name) || tensors_.count(st.name) || sems_.count(st.name)) {
+      report(
+          live.front()->loc,
+          fmt::format("@after needs the semaphore name '{}', which the kernel declares", st.name));
+      return;
+    }
+    if (mod_.sems.size() >= UINT16_MAX) {
+      report(live.front()->loc, "@after: too many semaphores");
+      return;
+    }
+    st.sem = static_cast<uint16_t>(mod_.sems.size());
+    mod_.sems.push_back({st.name, 0});
+    for (uint32_t i : st.producers) {
+      Inst& in = mod_.streams[std::get<0>(k)][i];
+      if (in.signals.size() >= kMaxSignals) {
+        report(live.front()->loc, fmt::format("@after: the producer {}[{}] already has {} signals",
+                                              name_of(Engine(std::get<0>(k))), i, kMaxSignals));
+        return;
+      }
+      in.signals.push_back({st.sem, 1});
+    }
+  }
+  for (const AfterEdge* a : live) {
+    const Stream& st = streams[key_of(a->producer, a->producer_index)];
+    const uint32_t rank = static_cast<uint32_t>(
+        std::lower_bound(st.producers.begin(), st.producers.end(), a->producer_index) -
+        st.producers.begin() + 1);
+    Inst& in = mod_.streams[int(a->consumer)][a->consumer_index];
+    auto it = std::find_if(in.waits.begin(), in.waits.end(),
+                           [&](const Wait& w) { return w.sem == st.sem; });
+    if (it != in.waits.end()) {
+      it->value = std::max(it->value, rank);
+      continue;
+    }
+    if (in.waits.size() >= kMaxWaits) {
+      report(a->loc,
+             fmt::format("@after: the instruction would need more than {} waits", kMaxWaits));
+      continue;
+    }
+    in.waits.push_back({st.sem, WaitCmp::ge, rank});
+  }
 }
 
 // ---- symbols and diagnostics ----------------------------------------------------------------

@@ -68,6 +68,16 @@ private:
   struct LabelDef {
     std::array<uint32_t, kNumEngines> at{}; // stream sizes where the label was defined
     Loc def;
+    int first_engine = -1; // the first instruction assembled after the label (@after)
+    uint32_t first_index = 0;
+  };
+  // @after(L): the instruction carrying it waits for the one at label L (docs/asm.md §2).
+  struct AfterEdge {
+    Engine consumer;
+    uint32_t consumer_index;
+    Engine producer;
+    uint32_t producer_index;
+    Loc loc;
   };
   struct Fixup {
     Engine engine;
@@ -181,6 +191,10 @@ private:
   NameMap<uint16_t> sems_, groups_;
   NameMap<LabelDef> labels_;
   std::vector<Fixup> fixups_;
+  std::vector<std::string> labels_wanting_inst_;                 // defined, no instruction yet
+  std::map<std::string, std::string, std::less<>> latest_local_; // .Lname -> latest key
+  std::vector<AfterEdge> afters_, pending_afters_;
+  void lower_afters(); // @after edges -> semaphores, @signal and @wait (at the end)
   std::map<std::string, std::pair<Value, bool>> defines_; // -D values, used?
   std::vector<Diagnostic> diags_;
   int errors_ = 0;

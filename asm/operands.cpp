@@ -83,6 +83,7 @@ uint16_t Assembler::sem_index(std::string_view name, uint32_t at) {
 
 void Assembler::exec_inst(const Stmt& s) {
   target_locked_ = true;
+  pending_afters_.clear();
   const std::string_view dotted = std::string_view(file().src).substr(s.tok, s.tok_len);
   const size_t dot = dotted.find('.');
   const std::string_view eng_name = dotted.substr(0, dot), mn = dotted.substr(dot + 1);
@@ -202,6 +203,16 @@ void Assembler::exec_inst(const Stmt& s) {
   }
   mod_.streams[*eng].push_back(std::move(in));
   pending.keep = true;
+  for (AfterEdge a : pending_afters_) {
+    a.consumer = Engine(*eng), a.consumer_index = index;
+    afters_.push_back(a);
+  }
+  pending_afters_.clear();
+  for (const std::string& l : labels_wanting_inst_) {
+    auto it = labels_.find(l);
+    if (it != labels_.end()) it->second.first_engine = int(*eng), it->second.first_index = index;
+  }
+  labels_wanting_inst_.clear();
   mod_.debug[*eng].push_back(DebugLoc{at.file, at.line, at.col, at.frame});
 }
 
@@ -367,9 +378,42 @@ Operand Assembler::convert_operand(const InstDesc& d, size_t k, uint32_t e, Engi
 
 void Assembler::parse_sync(const Sync& s, Inst& in) {
   const std::string_view kind = text(s.kind);
-  if (kind != "wait" && kind != "signal")
+  if (kind != "wait" && kind != "signal" && kind != "after" && kind != "after_opt")
     fail(loc(s.tok), fmt::format("unknown sync clause '@{}'{}", kind,
-                                 did_you_mean("@" + std::string(kind), {"@wait", "@signal"})));
+                                 did_you_mean("@" + std::string(kind),
+                                              {"@wait", "@signal", "@after", "@after_opt"})));
+  if (kind == "after" || kind == "after_opt") {
+    // @after(L, ...): wait for the latest instruction assembled at label L (for `.Lname`, the
+    // latest expansion that defined it: the previous .for iteration's, before this
+    // iteration's own). @after_opt: no wait when L has no instruction yet (a first iteration).
+    for (uint32_t k = 0; k < s.nitems; ++k) {
+      const Item& a = file().items[s.items + k];
+      const Node& np = node(a.lhs);
+      if (a.rhs != kNone || np.kind != NodeKind::Name)
+        fail(loc(a.tok), fmt::format("@{} takes label names", kind));
+      const std::string_view name = file().text(np);
+      std::string key(name);
+      if (name[0] == '.') {
+        auto it = latest_local_.find(name);
+        key = it == latest_local_.end() ? std::string() : it->second;
+      }
+      auto it = key.empty() ? labels_.end() : labels_.find(key);
+      if (it == labels_.end() || it->second.first_engine < 0) {
+        if (kind == "after_opt") continue;
+        std::vector<std::string> names;
+        for (const auto& [n, l] : labels_) names.push_back(n);
+        fail(loc(a.tok),
+             it == labels_.end()
+                 ? fmt::format("@after: no label '{}' before this instruction (the producer must "
+                               "come earlier in the listing; @after_opt allows none){}",
+                               name, did_you_mean(name, names))
+                 : fmt::format("@after: no instruction follows label '{}' yet", name));
+      }
+      pending_afters_.push_back(AfterEdge{in.engine, 0, Engine(it->second.first_engine),
+                                          it->second.first_index, loc(a.tok)});
+    }
+    return;
+  }
   auto sem_of = [&](uint32_t e) {
     const Node& np = node(e);
     if (np.kind != NodeKind::Name) fail_at(e, "expected a semaphore name");
