@@ -25,7 +25,9 @@ void Assembler::need_num(const Value& v, uint32_t at) {
   if (v.is_num()) return;
   if (v.kind == Value::Name) {
     if (find_tensor(v.s))
-      fail_at(at, fmt::format("tensor '{}' used where a number is expected", v.s));
+      fail_at(at, fmt::format("tensor '{}' used where a number is expected (addr({}) is its "
+                              "address, size({}) its size in bytes)",
+                              v.s, v.s, v.s));
     fail_at(at, fmt::format("undefined symbol '{}'{}", v.s, [&] {
               std::string s = suggest(v.s, visible_names());
               return s.empty() ? std::string() : "; did you mean '" + s + "'?";

@@ -215,7 +215,7 @@ void Checker::regions(int core, const Inst& in, const int32_t* regs, uint64_t un
         return;
       }
       dyn.clear();
-      if (ap.dyn_limit > 4096) { // too many: their hull
+      if (ap.dyn_limit > 1024) { // too many: their hull
         dyn.push_back(0);
         dyn.push_back(i128(ap.dyn_limit - 1) * ap.dyn_mult);
         hull_dyn = true;
@@ -261,8 +261,19 @@ void Checker::regions(int core, const Inst& in, const int32_t* regs, uint64_t un
       continue;
     }
     // Shifts (elements): every row of an HBM pattern, plus every dynamic value.
-    std::vector<i128> rows{0};
     const uint32_t nrows = std::max<uint32_t>(1, ap.part_count);
+    const uint32_t erows = on_chip ? 1 : nrows;
+    const bool grid_ok = !hull_dyn && !on_chip && nrows > 1 && dyn.size() > 1 && ap.dyn_mult > 0 &&
+                         ap.part_stride % ap.dyn_mult == 0;
+    if (!grid_ok && (hull_dyn || uint64_t(erows) * dyn.size() > 1024)) { // their hull
+      const i128 pr = i128(ap.part_stride) * (erows - 1);
+      const i128 mn = std::min<i128>(0, pr) + std::min(dyn.front(), dyn.back());
+      const i128 mx = std::max<i128>(0, pr) + std::max(dyn.front(), dyn.back());
+      r.b0 = clampu(off + (mn + lo) * eb), r.b1 = clampu(off + (mx + hi + 1) * eb);
+      if (r.b1 > r.b0) out.push_back(r);
+      continue;
+    }
+    std::vector<i128> rows{0};
     if (!on_chip && nrows > 1) {
       rows.clear();
       for (uint32_t p = 0; p < nrows; ++p) rows.push_back(i128(p) * ap.part_stride);
@@ -273,11 +284,11 @@ void Checker::regions(int core, const Inst& in, const int32_t* regs, uint64_t un
     const i128 ps_el = i128(ap.part_stride);
     const i128 mult = ap.dyn_mult;
     if (!hull_dyn && !on_chip && nrows > 1 && dyn.size() > 1 && mult > 0 && ps_el % mult == 0 &&
-        rows.size() * dyn.size() > 65536) {
+        rows.size() * dyn.size() > 1024) {
       const i128 q = ps_el / mult;
       const i128 qa = q < 0 ? -q : q;
       const i128 span = qa * (nrows - 1) + i128(dyn.size());
-      if (span <= (i128(1) << 22)) {
+      if (span <= (i128(1) << 16)) {
         std::vector<uint8_t> hit(size_t(span), 0);
         const i128 base = q < 0 ? qa * (nrows - 1) : 0;
         for (uint32_t p = 0; p < nrows; ++p)
@@ -292,7 +303,7 @@ void Checker::regions(int core, const Inst& in, const int32_t* regs, uint64_t un
           if (hit[k]) rows.push_back((i128(k) - base) * mult);
       }
     }
-    if (hull_dyn || rows.size() * dyn.size() > 65536) {
+    if (hull_dyn || rows.size() * dyn.size() > 1024) {
       i128 mn = 0, mx = 0;
       bool first = true;
       for (i128 a : {rows.front(), rows.back()})
@@ -366,6 +377,10 @@ void Checker::build() {
         return regs[o.i];
       };
       while (pc < len) {
+        if (nodes_.size() + 4 >= o_.max_nodes)
+          throw Outside(fmt::format("more than {} unrolled instructions and transfers, the last at "
+                                    "{} on {} {} (an endless loop?)",
+                                    o_.max_nodes, loc(eng, pc), core_name(c), name_of(eng)));
         const Inst& in = code[size_t(pc)];
         ++insts_;
         const InstDesc& d = desc(in.op);

@@ -15,6 +15,7 @@
 #include "interp/machine.h"
 #include "interp/race.h"
 #include "interp/scheduler.h"
+#include "tests/isa/random_inst.h"
 
 using namespace nisa;
 
@@ -190,6 +191,36 @@ TEST(CheckPlanted, FoundWhereFixedAndRandomSchedulesHideIt) {
   interp::CheckResult r = check(m);
   EXPECT_EQ(r.status, interp::CheckStatus::races);
   expect_pair(r, "hidden_two_queues.nasm:12", "hidden_two_queues.nasm:14", "@wait(s >= 2)");
+}
+
+// No input crashes the checker: random modules (random operands, waits, signals, branches,
+// collectives, groups) give a status and a report, never an exception or a crash, on 1 and 2
+// cores and 2 ranks; an endless loop stops at the node limit with where it loops.
+TEST(CheckRobustness, RandomModulesAndEndlessLoops) {
+  std::mt19937_64 rng(17);
+  int counts[4] = {};
+  for (int i = 0; i < 200; ++i) {
+    Module m = nisa::testing::random_module(rng);
+    interp::CheckOptions o;
+    o.lnc = 1 + i % 2, o.ranks = 1 + (i / 2) % 2, o.target = m.target;
+    o.max_nodes = 3000;
+    interp::CheckResult r;
+    ASSERT_NO_THROW(r = interp::check_module(m, o)) << "module " << i;
+    EXPECT_FALSE(r.report.empty());
+    ++counts[int(r.status)];
+  }
+  EXPECT_GT(counts[int(interp::CheckStatus::proved)] + counts[int(interp::CheckStatus::races)] +
+                counts[int(interp::CheckStatus::deadlock)],
+            0);
+  nasm::AsmOptions ao;
+  nasm::AsmResult a = nasm::assemble_string("top:\n  dve.br top\n", "loop.nasm", ao);
+  ASSERT_TRUE(a.ok());
+  interp::CheckOptions o;
+  o.max_nodes = 10000;
+  interp::CheckResult r = interp::check_module(*a.module, o);
+  EXPECT_EQ(r.status, interp::CheckStatus::outside);
+  EXPECT_NE(r.outside.find("loop.nasm:2 on core 0 dve (an endless loop?)"), std::string::npos)
+      << r.outside;
 }
 
 // The command line: output and exit codes.
