@@ -48,6 +48,10 @@ int cmd_check(int argc, char** argv) {
   co.ranks = margs.ranks;
   co.target = cfg.target_given ? cfg.machine.target : mod->target;
   co.max_reports = vm["max-reports"].as<size_t>();
+  if (co.lnc == 2 && co.target == Target::trn1) {
+    std::cerr << "nisa check: --lnc 2 is not available on trn1 (gen2)\n";
+    return 1;
+  }
   auto t0 = std::chrono::steady_clock::now();
   interp::CheckResult r = interp::check_module(*mod, co);
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

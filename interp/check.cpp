@@ -393,6 +393,13 @@ void Checker::build() {
         const bool is_cc = d.cost == CostClass::cc;
         const bool is_barrier = in.op == Opcode::core_barrier;
         const bool is_sr = in.op == Opcode::send_recv;
+        // What faults when it is reached is not a schedule question: the run stops there.
+        if (!(d.gens & gen_bit(o_.target)))
+          throw Outside(fmt::format("{}: '{}' is not available on {} (a fault when reached)",
+                                    loc(eng, pc), d.mnemonic, name_of(o_.target)));
+        if ((is_barrier || is_sr) && o_.lnc != 2)
+          throw Outside(fmt::format("{}: '{}' needs two cores (--lnc 2; a fault when reached)",
+                                    loc(eng, pc), d.mnemonic));
         if (!is_dma && !is_cc) regions(c, in, regs, unknown, tmp);
         // registers and branches
         auto rd = [&](int32_t v, bool unk) {

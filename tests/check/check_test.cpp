@@ -158,6 +158,13 @@ TEST(CheckPlanted, EqualWaitThatCanBeOvertaken) {
   EXPECT_NE(r.deadlocks[0].find("to 2"), std::string::npos);
 }
 
+TEST(CheckPlanted, RunTimeFaultsAreOutside) {
+  // a barrier without --lnc 2 faults when reached: not a schedule question
+  interp::CheckResult r = check(assemble(planted("barrier_one_core.nasm"), {{"FIXED", "1"}}), 1);
+  EXPECT_EQ(r.status, interp::CheckStatus::outside);
+  EXPECT_NE(r.outside.find("'core_barrier' needs two cores"), std::string::npos) << r.outside;
+}
+
 TEST(CheckPlanted, DataDependentBranchIsOutside) {
   interp::CheckResult r = check(assemble(planted("data_branch.nasm")));
   EXPECT_EQ(r.status, interp::CheckStatus::outside);
