@@ -8,6 +8,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -35,6 +36,13 @@ struct Loc {
 struct StmtError {
   Loc loc;
   std::string message;
+};
+// The bytes an instruction operand may touch (AUTOSYNC): partitions x a byte hull.
+struct SyncExtent {
+  MemSpace space;
+  uint32_t p0, p1;
+  uint64_t b0, b1;
+  bool write;
 };
 // Thrown to stop the whole assembly (limit reached or too many errors).
 struct Abort {};
@@ -195,6 +203,15 @@ private:
   std::map<std::string, std::string, std::less<>> latest_local_; // .Lname -> latest key
   std::vector<AfterEdge> afters_, pending_afters_;
   void lower_afters(); // @after edges -> semaphores, @signal and @wait (at the end)
+  // AUTOSYNC (docs/asm.md §2): with `.set AUTOSYNC = 1`, every instruction gets an @after
+  // edge to the latest earlier instruction of each other stream whose bytes it conflicts with.
+  struct AutoRec {
+    Engine engine;
+    uint32_t index;
+    std::vector<SyncExtent> ext;
+  };
+  std::map<std::tuple<int, int, int>, std::vector<AutoRec>> auto_recs_;
+  void autosync(Engine e, uint32_t index, Loc at);
   std::map<std::string, std::pair<Value, bool>> defines_; // -D values, used?
   std::vector<Diagnostic> diags_;
   int errors_ = 0;

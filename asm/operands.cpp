@@ -208,6 +208,8 @@ void Assembler::exec_inst(const Stmt& s) {
     afters_.push_back(a);
   }
   pending_afters_.clear();
+  if (const Var* v = lookup("AUTOSYNC"); v && v->v.kind == Value::Int && v->v.i != 0)
+    autosync(Engine(*eng), index, at);
   for (const std::string& l : labels_wanting_inst_) {
     auto it = labels_.find(l);
     if (it != labels_.end()) it->second.first_engine = int(*eng), it->second.first_index = index;
@@ -592,6 +594,88 @@ void Assembler::check_shapes(const InstDesc& d, const Inst& in, const bool* raw,
   }
   default: break;
   }
+}
+
+namespace {
+
+__extension__ typedef __int128 i128;
+
+// The bytes an access pattern may touch: one rectangle (partitions x byte hull) on chip, one
+// byte hull in HBM; dynamic offsets take every value in [0, limit).
+bool extent_of(const AccessPattern& ap, bool write, std::vector<SyncExtent>& out) {
+  if (ap.space == MemSpace::none || ap.ndims < 1 || ap.ndims > kMaxFreeDims) return false;
+  const i128 eb = dtype_bytes(ap.dtype);
+  i128 lo = 0, hi = 0;
+  for (int j = 0; j < ap.ndims; ++j) {
+    const i128 reach = i128(ap.dims[j].stride) * (ap.dims[j].count ? ap.dims[j].count - 1 : 0);
+    (reach < 0 ? lo : hi) += reach;
+  }
+  bool unbounded = false;
+  if (ap.dyn != DynKind::none) {
+    if (ap.dyn_limit == 0) unbounded = true;
+    const i128 d = i128(ap.dyn_limit ? ap.dyn_limit - 1 : 0) * ap.dyn_mult;
+    (d < 0 ? lo : hi) += d;
+    if (ap.dyn == DynKind::vec)
+      out.push_back({MemSpace::sbuf, ap.vidx.part_start,
+                     uint32_t(ap.vidx.part_start) + ap.part_count, ap.vidx.offset,
+                     uint64_t(ap.vidx.offset) + dtype_bytes(ap.vidx.dtype), false});
+  }
+  if (ap.space == MemSpace::hbm && ap.part_count > 1) {
+    const i128 pr = i128(ap.part_stride) * (ap.part_count - 1);
+    (pr < 0 ? lo : hi) += pr;
+  }
+  auto clampu = [](i128 v) -> uint64_t {
+    return v < 0 ? 0 : v > i128(INT64_MAX) ? uint64_t(INT64_MAX) : uint64_t(v);
+  };
+  SyncExtent x{ap.space, 0, 1, 0, uint64_t(INT64_MAX), write};
+  if (ap.space != MemSpace::hbm)
+    x.p0 = ap.part_start, x.p1 = uint32_t(ap.part_start) + ap.part_count;
+  if (!unbounded)
+    x.b0 = clampu(i128(ap.offset) + lo * eb), x.b1 = clampu(i128(ap.offset) + (hi + 1) * eb);
+  out.push_back(x);
+  return true;
+}
+
+bool conflict(const std::vector<SyncExtent>& a, const std::vector<SyncExtent>& b) {
+  for (const auto& x : a)
+    for (const auto& y : b)
+      if ((x.write || y.write) && x.space == y.space && x.p0 < y.p1 && y.p0 < x.p1 && x.b0 < y.b1 &&
+          y.b0 < x.b1)
+        return true;
+  return false;
+}
+
+} // namespace
+
+void Assembler::autosync(Engine e, uint32_t index, Loc at) {
+  const Inst& in = mod_.streams[int(e)][index];
+  const InstDesc& d = desc(in.op);
+  AutoRec rec{e, index, {}};
+  for (size_t k = 0; k < d.operands.size() && k < in.ops.size(); ++k) {
+    const Operand& o = in.ops[k];
+    const OperandKind kind = d.operands[k].kind;
+    const bool rd = kind == OperandKind::Src || (kind == OperandKind::Scalar && o.is_ap);
+    if (o.present && (rd || kind == OperandKind::Dst))
+      extent_of(o.ap, kind == OperandKind::Dst, rec.ext);
+  }
+  if (rec.ext.empty()) return;
+  // This instruction's stream (as lower_afters keys producers).
+  std::tuple<int, int, int> mine{int(e), 0, 0};
+  if (d.cost == CostClass::dma_xfer && in.op != Opcode::send_recv)
+    mine = {int(e), 1, int(in.ops[0].i)};
+  if (d.cost == CostClass::cc)
+    mine = {int(e), 2, in.op == Opcode::permute_implicit ? int(in.ops[3].i) : 0};
+  for (auto& [key, recs] : auto_recs_) {
+    // The same stream is ordered already (program order; one engine's transfers of one queue
+    // complete in order), except a plain instruction after its engine's DMA or collective.
+    if (key == mine) continue;
+    for (size_t j = recs.size(); j-- > 0;)
+      if (conflict(recs[j].ext, rec.ext)) {
+        afters_.push_back(AfterEdge{e, index, recs[j].engine, recs[j].index, at});
+        break; // the latest is enough: that stream's earlier ones complete before it
+      }
+  }
+  auto_recs_[mine].push_back(std::move(rec));
 }
 
 } // namespace nisa::nasm

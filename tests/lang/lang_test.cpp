@@ -197,26 +197,65 @@ mul:    act.copy a, b  @after(ld)
 TEST(After, CumsumWrittenBothWays) {
   const Defines d = {{"ROWS", "300"}, {"COLS", "5000"}};
   Module a = assemble_file("kernels_asm/cumsum.nasm", d);
-  Module b = assemble_file("kernels_asm/cumsum_after.nasm", d);
-  std::vector<float> x(300 * 5000);
-  for (size_t i = 0; i < x.size(); ++i) x[i] = float(int(i * 7919 % 201) - 100) / 64.0f;
-  Ran ra = run(a, {{"x", x}}, "y"), rb = run(b, {{"x", x}}, "y");
-  ASSERT_EQ(ra.r.status, interp::RunStatus::ok) << ra.r.report;
-  ASSERT_EQ(rb.r.status, interp::RunStatus::ok) << rb.r.report;
-  EXPECT_EQ(ra.out, rb.out);
-  const double ta = double(ra.r.stats.makespan_ticks), tb = double(rb.r.stats.makespan_ticks);
-  EXPECT_GT(ta, 0);
-  EXPECT_LE(std::abs(ta - tb), 0.05 * ta) << ta << " vs " << tb;
-  interp::CheckResult c = interp::check_module(b, {});
-  EXPECT_EQ(c.status, interp::CheckStatus::proved) << c.report;
-  // The streams hold the same instructions in the same order (only the sync differs).
-  for (int e = 0; e < kNumEngines; ++e) {
-    ASSERT_EQ(a.streams[e].size(), b.streams[e].size());
-    for (size_t i = 0; i < a.streams[e].size(); ++i) {
-      EXPECT_EQ(a.streams[e][i].op, b.streams[e][i].op);
-      EXPECT_EQ(a.streams[e][i].ops, b.streams[e][i].ops);
+  for (const char* other : {"kernels_asm/cumsum_after.nasm", "kernels_asm/cumsum_auto.nasm"}) {
+    SCOPED_TRACE(other);
+    Module b = assemble_file(other, d);
+    std::vector<float> x(300 * 5000);
+    for (size_t i = 0; i < x.size(); ++i) x[i] = float(int(i * 7919 % 201) - 100) / 64.0f;
+    Ran ra = run(a, {{"x", x}}, "y"), rb = run(b, {{"x", x}}, "y");
+    ASSERT_EQ(ra.r.status, interp::RunStatus::ok) << ra.r.report;
+    ASSERT_EQ(rb.r.status, interp::RunStatus::ok) << rb.r.report;
+    EXPECT_EQ(ra.out, rb.out);
+    const double ta = double(ra.r.stats.makespan_ticks), tb = double(rb.r.stats.makespan_ticks);
+    EXPECT_GT(ta, 0);
+    EXPECT_LE(std::abs(ta - tb), 0.05 * ta) << ta << " vs " << tb;
+    interp::CheckResult c = interp::check_module(b, {});
+    EXPECT_EQ(c.status, interp::CheckStatus::proved) << c.report;
+    // The streams hold the same instructions in the same order (only the sync differs).
+    for (int e = 0; e < kNumEngines; ++e) {
+      ASSERT_EQ(a.streams[e].size(), b.streams[e].size());
+      for (size_t i = 0; i < a.streams[e].size(); ++i) {
+        EXPECT_EQ(a.streams[e][i].op, b.streams[e][i].op);
+        EXPECT_EQ(a.streams[e][i].ops, b.streams[e][i].ops);
+      }
     }
   }
+}
+
+// AUTOSYNC: the waits come from the bytes: a double-buffered load/compute/store loop gets
+// exactly the orders it needs (no more: the loads of the other buffer do not wait), and runs
+// correctly.
+TEST(Autosync, DerivesWaitsFromConflicts) {
+  const std::string text = R"(.set AUTOSYNC = 1
+.hbm  x : fp32[4, 128, 16] input
+.hbm  y : fp32[4, 128, 16] output
+.sbuf a : fp32[128, 2, 16]
+.sbuf b : fp32[128, 2, 16]
+.for i in 0 .. 4
+        sp.dma q0, a[:, i % 2, :], x[i]
+        dve.tensor_scalar b[:, i % 2, :], a[:, i % 2, :], op0=add, operand0=1.0
+        act.dma q1, y[i], b[:, i % 2, :]
+.endfor
+)";
+  Module m = assemble_text(text);
+  const auto& sp = m.streams[int(Engine::sp)];
+  const auto& dve = m.streams[int(Engine::dve)];
+  ASSERT_EQ(sp.size(), 4u);
+  // load 0 and 1 wait for nothing; load 2 waits for compute 0 (it read a[:, 0]).
+  EXPECT_TRUE(sp[0].waits.empty());
+  EXPECT_TRUE(sp[1].waits.empty());
+  ASSERT_EQ(sp[2].waits.size(), 1u);
+  EXPECT_EQ(m.sems[sp[2].waits[0].sem].name, "__after_dve");
+  EXPECT_EQ(sp[2].waits[0].value, 1u);
+  // compute i waits for load i and (from i = 2) for store i - 2 (it read b[:, i % 2]).
+  ASSERT_EQ(dve[3].waits.size(), 2u);
+  interp::CheckResult c = interp::check_module(m, {});
+  EXPECT_EQ(c.status, interp::CheckStatus::proved) << c.report;
+  std::vector<float> x(4 * 128 * 16);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = float(i % 1000);
+  Ran r = run(m, {{"x", x}}, "y");
+  ASSERT_EQ(r.r.status, interp::RunStatus::ok) << r.r.report;
+  for (size_t i = 0; i < x.size(); ++i) ASSERT_EQ(r.out[i], x[i] + 1.0f) << i;
 }
 
 TEST(After, ErrorsNameTheLabel) {
