@@ -67,6 +67,16 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         KernelCase{"cascaded_max.nasm", {}, 1, 1}, KernelCase{"cascaded_max.nasm", {}, 2, 1},
         KernelCase{"conv1d.nasm", {}, 1, 1}, KernelCase{"conv1d.nasm", {}, 2, 1},
+        // the shape that showed the scatter copies' shared count (s_cp, now s_cpd / s_cpa)
+        KernelCase{"conv1d.nasm",
+                   {{"STRIDE", "2"},
+                    {"DIL", "2"},
+                    {"PAD_L", "1"},
+                    {"PAD_R", "2"},
+                    {"L", "700"},
+                    {"K", "5"}},
+                   1,
+                   1},
         KernelCase{"cross_entropy_bwd.nasm", {}, 1, 1},
         KernelCase{"cross_entropy_bwd.nasm", {}, 2, 1},
         KernelCase{"cross_entropy_fwd.nasm", {}, 1, 1},
