@@ -173,6 +173,7 @@ AsmResult Assembler::finish() {
                                 did_you_mean(name, params),
                                 params.empty() ? "none" : join(params)));
     }
+    lower_afters();
     for (const auto& fx : fixups_) {
       std::string shown = fx.label;
       const LabelDef* def = find_label(fx, shown);
@@ -309,6 +310,16 @@ void Assembler::match_blocks(Unit& u, uint32_t id) {
     }
   }
   for (const auto& o : stack) {
+    // A misspelt closer inside the block (`.endfro`) is why it is unterminated: say so first.
+    const size_t end = n;
+    for (size_t i = o.line + 1; i < end; ++i)
+      if (lines[i].kind == StmtKind::UnknownDirective) {
+        const std::string_view d = u.parsed.text(lines[i].tok);
+        if (!did_you_mean(d, {o.closer}).empty())
+          report(here(i), fmt::format("unknown directive '{}'; did you mean '{}' (closing '{}' at "
+                                      "line {})?",
+                                      d, o.closer, o.what, line_of(o.line)));
+      }
     report(here(o.line),
            fmt::format("unterminated '{}': no '{}' before the end of the file", o.what, o.closer));
     u.ok = false;
@@ -331,7 +342,7 @@ void Assembler::exec_line(uint32_t unit, size_t& i) {
     if (s.label != kNone) define_label(s.label);
     if (s.kind != StmtKind::None) exec_stmt(unit, i, s);
   } catch (const StmtError& e) {
-    report(e.loc, e.message);
+    if (!e.message.empty()) report(e.loc, e.message); // empty: already reported
   }
 }
 
@@ -342,13 +353,21 @@ void Assembler::exec_stmt(uint32_t unit, size_t& i, const Stmt& s) {
   case StmtKind::If: return exec_if(unit, i);
   case StmtKind::For: return exec_for(unit, i, s);
   case StmtKind::MacroCall: return exec_macro_call(s);
-  case StmtKind::Tensor: return exec_tensor(s);
+  case StmtKind::Tensor: try { return exec_tensor(s);
+    } catch (const StmtError&) {
+      failed_decls_.insert(std::string(text(s.name))); // later uses are not errors of their own
+      throw;
+    }
   case StmtKind::Macro: return exec_macro_def(unit, i, s);
   case StmtKind::Include: return exec_include(s);
   case StmtKind::Error: fail(loc(s.tok), unquote(text(s.word)));
   case StmtKind::Kernel: mod_.kernel = text(s.name); return;
   case StmtKind::Target: return exec_target(s);
-  case StmtKind::View: return exec_view(s);
+  case StmtKind::View: try { return exec_view(s);
+    } catch (const StmtError&) {
+      failed_decls_.insert(std::string(text(s.name)));
+      throw;
+    }
   case StmtKind::Sem: return exec_sem(s);
   case StmtKind::Group: return exec_group(s);
   case StmtKind::UnknownDirective: return exec_unknown_directive(s);
@@ -812,6 +831,91 @@ void Assembler::define_label(uint32_t t) {
     mod_.labels[*e].push_back({n.substr(dot + 1), d.at[*e]});
   }
   labels_[n] = d;
+  labels_wanting_inst_.push_back(n);
+  if (written[0] == '.') latest_local_[std::string(written)] = n;
+}
+
+// Each @after edge: the producer's signal stream (its engine; for a DMA its (engine, queue),
+// for a collective its channel) gets a semaphore __after_<stream>; every producer of a stream,
+// in stream order, signals it once, so the k-th producer has completed when the count reaches
+// k (signals of one stream complete in order). The consumer waits for that count. The result
+// is ordinary @wait/@signal: the disassembly shows them and `nisa check` proves them.
+void Assembler::lower_afters() {
+  if (afters_.empty()) return;
+  struct Stream {
+    std::string name;
+    std::vector<uint32_t> producers; // (engine fixed by the key) indices, sorted
+    uint16_t sem = 0;
+  };
+  std::map<std::tuple<int, int, int>, Stream> streams;
+  auto key_of = [&](Engine e, uint32_t i) {
+    const Inst& in = mod_.streams[int(e)][i];
+    const InstDesc& d = desc(in.op);
+    if (d.cost == CostClass::dma_xfer && in.op != Opcode::send_recv)
+      return std::make_tuple(int(e), 1, int(in.ops[0].i));
+    if (d.cost == CostClass::cc)
+      return std::make_tuple(int(e), 2, in.op == Opcode::permute_implicit ? int(in.ops[3].i) : 0);
+    return std::make_tuple(int(e), 0, 0);
+  };
+  std::vector<const AfterEdge*> live;
+  for (const AfterEdge& a : afters_) {
+    auto k = key_of(a.producer, a.producer_index);
+    // Program order already orders a plain instruction before a later one of its engine.
+    if (std::get<1>(k) == 0 && a.producer == a.consumer && a.producer_index < a.consumer_index)
+      continue;
+    Stream& st = streams[k];
+    if (st.name.empty())
+      st.name = fmt::format("__after_{}{}", name_of(a.producer),
+                            std::get<1>(k) == 1   ? fmt::format("_q{}", std::get<2>(k))
+                            : std::get<1>(k) == 2 ? fmt::format("_ch{}", std::get<2>(k))
+                                                  : "");
+    st.producers.push_back(a.producer_index);
+    live.push_back(&a);
+  }
+  for (auto& [k, st] : streams) {
+    std::sort(st.producers.begin(), st.producers.end());
+    st.producers.erase(std::unique(st.producers.begin(), st.producers.end()), st.producers.end());
+    if (lookup(st.name) || tensors_.count(st.name) || sems_.count(st.name)) {
+      report(
+          live.front()->loc,
+          fmt::format("@after needs the semaphore name '{}', which the kernel declares", st.name));
+      return;
+    }
+    if (mod_.sems.size() >= UINT16_MAX) {
+      report(live.front()->loc, "@after: too many semaphores");
+      return;
+    }
+    st.sem = static_cast<uint16_t>(mod_.sems.size());
+    mod_.sems.push_back({st.name, 0});
+    for (uint32_t i : st.producers) {
+      Inst& in = mod_.streams[std::get<0>(k)][i];
+      if (in.signals.size() >= kMaxSignals) {
+        report(live.front()->loc, fmt::format("@after: the producer {}[{}] already has {} signals",
+                                              name_of(Engine(std::get<0>(k))), i, kMaxSignals));
+        return;
+      }
+      in.signals.push_back({st.sem, 1});
+    }
+  }
+  for (const AfterEdge* a : live) {
+    const Stream& st = streams[key_of(a->producer, a->producer_index)];
+    const uint32_t rank = static_cast<uint32_t>(
+        std::lower_bound(st.producers.begin(), st.producers.end(), a->producer_index) -
+        st.producers.begin() + 1);
+    Inst& in = mod_.streams[int(a->consumer)][a->consumer_index];
+    auto it = std::find_if(in.waits.begin(), in.waits.end(),
+                           [&](const Wait& w) { return w.sem == st.sem; });
+    if (it != in.waits.end()) {
+      it->value = std::max(it->value, rank);
+      continue;
+    }
+    if (in.waits.size() >= kMaxWaits) {
+      report(a->loc,
+             fmt::format("@after: the instruction would need more than {} waits", kMaxWaits));
+      continue;
+    }
+    in.waits.push_back({st.sem, WaitCmp::ge, rank});
+  }
 }
 
 // ---- symbols and diagnostics ----------------------------------------------------------------

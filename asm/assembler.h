@@ -6,7 +6,9 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -34,6 +36,13 @@ struct Loc {
 struct StmtError {
   Loc loc;
   std::string message;
+};
+// The bytes an instruction operand may touch (AUTOSYNC): partitions x a byte hull.
+struct SyncExtent {
+  MemSpace space;
+  uint32_t p0, p1;
+  uint64_t b0, b1;
+  bool write;
 };
 // Thrown to stop the whole assembly (limit reached or too many errors).
 struct Abort {};
@@ -67,6 +76,16 @@ private:
   struct LabelDef {
     std::array<uint32_t, kNumEngines> at{}; // stream sizes where the label was defined
     Loc def;
+    int first_engine = -1; // the first instruction assembled after the label (@after)
+    uint32_t first_index = 0;
+  };
+  // @after(L): the instruction carrying it waits for the one at label L (docs/asm.md §2).
+  struct AfterEdge {
+    Engine consumer;
+    uint32_t consumer_index;
+    Engine producer;
+    uint32_t producer_index;
+    Loc loc;
   };
   struct Fixup {
     Engine engine;
@@ -169,9 +188,30 @@ private:
   NameMap<Loc> symbols_; // every declared name, for duplicates
   NameMap<Macro> macros_;
   NameMap<TensorDecl> tensors_; // includes views
+  // Tensors and views whose declaration failed (and was reported): a use of one abandons its
+  // statement silently instead of reporting "unknown tensor" at every use.
+  std::set<std::string, std::less<>> failed_decls_;
+  [[noreturn]] void fail_unknown_tensor(uint32_t e, std::string_view name,
+                                        const std::string& msg) const {
+    if (failed_decls_.count(name)) fail(loc_of(e), "");
+    fail_at(e, msg);
+  }
   NameMap<uint16_t> sems_, groups_;
   NameMap<LabelDef> labels_;
   std::vector<Fixup> fixups_;
+  std::vector<std::string> labels_wanting_inst_;                 // defined, no instruction yet
+  std::map<std::string, std::string, std::less<>> latest_local_; // .Lname -> latest key
+  std::vector<AfterEdge> afters_, pending_afters_;
+  void lower_afters(); // @after edges -> semaphores, @signal and @wait (at the end)
+  // AUTOSYNC (docs/asm.md §2): with `.set AUTOSYNC = 1`, every instruction gets an @after
+  // edge to the latest earlier instruction of each other stream whose bytes it conflicts with.
+  struct AutoRec {
+    Engine engine;
+    uint32_t index;
+    std::vector<SyncExtent> ext;
+  };
+  std::map<std::tuple<int, int, int>, std::vector<AutoRec>> auto_recs_;
+  void autosync(Engine e, uint32_t index, Loc at);
   std::map<std::string, std::pair<Value, bool>> defines_; // -D values, used?
   std::vector<Diagnostic> diags_;
   int errors_ = 0;

@@ -25,7 +25,9 @@ void Assembler::need_num(const Value& v, uint32_t at) {
   if (v.is_num()) return;
   if (v.kind == Value::Name) {
     if (find_tensor(v.s))
-      fail_at(at, fmt::format("tensor '{}' used where a number is expected", v.s));
+      fail_at(at, fmt::format("tensor '{}' used where a number is expected (addr({}) is its "
+                              "address, size({}) its size in bytes)",
+                              v.s, v.s, v.s));
     fail_at(at, fmt::format("undefined symbol '{}'{}", v.s, [&] {
               std::string s = suggest(v.s, visible_names());
               return s.empty() ? std::string() : "; did you mean '" + s + "'?";
@@ -167,8 +169,9 @@ Value Assembler::eval_call(uint32_t self) {
   const Node& c = node(self);
   const std::string_view f = file().text(c);
   if (f == "ap") return eval_raw_ap(self);
-  static const std::vector<std::string_view> kFuncsView = {"cdiv", "min", "max", "align_up",
-                                                           "log2", "abs", "ap",  "rank_groups"};
+  static const std::vector<std::string_view> kFuncsView = {
+      "cdiv", "min", "max",   "align_up", "log2",  "abs", "ap",   "rank_groups", "sqrt", "exp",
+      "log",  "pow", "floor", "ceil",     "round", "q",   "addr", "size",        "dim",  "part"};
   static const std::vector<std::string> kFuncs(kFuncsView.begin(), kFuncsView.end());
   if (f == "vec")
     fail_at(self, "@vec(...) is a dynamic index: write it inside a slice, e.g. x[@vec(idx), :]");
@@ -178,6 +181,38 @@ Value Assembler::eval_call(uint32_t self) {
                               s.empty() ? "" : "; did you mean '" + s + "'?"));
   }
   const uint32_t* args = file().kid_begin(c);
+  // A tensor's placement and size: addr(t) (HBM: byte address; on chip: byte offset within
+  // each partition), size(t) (bytes; on chip: bytes per partition), part(t) (first
+  // partition), dim(t, k) (the size of dim k).
+  if (f == "addr" || f == "size" || f == "dim" || f == "part") {
+    const size_t want = f == "dim" ? 2 : 1;
+    if (c.nkids != want)
+      fail_at(self, fmt::format("{}() takes {} argument(s), got {}", f, want, c.nkids));
+    const Node& arg = node(args[0]);
+    const TensorDecl* t = nullptr;
+    if (arg.b == kNone && node(arg.a).kind == NodeKind::Name)
+      t = find_tensor(file().text(node(arg.a)));
+    if (!t) {
+      Value v = eval(arg.a);
+      if (v.kind == Value::Name) t = find_tensor(v.s);
+      if (!t) {
+        std::vector<std::string> names;
+        for (const auto& [n, d] : tensors_) names.push_back(n);
+        std::string sg = v.kind == Value::Name ? suggest(v.s, names) : "";
+        fail_at(args[0], fmt::format("{}() needs a tensor, not {}{}", f, v.str(),
+                                     sg.empty() ? "" : "; did you mean '" + sg + "'?"));
+      }
+    }
+    if (f == "addr") return Value::of_int(static_cast<int64_t>(t->address));
+    if (f == "part") return Value::of_int(t->part_start);
+    if (f == "size") return Value::of_int(static_cast<int64_t>(tensor_bytes(*t))); // checked
+
+    const int64_t k = eval_int(node(args[1]).a, "dimension index");
+    if (k < 0 || k >= static_cast<int64_t>(t->shape.size()))
+      fail_at(args[1], fmt::format("dim(): tensor '{}' has {} dimension(s), not {}", t->name,
+                                   t->shape.size(), k));
+    return Value::of_int(t->shape[static_cast<size_t>(k)]);
+  }
   std::vector<Value> a;
   for (uint32_t k = 0; k < c.nkids; ++k) {
     const Node& arg = node(args[k]);
@@ -206,6 +241,36 @@ Value Assembler::eval_call(uint32_t self) {
       fail_at(self, "integer overflow in abs()");
     return ints ? Value::of_int(a[0].i < 0 ? -a[0].i : a[0].i)
                 : Value::of_float(std::abs(a[0].num()));
+  }
+  if (f == "q") { // a computed DMA queue name: q(i % 16) is q0..q15
+    arity(1);
+    if (!ints || a[0].i < 0 || a[0].i >= kNumDmaQueues)
+      fail_at(self, fmt::format("q() needs an integer queue number in [0, {}), got {}",
+                                kNumDmaQueues, a[0].str()));
+    return Value::of_name("q" + std::to_string(a[0].i));
+  }
+  if (f == "sqrt" || f == "exp" || f == "log") {
+    arity(1);
+    const double x = a[0].num();
+    if (f == "sqrt" && x < 0) fail_at(self, "sqrt() of a negative value");
+    if (f == "log" && x <= 0) fail_at(self, "log() of a non-positive value");
+    return Value::of_float(f == "sqrt" ? std::sqrt(x) : f == "exp" ? std::exp(x) : std::log(x));
+  }
+  if (f == "pow") {
+    arity(2);
+    const double r = std::pow(a[0].num(), a[1].num());
+    if (!std::isfinite(r) && std::isfinite(a[0].num()) && std::isfinite(a[1].num()))
+      fail_at(self, "pow() overflows or is undefined for these arguments");
+    return Value::of_float(r);
+  }
+  if (f == "floor" || f == "ceil" || f == "round") {
+    arity(1);
+    if (ints) return a[0];
+    const double r = f == "floor"  ? std::floor(a[0].f)
+                     : f == "ceil" ? std::ceil(a[0].f)
+                                   : std::round(a[0].f);
+    if (!(r >= -9.2e18 && r <= 9.2e18)) fail_at(self, fmt::format("{}() is outside int64", f));
+    return Value::of_int(static_cast<int64_t>(r));
   }
   if (f == "log2") {
     arity(1);
@@ -261,8 +326,9 @@ Value Assembler::eval_index(uint32_t self) {
     std::vector<std::string> names;
     for (const auto& [n, d] : tensors_) names.push_back(n);
     std::string s = suggest(base_name, names);
-    fail_at(x.a, fmt::format("unknown tensor '{}'{}", base_name,
-                             s.empty() ? "" : "; did you mean '" + s + "'?"));
+    fail_unknown_tensor(x.a, base_name,
+                        fmt::format("unknown tensor '{}'{}", base_name,
+                                    s.empty() ? "" : "; did you mean '" + s + "'?"));
   }
   const uint32_t* slices = file().kid_begin(x);
   boost::container::small_vector<SliceIndex, 4> idx(x.nkids);

@@ -114,7 +114,17 @@ struct Dim {
 // Range of a slice index within a dim of size n: start and count; error text if out of range.
 std::optional<std::string> resolve_range(const SliceIndex& s, int64_t n, int64_t& start,
                                          int64_t& count) {
-  if (s.step == 0) return "slice step cannot be zero";
+  if (s.step == 0) { // a broadcast: element `start` repeated stop - start times
+    const int64_t lo = s.has_lo ? s.lo : 0;
+    if (!s.has_hi)
+      return std::string("a broadcast slice a:b:0 needs its stop (element a repeated b - a times)");
+    if (lo < 0 || lo >= n)
+      return fmt::format("broadcast index {} is outside the dimension of size {}", lo, n);
+    if (s.hi <= lo) return fmt::format("broadcast slice {}:{}:0 repeats nothing", lo, s.hi);
+    start = lo;
+    count = s.hi - lo;
+    return std::nullopt;
+  }
   if (s.step > 0) {
     int64_t lo = s.has_lo ? s.lo : 0, hi = s.has_hi ? s.hi : n;
     if (lo < 0 || hi > n || lo > hi)
@@ -219,6 +229,10 @@ std::variant<AccessPattern, LowerError> lower_slice(const TensorDecl& t,
       return LowerError{idx, *err};
     }
     if (part_dim) {
+      if (s.kind == SliceIndex::Range && s.step == 0)
+        return LowerError{idx, "the partition dim of an on-chip tensor cannot be broadcast "
+                               "(partitions are contiguous); broadcast an HBM tensor's rows "
+                               "through a DMA"};
       if (s.kind == SliceIndex::Range && s.step != 1)
         return LowerError{idx, "the partition dim cannot be strided (partitions are contiguous)"};
       ap.part_start = static_cast<uint16_t>(t.part_start + start);

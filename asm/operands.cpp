@@ -83,6 +83,7 @@ uint16_t Assembler::sem_index(std::string_view name, uint32_t at) {
 
 void Assembler::exec_inst(const Stmt& s) {
   target_locked_ = true;
+  pending_afters_.clear();
   const std::string_view dotted = std::string_view(file().src).substr(s.tok, s.tok_len);
   const size_t dot = dotted.find('.');
   const std::string_view eng_name = dotted.substr(0, dot), mn = dotted.substr(dot + 1);
@@ -185,6 +186,11 @@ void Assembler::exec_inst(const Stmt& s) {
     if (!(od.gens & gen_bit(mod_.target)) && !is_default(od, in.ops[k]))
       fail_at(bound[k], fmt::format("operand '{}' of {} is not available on {} (available on: {})",
                                     od.name, dotted, name_of(mod_.target), gens_text(od.gens)));
+    else if (od.kind == OperandKind::Scalar && !in.ops[k].is_ap &&
+             !(od.imm_gens & gen_bit(mod_.target)) && !is_default(od, in.ops[k]))
+      fail_at(bound[k], fmt::format("an immediate '{}' of {} is not available on {} (available "
+                                    "on: {}); use a [P, 1] tile",
+                                    od.name, dotted, name_of(mod_.target), gens_text(od.imm_gens)));
   }
   for (uint32_t y = 0; y < s.nsyncs; ++y) parse_sync(file().syncs[s.syncs + y], in);
   check_shapes(*d, in, raw.data(), bound.data(), at);
@@ -197,6 +203,18 @@ void Assembler::exec_inst(const Stmt& s) {
   }
   mod_.streams[*eng].push_back(std::move(in));
   pending.keep = true;
+  for (AfterEdge a : pending_afters_) {
+    a.consumer = Engine(*eng), a.consumer_index = index;
+    afters_.push_back(a);
+  }
+  pending_afters_.clear();
+  if (const Var* v = lookup("AUTOSYNC"); v && v->v.kind == Value::Int && v->v.i != 0)
+    autosync(Engine(*eng), index, at);
+  for (const std::string& l : labels_wanting_inst_) {
+    auto it = labels_.find(l);
+    if (it != labels_.end()) it->second.first_engine = int(*eng), it->second.first_index = index;
+  }
+  labels_wanting_inst_.clear();
   mod_.debug[*eng].push_back(DebugLoc{at.file, at.line, at.col, at.frame});
 }
 
@@ -213,7 +231,8 @@ AccessPattern Assembler::to_ap(const Value& v, uint32_t e, bool& raw) {
     }
     std::vector<std::string> names;
     for (const auto& [n, t] : tensors_) names.push_back(n);
-    fail_at(e, fmt::format("unknown tensor '{}'{}", v.s, did_you_mean(v.s, names)));
+    fail_unknown_tensor(e, v.s,
+                        fmt::format("unknown tensor '{}'{}", v.s, did_you_mean(v.s, names)));
   }
   fail_at(e, fmt::format("expected a tensor or a slice, not {}", v.str()));
 }
@@ -361,9 +380,42 @@ Operand Assembler::convert_operand(const InstDesc& d, size_t k, uint32_t e, Engi
 
 void Assembler::parse_sync(const Sync& s, Inst& in) {
   const std::string_view kind = text(s.kind);
-  if (kind != "wait" && kind != "signal")
+  if (kind != "wait" && kind != "signal" && kind != "after" && kind != "after_opt")
     fail(loc(s.tok), fmt::format("unknown sync clause '@{}'{}", kind,
-                                 did_you_mean("@" + std::string(kind), {"@wait", "@signal"})));
+                                 did_you_mean("@" + std::string(kind),
+                                              {"@wait", "@signal", "@after", "@after_opt"})));
+  if (kind == "after" || kind == "after_opt") {
+    // @after(L, ...): wait for the latest instruction assembled at label L (for `.Lname`, the
+    // latest expansion that defined it: the previous .for iteration's, before this
+    // iteration's own). @after_opt: no wait when L has no instruction yet (a first iteration).
+    for (uint32_t k = 0; k < s.nitems; ++k) {
+      const Item& a = file().items[s.items + k];
+      const Node& np = node(a.lhs);
+      if (a.rhs != kNone || np.kind != NodeKind::Name)
+        fail(loc(a.tok), fmt::format("@{} takes label names", kind));
+      const std::string_view name = file().text(np);
+      std::string key(name);
+      if (name[0] == '.') {
+        auto it = latest_local_.find(name);
+        key = it == latest_local_.end() ? std::string() : it->second;
+      }
+      auto it = key.empty() ? labels_.end() : labels_.find(key);
+      if (it == labels_.end() || it->second.first_engine < 0) {
+        if (kind == "after_opt") continue;
+        std::vector<std::string> names;
+        for (const auto& [n, l] : labels_) names.push_back(n);
+        fail(loc(a.tok),
+             it == labels_.end()
+                 ? fmt::format("@after: no label '{}' before this instruction (the producer must "
+                               "come earlier in the listing; @after_opt allows none){}",
+                               name, did_you_mean(name, names))
+                 : fmt::format("@after: no instruction follows label '{}' yet", name));
+      }
+      pending_afters_.push_back(AfterEdge{in.engine, 0, Engine(it->second.first_engine),
+                                          it->second.first_index, loc(a.tok)});
+    }
+    return;
+  }
   auto sem_of = [&](uint32_t e) {
     const Node& np = node(e);
     if (np.kind != NodeKind::Name) fail_at(e, "expected a semaphore name");
@@ -449,6 +501,16 @@ void Assembler::check_shapes(const InstDesc& d, const Inst& in, const bool* raw,
                          d.operands[k].name, A->free_elems(), D->free_elems()));
     }
   }
+  // The compute engines' start-partition rule (isa/isa.h).
+  if (start_partition_rule_applies(d))
+    for (size_t k = 0; k < d.operands.size(); ++k) {
+      const AccessPattern* A = ap_of(static_cast<int>(k));
+      if (!A || A->space == MemSpace::hbm) continue;
+      const std::string err = start_partition_error(A->part_start, A->part_count);
+      if (!err.empty())
+        fail(at(static_cast<int>(k)),
+             fmt::format("operand '{}' of {} {}", d.operands[k].name, name(), err));
+    }
   auto need_int = [&](int k) {
     const AccessPattern* A = ap_of(k);
     if (A && info(A->dtype).is_float)
@@ -479,6 +541,11 @@ void Assembler::check_shapes(const InstDesc& d, const Inst& in, const bool* raw,
       fail(at(idx("moving")), fmt::format("matmul contraction mismatch: stationary has K={} "
                                           "partitions, moving has {}",
                                           St->part_count, Mv->part_count));
+    if (St && Mv && (St->dtype == DType::fp32) != (Mv->dtype == DType::fp32))
+      fail(at(idx("moving")),
+           fmt::format("dtype mismatch: an fp32 matmul input pairs only with fp32 (stationary {}, "
+                       "moving {})",
+                       dtype_name(St->dtype), dtype_name(Mv->dtype)));
     if (St && St->free_elems() > 128)
       fail(at(idx("stationary")),
            fmt::format("matmul stationary has M={} columns; at most 128", St->free_elems()));
@@ -527,6 +594,88 @@ void Assembler::check_shapes(const InstDesc& d, const Inst& in, const bool* raw,
   }
   default: break;
   }
+}
+
+namespace {
+
+__extension__ typedef __int128 i128;
+
+// The bytes an access pattern may touch: one rectangle (partitions x byte hull) on chip, one
+// byte hull in HBM; dynamic offsets take every value in [0, limit).
+bool extent_of(const AccessPattern& ap, bool write, std::vector<SyncExtent>& out) {
+  if (ap.space == MemSpace::none || ap.ndims < 1 || ap.ndims > kMaxFreeDims) return false;
+  const i128 eb = dtype_bytes(ap.dtype);
+  i128 lo = 0, hi = 0;
+  for (int j = 0; j < ap.ndims; ++j) {
+    const i128 reach = i128(ap.dims[j].stride) * (ap.dims[j].count ? ap.dims[j].count - 1 : 0);
+    (reach < 0 ? lo : hi) += reach;
+  }
+  bool unbounded = false;
+  if (ap.dyn != DynKind::none) {
+    if (ap.dyn_limit == 0) unbounded = true;
+    const i128 d = i128(ap.dyn_limit ? ap.dyn_limit - 1 : 0) * ap.dyn_mult;
+    (d < 0 ? lo : hi) += d;
+    if (ap.dyn == DynKind::vec)
+      out.push_back({MemSpace::sbuf, ap.vidx.part_start,
+                     uint32_t(ap.vidx.part_start) + ap.part_count, ap.vidx.offset,
+                     uint64_t(ap.vidx.offset) + dtype_bytes(ap.vidx.dtype), false});
+  }
+  if (ap.space == MemSpace::hbm && ap.part_count > 1) {
+    const i128 pr = i128(ap.part_stride) * (ap.part_count - 1);
+    (pr < 0 ? lo : hi) += pr;
+  }
+  auto clampu = [](i128 v) -> uint64_t {
+    return v < 0 ? 0 : v > i128(INT64_MAX) ? uint64_t(INT64_MAX) : uint64_t(v);
+  };
+  SyncExtent x{ap.space, 0, 1, 0, uint64_t(INT64_MAX), write};
+  if (ap.space != MemSpace::hbm)
+    x.p0 = ap.part_start, x.p1 = uint32_t(ap.part_start) + ap.part_count;
+  if (!unbounded)
+    x.b0 = clampu(i128(ap.offset) + lo * eb), x.b1 = clampu(i128(ap.offset) + (hi + 1) * eb);
+  out.push_back(x);
+  return true;
+}
+
+bool conflict(const std::vector<SyncExtent>& a, const std::vector<SyncExtent>& b) {
+  for (const auto& x : a)
+    for (const auto& y : b)
+      if ((x.write || y.write) && x.space == y.space && x.p0 < y.p1 && y.p0 < x.p1 && x.b0 < y.b1 &&
+          y.b0 < x.b1)
+        return true;
+  return false;
+}
+
+} // namespace
+
+void Assembler::autosync(Engine e, uint32_t index, Loc at) {
+  const Inst& in = mod_.streams[int(e)][index];
+  const InstDesc& d = desc(in.op);
+  AutoRec rec{e, index, {}};
+  for (size_t k = 0; k < d.operands.size() && k < in.ops.size(); ++k) {
+    const Operand& o = in.ops[k];
+    const OperandKind kind = d.operands[k].kind;
+    const bool rd = kind == OperandKind::Src || (kind == OperandKind::Scalar && o.is_ap);
+    if (o.present && (rd || kind == OperandKind::Dst))
+      extent_of(o.ap, kind == OperandKind::Dst, rec.ext);
+  }
+  if (rec.ext.empty()) return;
+  // This instruction's stream (as lower_afters keys producers).
+  std::tuple<int, int, int> mine{int(e), 0, 0};
+  if (d.cost == CostClass::dma_xfer && in.op != Opcode::send_recv)
+    mine = {int(e), 1, int(in.ops[0].i)};
+  if (d.cost == CostClass::cc)
+    mine = {int(e), 2, in.op == Opcode::permute_implicit ? int(in.ops[3].i) : 0};
+  for (auto& [key, recs] : auto_recs_) {
+    // The same stream is ordered already (program order; one engine's transfers of one queue
+    // complete in order), except a plain instruction after its engine's DMA or collective.
+    if (key == mine) continue;
+    for (size_t j = recs.size(); j-- > 0;)
+      if (conflict(recs[j].ext, rec.ext)) {
+        afters_.push_back(AfterEdge{e, index, recs[j].engine, recs[j].index, at});
+        break; // the latest is enough: that stream's earlier ones complete before it
+      }
+  }
+  auto_recs_[mine].push_back(std::move(rec));
 }
 
 } // namespace nisa::nasm

@@ -409,6 +409,19 @@ void Parser::sync() {
     if (accept(Tok::PlusAssign)) a.rhs = expr();
     item_scratch_.push_back(a);
   } while (accept(Tok::Comma));
+  // `s => 1`, `s = 1`, `s =< 1`: the comparisons of a wait are `>=` and `==`.
+  if (peek() == Tok::Assign) {
+    const Tok n = peek(1);
+    const char* want = n == Tok::Gt   ? "'>='"
+                       : n == Tok::Lt ? "'>=' (waits hold from a count on)"
+                                      : "'>=' or '=='";
+    error(pos_, fmt::format("expected ')' or ',', found '{}'; a wait compares with '>=' or '==': "
+                            "did you mean {}?",
+                            n == Tok::Gt   ? "=>"
+                            : n == Tok::Lt ? "=<"
+                                           : "=",
+                            want));
+  }
   y.last = expect(Tok::RParen, "')' or ','");
   --nesting_;
   take_items(y.items, y.nitems, mark);

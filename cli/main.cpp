@@ -17,6 +17,7 @@ constexpr Command kCommands[] = {
     {"disasm", nisa::cli::cmd_disasm, "print a .nbin object as assembly"},
     {"run", nisa::cli::cmd_run, "run a kernel (.nasm or .nbin) on .npy inputs"},
     {"debug", nisa::cli::cmd_debug, "single-step a kernel in the debugger"},
+    {"check", nisa::cli::cmd_check, "prove a kernel's synchronisation without running it"},
     {"isa", nisa::cli::cmd_isa, "print the instruction reference"},
 };
 

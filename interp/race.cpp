@@ -262,34 +262,47 @@ void RaceChecker::exec(const ExecEvent& ev, ExecCtx& cx, const Inst& in) {
 void RaceChecker::access(const Region& r, const RaceReport::Side& side) {
   Mem& mem = mems_[mem_index(r)];
   const Clock& now = clk_[cur_];
+  std::vector<Prev> carry; // records this access supersedes, for its own record
+  auto report = [&](uint32_t agent, const RaceReport::Side& first, const Region& where) {
+    std::array<int64_t, 6> key{agent, int64_t(first.engine), first.pc,
+                               cur_,  int64_t(side.engine),  side.pc};
+    if (!seen_.insert(key).second) return;
+    RaceReport rep;
+    rep.region = where.intersect(r);
+    rep.region.write = r.write;
+    rep.first = first;
+    rep.second = side;
+    races_.push_back(rep);
+  };
   auto it = mem.recs.lower_bound(r.b0 > mem.longest ? r.b0 - mem.longest : 0);
   while (it != mem.recs.end() && it->first < r.b1) {
-    const Rec& x = it->second;
+    Rec& x = it->second;
     if (!x.r.overlaps(r)) {
       ++it;
       continue;
     }
     bool ordered = x.agent == cur_ || now[x.agent] >= x.epoch;
-    if (!ordered && (x.r.write || r.write)) {
-      std::array<int64_t, 6> key{x.agent, int64_t(x.side.engine), x.side.pc,
-                                 cur_,    int64_t(side.engine),   side.pc};
-      if (seen_.insert(key).second) {
-        RaceReport rep;
-        rep.region = x.r.intersect(r);
-        rep.region.write = r.write;
-        rep.first = x.side;
-        rep.second = side;
-        races_.push_back(rep);
-      }
+    if (!ordered) {
+      // The accesses x superseded precede x; one unordered with this access is a race of its
+      // own (the direct pair), reported before the one through x.
+      for (const Prev& p : x.prev)
+        if ((p.side.write || r.write) && !(p.agent == cur_ || now[p.agent] >= p.epoch))
+          report(p.agent, p.side, x.r);
+      if (x.r.write || r.write) report(x.agent, x.side, x.r);
     }
     // A record the new access covers and follows is redundant: anything unordered with it is
-    // unordered with the new access too (a read covers only reads).
-    if (ordered && (r.write || !x.r.write) && r.covers(x.r))
+    // unordered with the new access too (a read covers only reads). It is remembered in the
+    // new record (at most kMaxPrev of them) so that races are reported with their direct pair.
+    if (ordered && (r.write || !x.r.write) && r.covers(x.r)) {
+      for (const Prev& p : x.prev) carry.push_back(p);
+      if (x.agent != cur_ || x.side.pc != side.pc) carry.push_back(Prev{x.agent, x.epoch, x.side});
       it = mem.recs.erase(it);
-    else
+    } else {
       ++it;
+    }
   }
-  mem.recs.emplace(r.b0, Rec{r, cur_, now[cur_], side});
+  if (carry.size() > kMaxPrev) carry.erase(carry.begin(), carry.end() - long(kMaxPrev));
+  mem.recs.emplace(r.b0, Rec{r, cur_, now[cur_], side, std::move(carry)});
   mem.longest = std::max(mem.longest, r.b1 - r.b0);
 }
 
@@ -298,7 +311,8 @@ size_t RaceChecker::state_size() const {
   for (const auto& core : sems_)
     for (const SemHist& h : core) n += 1 + h.at.size();
   for (const auto& p : pending_) n += p.size();
-  for (const Mem& m : mems_) n += m.recs.size();
+  for (const Mem& m : mems_)
+    for (const auto& [k, rec] : m.recs) n += 1 + rec.prev.size();
   return n;
 }
 

@@ -82,10 +82,18 @@ public:
 
 private:
   using Clock = std::vector<uint32_t>;
+  // An access superseded by a later one of the same bytes that it precedes (kept so that a
+  // later race is reported against the direct partner too, not only the newer access).
+  struct Prev {
+    uint32_t agent, epoch;
+    RaceReport::Side side;
+  };
+  static constexpr size_t kMaxPrev = 4;
   struct Rec {
     Region r;
     uint32_t agent, epoch;
     RaceReport::Side side;
+    std::vector<Prev> prev; // at most kMaxPrev, oldest first
   };
   const Machine& m_;
   int agents_per_core_;

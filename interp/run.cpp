@@ -38,10 +38,25 @@ std::vector<InputData> read_inputs(const Module& mod, int ranks,
       throw std::runtime_error(fmt::format("--in {}: bound twice", io.name));
     InputData in{t, false, {}};
     // The header is checked against the declaration before any data is read.
-    in.array = read_npy(io.path, [&](const NpyArray& a) {
-      in.per_rank = ranks > 1 && a.shape == with_ranks(ranks, t->shape);
-      check_npy(a, t->dtype, in.per_rank ? a.shape : t->shape, io.path, io.name);
-    });
+    try {
+      in.array = read_npy(io.path, [&](const NpyArray& a) {
+        in.per_rank = ranks > 1 && a.shape == with_ranks(ranks, t->shape);
+        check_npy(a, t->dtype, in.per_rank ? a.shape : t->shape, io.path, io.name);
+      });
+    } catch (const NpyError& e) {
+      // A descriptor nisa has no dtype for (float64, int64, complex ...): name the one the
+      // declaration expects.
+      std::string msg = e.what();
+      if (msg.find("unsupported dtype descriptor") == std::string::npos) throw;
+      throw NpyError(fmt::format("{}; tensor '{}' is {}: expected descriptor '{}' (e.g. "
+                                 "np.save(f, a.astype(np.{})))",
+                                 msg, io.name, dtype_name(t->dtype), npy_descr(t->dtype),
+                                 t->dtype == DType::fp32   ? "float32"
+                                 : t->dtype == DType::fp16 ? "float16"
+                                 : t->dtype == DType::bf16
+                                     ? "uint16) of the bf16 bits, or ml_dtypes.bfloat16"
+                                     : dtype_name(t->dtype)));
+    }
     out.push_back(std::move(in));
   }
   for (const TensorDecl& t : mod.tensors)
@@ -105,6 +120,11 @@ int run_module(const Module& mod, const RunConfig& cfg, std::ostream& out, std::
       if (!t)
         throw std::runtime_error(
             fmt::format("--out {}: the kernel has no tensor '{}'", io.name, io.name));
+      if (t->space != MemSpace::hbm)
+        throw std::runtime_error(
+            fmt::format("--out {}: tensor '{}' is in {}, not hbm: only HBM tensors can be saved "
+                        "(copy it to an HBM output with a DMA)",
+                        io.name, io.name, name_of(t->space)));
     }
     // Everything that can be checked before allocating HBM is: the declarations against the
     // limit, then each input's header against its declaration (the data only after).

@@ -92,6 +92,9 @@ struct OperandDesc {
   bool optional = false;                 // has a default (absent AP for DO/SO)
   std::string_view default_text;         // as written in assembly ("" for absent AP)
   uint8_t gens = kGenAll;                // generations where a non-default value is allowed
+  // Scalar operands: generations where a non-default *immediate* is allowed (a [P, 1] tile is
+  // allowed on every generation of `gens`), e.g. activation's bias on trn2+ only.
+  uint8_t imm_gens = kGenAll;
 };
 
 struct InstDesc {
@@ -218,6 +221,13 @@ struct Inst {
   std::vector<Operand> ops; // exactly desc(op).operands.size(), table order
   bool operator==(const Inst&) const = default;
 };
+
+// The start-partition rule of the compute engines' SBUF/PSUM accesses (isa-facts §3): an
+// access of more than 64 partitions starts at 0, of 33..64 at 0 or 64, of at most 32 at a
+// multiple of 32. It applies to every access-pattern operand of an instruction of a compute
+// cost class (not DMA, collectives or the sequencer's ld/st). Returns the error text, or "".
+bool start_partition_rule_applies(const InstDesc& d);
+std::string start_partition_error(uint32_t part_start, uint32_t part_count);
 
 // An instruction with every operand at its default (required ones zero/empty).
 Inst make_inst(Opcode op, Engine engine);

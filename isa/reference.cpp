@@ -80,7 +80,10 @@ void instruction_md(std::string& out, const InstDesc& d) {
     const auto& o = d.operands[k];
     out += fmt::format("| {} | `{}` | {} | {} | {} | {} |\n", k, o.name, operand_kind_name(o.kind),
                        cell(operand_domain(o)), cell(operand_default(o)),
-                       o.gens == kGenAll ? "all" : gens_text(o.gens));
+                       (o.gens == kGenAll ? std::string("all") : gens_text(o.gens)) +
+                           (o.imm_gens == kGenAll ? std::string()
+                                                  : "; an immediate other than the default: " +
+                                                        gens_text(o.imm_gens)));
   }
   out += "\n";
 }
@@ -91,9 +94,12 @@ void instruction_text(std::string& out, const InstDesc& d) {
                      engines_text(d.engines), gens_text(d.gens), cost_class_name(d.cost));
   for (size_t k = 0; k < d.operands.size(); ++k) {
     const auto& o = d.operands[k];
-    out += fmt::format("  {:2} {:<12} {:<10} {:<34} {}{}\n", k, o.name, operand_kind_name(o.kind),
+    out += fmt::format("  {:2} {:<12} {:<10} {:<34} {}{}{}\n", k, o.name, operand_kind_name(o.kind),
                        operand_domain(o), operand_default(o),
-                       o.gens == kGenAll ? "" : " (non-default only on " + gens_text(o.gens) + ")");
+                       o.gens == kGenAll ? "" : " (non-default only on " + gens_text(o.gens) + ")",
+                       o.imm_gens == kGenAll
+                           ? ""
+                           : " (a non-default immediate only on " + gens_text(o.imm_gens) + ")");
   }
   out += "\n";
 }

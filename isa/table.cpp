@@ -30,6 +30,8 @@ constexpr bool required(std::string_view d) { return d.empty(); }
   OperandDesc { #n, K::Src, EnumType::Engine, sp, true, "", GALL }
 #define SC(n, sp, d)                                                                               \
   OperandDesc { #n, K::Scalar, EnumType::Engine, sp, true, d, GALL }
+#define SCI(n, sp, d, g)                                                                           \
+  OperandDesc { #n, K::Scalar, EnumType::Engine, sp, true, d, GALL, g }
 #define F(n, d)                                                                                    \
   OperandDesc { #n, K::ImmF, EnumType::Engine, 0, !required(d), d, GALL }
 #define I(n, d)                                                                                    \
@@ -73,6 +75,7 @@ static_assert(std::size(kTable) == kNumOpcodes);
 #undef DO
 #undef SO
 #undef SC
+#undef SCI
 #undef F
 #undef I
 #undef B
@@ -171,6 +174,28 @@ Operand default_operand(const OperandDesc& d) {
   default: break;
   }
   return o;
+}
+
+bool start_partition_rule_applies(const InstDesc& d) {
+  switch (d.cost) {
+  case CostClass::ctrl:
+  case CostClass::dma_xfer:
+  case CostClass::cc: return false;
+  default: return true;
+  }
+}
+
+std::string start_partition_error(uint32_t s, uint32_t n) {
+  const char* allowed = nullptr;
+  if (n > 64 && s != 0)
+    allowed = "0";
+  else if (n > 32 && n <= 64 && s != 0 && s != 64)
+    allowed = "0 or 64";
+  else if (n <= 32 && s % 32 != 0)
+    allowed = "0, 32, 64 or 96";
+  if (!allowed) return "";
+  return "starts at partition " + std::to_string(s) + ", but an access of " + std::to_string(n) +
+         " partitions must start at partition " + allowed;
 }
 
 bool is_default(const OperandDesc& d, const Operand& o) {

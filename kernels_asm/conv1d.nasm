@@ -123,14 +123,15 @@
 .sbuf ot      : DT[128, 8, LT]
 .sbuf bg      : fp32[128, 8]
 .psum ps      : fp32[128, 8, 512]
-; Counts: per step s_xw, s_mm += 1; s_ms per padded window; s_wd, s_cp per tap; s_ev, s_out,
+; Counts: per step s_xw, s_mm += 1; s_ms per padded window; s_wd per tap, s_cpd / s_cpa per even / odd tap; s_ev, s_out,
 ; s_b per 128-channel tile of a group.
-.sem  s_init, s_ms, s_xw, s_wd, s_cp, s_mm, s_ev, s_out, s_b, s_go
+.sem  s_init, s_ms, s_xw, s_wd, s_cpd, s_cpa, s_mm, s_ev, s_out, s_b, s_go
 
 .set S   = 0         ; steps so far
 .set MS  = 0         ; window memsets
 .set WD  = 0         ; filter DMAs
-.set CP  = 0         ; scatter copies
+.set CPD = 0         ; scatter copies on dve (even taps) and act (odd taps): one count each,
+.set CPA = 0         ; since one engine's copies may complete before the other's (nisa check)
 .set EV  = 0         ; evacuations
 .set OUT = 0         ; output DMAs
 .set NB  = 0         ; bias DMAs
@@ -162,19 +163,20 @@
   .for r in 0 .. KR
         sp.dma q1, ws[r*PS : r*PS+CT, SL, 0:gwid], filters[K0 + r, CI0:CI0+CT, g0 : g0+gwid]  @wait(s_mm >= FREE, s_init >= 1) @signal(s_wd)
     .if r % 2 == 0
-        dve.copy xs[r*PS : r*PS+CT, SL, 0:lw], xw[0:CT, SL, r*DIL : r*DIL + (lw-1)*STRIDE + 1 : STRIDE]  @wait(s_xw >= S + 1, s_mm >= FREE, s_init >= 1) @signal(s_cp)
+        dve.copy xs[r*PS : r*PS+CT, SL, 0:lw], xw[0:CT, SL, r*DIL : r*DIL + (lw-1)*STRIDE + 1 : STRIDE]  @wait(s_xw >= S + 1, s_mm >= FREE, s_init >= 1) @signal(s_cpd)
     .else
-        act.activation xs[r*PS : r*PS+CT, SL, 0:lw], xw[0:CT, SL, r*DIL : r*DIL + (lw-1)*STRIDE + 1 : STRIDE], func=copy  @wait(s_xw >= S + 1, s_mm >= FREE, s_init >= 1) @signal(s_cp)
+        act.activation xs[r*PS : r*PS+CT, SL, 0:lw], xw[0:CT, SL, r*DIL : r*DIL + (lw-1)*STRIDE + 1 : STRIDE], func=copy  @wait(s_xw >= S + 1, s_mm >= FREE, s_init >= 1) @signal(s_cpa)
     .endif
   .endfor
   .set WD = WD + KR
-  .set CP = CP + KR
+  .set CPD = CPD + (KR + 1) / 2
+  .set CPA = CPA + KR / 2
   .for j in 0 .. nj
     .set MJ = min(128, gwid - j * 128)
     .if j == 0 && first
-        pe.matmul ps[0:MJ, j, 0:lw], ws[0:KC, SL, j*128 : j*128+MJ], xs[0:KC, SL, 0:lw], acc=overwrite  @wait(s_cp >= CP, s_wd >= WD, s_ev >= EV)
+        pe.matmul ps[0:MJ, j, 0:lw], ws[0:KC, SL, j*128 : j*128+MJ], xs[0:KC, SL, 0:lw], acc=overwrite  @wait(s_cpd >= CPD, s_cpa >= CPA, s_wd >= WD, s_ev >= EV)
     .elif j == 0
-        pe.matmul ps[0:MJ, j, 0:lw], ws[0:KC, SL, j*128 : j*128+MJ], xs[0:KC, SL, 0:lw], acc=accumulate  @wait(s_cp >= CP, s_wd >= WD)
+        pe.matmul ps[0:MJ, j, 0:lw], ws[0:KC, SL, j*128 : j*128+MJ], xs[0:KC, SL, 0:lw], acc=accumulate  @wait(s_cpd >= CPD, s_cpa >= CPA, s_wd >= WD)
     .elif first
         pe.matmul ps[0:MJ, j, 0:lw], ws[0:KC, SL, j*128 : j*128+MJ], xs[0:KC, SL, 0:lw], acc=overwrite
     .else
@@ -252,7 +254,8 @@ skip0:
         sp.sem_set s_ms, MS
         sp.sem_set s_xw, S
         sp.sem_set s_wd, WD
-        sp.sem_set s_cp, CP
+        sp.sem_set s_cpd, CPD
+        sp.sem_set s_cpa, CPA
         sp.sem_set s_mm, S
         sp.sem_set s_ev, EV
         sp.sem_set s_out, OUT

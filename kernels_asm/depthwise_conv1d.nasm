@@ -90,8 +90,10 @@
 .psum pt     : DT[128, 128]
 .psum po     : fp32[1, NBUF, 512]     ; one PSUM bank per slot
 ; Counts: per channel tile s_fl += 1; per transpose s_tp, s_ftc += 1; per (image, tile) s_pd
-; += the pad DMAs; per unit (image, channel, Q tile) s_xc += NS, s_mm, s_cp, s_out += 1.
-.sem  s_z, s_fl, s_tp, s_ftc, s_pd, s_xc, s_mm, s_cp, s_out, s_go
+; += the pad DMAs; per unit (image, channel, Q tile) s_xc += NS, s_mm += 1, s_ce / s_co and s_oe / s_oo += 1 for an
+; even / odd unit (their copies run on dve / act and their stores on two queues: one count could be
+; reached by the other engine or queue first, which `nisa check` reports).
+.sem  s_z, s_fl, s_tp, s_ftc, s_pd, s_xc, s_mm, s_ce, s_co, s_oe, s_oo, s_go
 
 .set T   = 0         ; channel tiles so far
 .set TP  = 0         ; transposes so far
@@ -108,18 +110,18 @@
   .for k in 0 .. NS
     .set ST = min(128, S - k * 128)
     .if k == 0
-        pe.matmul po[0:1, SL, 0:qw], ft[0:ST, k, cl:cl+1], xc[0:ST, SL, k, 0:qw], acc=overwrite  @wait(s_xc >= (U + 1) * NS, s_cp >= max(0, U - NBUF + 1), s_ftc >= TP)
+        pe.matmul po[0:1, SL, 0:qw], ft[0:ST, k, cl:cl+1], xc[0:ST, SL, k, 0:qw], acc=overwrite  @wait(s_xc >= (U + 1) * NS, s_ce >= max(0, (U - NBUF + 2) / 2), s_co >= max(0, (U - NBUF + 1) / 2), s_ftc >= TP)
     .else
         pe.matmul po[0:1, SL, 0:qw], ft[0:ST, k, cl:cl+1], xc[0:ST, SL, k, 0:qw], acc=accumulate
     .endif
   .endfor
         pe.nop  @signal(s_mm)
   .if U % 2 == 0
-        dve.copy ob[0:1, SL, 0:qw], po[0:1, SL, 0:qw]  @wait(s_mm >= U + 1, s_out >= max(0, U - NBUF + 1)) @signal(s_cp)
-        dve.dma q1, out3[ni, ch:ch+1, qs:qs+qw], ob[0:1, SL, 0:qw]  @signal(s_out)
+        dve.copy ob[0:1, SL, 0:qw], po[0:1, SL, 0:qw]  @wait(s_mm >= U + 1, s_oe >= max(0, (U - NBUF + 2) / 2), s_oo >= max(0, (U - NBUF + 1) / 2)) @signal(s_ce)
+        dve.dma q1, out3[ni, ch:ch+1, qs:qs+qw], ob[0:1, SL, 0:qw]  @signal(s_oe)
   .else
-        act.activation ob[0:1, SL, 0:qw], po[0:1, SL, 0:qw], func=copy  @wait(s_mm >= U + 1, s_out >= max(0, U - NBUF + 1)) @signal(s_cp)
-        act.dma q6, out3[ni, ch:ch+1, qs:qs+qw], ob[0:1, SL, 0:qw]  @signal(s_out)
+        act.activation ob[0:1, SL, 0:qw], po[0:1, SL, 0:qw], func=copy  @wait(s_mm >= U + 1, s_oe >= max(0, (U - NBUF + 2) / 2), s_oo >= max(0, (U - NBUF + 1) / 2)) @signal(s_co)
+        act.dma q6, out3[ni, ch:ch+1, qs:qs+qw], ob[0:1, SL, 0:qw]  @signal(s_oo)
   .endif
   .set U = U + 1
 .endm
@@ -180,8 +182,10 @@ skip0:
         sp.sem_set s_pd, PD
         sp.sem_set s_xc, U * NS
         sp.sem_set s_mm, U
-        sp.sem_set s_cp, U
-        sp.sem_set s_out, U
+        sp.sem_set s_ce, (U + 1) / 2
+        sp.sem_set s_co, U / 2
+        sp.sem_set s_oe, (U + 1) / 2
+        sp.sem_set s_oo, U / 2
 noset:
         sp.nop  @signal(s_go)
         act.nop  @wait(s_go >= 1)

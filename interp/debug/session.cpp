@@ -58,6 +58,7 @@ bool Session::do_step() {
 void Session::replay_to(int64_t target) {
   std::erase_if(edits_, [&](const RegEdit& e) { return e.step > target; });
   start();
+  check_next_ = false;
   while (steps_ < target && !sched_->finished()) do_step();
   for (const RegEdit& e : edits_) // made while stopped at the target: part of its state
     if (e.step == steps_) m_->cores[size_t(e.core)].st.regs[e.engine][e.reg] = e.value;
@@ -107,7 +108,10 @@ void Session::resume(const std::function<bool(const StepEvent&)>& stop_after) {
   watcher_->active = std::any_of(bps_.begin(), bps_.end(), [](const Breakpoint& b) {
     return b.enabled && (b.kind == Breakpoint::watch || b.kind == Breakpoint::rwatch);
   });
-  bool first = true;
+  // The event at the stop was checked for breakpoints only when the stop came before it (a
+  // breakpoint or a step); after a watchpoint or race stop (after an event) it still must be.
+  bool first = !check_next_;
+  check_next_ = false;
   while (true) {
     std::optional<StepEvent> ev = sched_->peek();
     if (!ev) return print_end();
@@ -132,6 +136,7 @@ void Session::resume(const std::function<bool(const StepEvent&)>& stop_after) {
       }
     }
     if (sched_->finished()) return print_end();
+    if (stop) check_next_ = true; // stopped after the event: the next one is unchecked
     if (stop || stop_after(*ev)) return print_stop();
   }
 }
@@ -227,6 +232,28 @@ void Session::cmd_until(const std::string& a) {
     spec = spec.substr(colon + 1);
   }
   int64_t line = to_int(spec, "until");
+  // A line no instruction comes from (past the end, an `.endfor`, a comment) would run to the
+  // end silently: say so, and name the next line that has instructions.
+  size_t count = 0;
+  int64_t next_line = -1, last_line = -1;
+  for (int e = 0; e < kNumEngines; ++e)
+    for (size_t pc = 0; pc < mod_.streams[e].size(); ++pc) {
+      const DebugLoc* d = loc_of(Engine(e), int64_t(pc));
+      if (loc_matches(mod_, d, file, line)) ++count;
+      if (!d || int(d->file) != file) continue;
+      last_line = std::max<int64_t>(last_line, d->line);
+      if (int64_t(d->line) > line && (next_line < 0 || int64_t(d->line) < next_line))
+        next_line = d->line;
+    }
+  if (!count)
+    throw Error(
+        next_line >= 0
+            ? fmt::format("until: no instruction comes from line {} of {}; the next line with "
+                          "instructions is {}",
+                          line, basename_of(mod_.files[size_t(file)]), next_line)
+            : fmt::format("until: no instruction comes from line {} of {} (its last "
+                          "instruction is on line {})",
+                          line, basename_of(mod_.files[size_t(file)]), last_line));
   resume([&](const StepEvent&) {
     auto nx = sched_->peek();
     return nx && nx->dma_queue < 0 && loc_matches(mod_, loc_of(nx->engine, nx->pc), file, line);

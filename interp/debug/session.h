@@ -89,6 +89,7 @@ private:
   int next_bp_ = 1;
   int64_t steps_ = 0;
   size_t races_seen_ = 0;
+  bool check_next_ = false; // the next event is unchecked for breakpoints (a stop after an event)
   bool check_races_ = false;
   int cur_core_ = 0;
   std::optional<StepEvent> last_; // the last event executed

@@ -118,8 +118,10 @@ void sem_activation(ExecCtx& cx, const Inst& in) {
   check_same_shape(in, d, s, "src");
   const ScalarOp scale = scalar_operand(cx, in, "scale", d.parts);
   const ScalarOp bias = scalar_operand(cx, in, "bias", d.parts);
-  // gen2 takes a per-partition bias tile only; a non-zero immediate bias is a gen3 feature.
-  if (!bias.is_ap && bias.imm != 0.0f && cx.target == Target::trn1) {
+  // The table: a non-default immediate bias exists only on the generations of its imm_gens
+  // (gen2 takes a per-partition bias tile only).
+  const OperandDesc& bias_desc = desc(in.op).operands[size_t(operand_index(in, "bias"))];
+  if (!bias.is_ap && bias.imm != 0.0f && !(bias_desc.imm_gens & gen_bit(cx.target))) {
     fault(in, "bias", "an immediate bias needs trn2 or later (trn1 takes a [P,1] tile)");
   }
   // Registers belong to the engine's lanes: lane = absolute dst partition.

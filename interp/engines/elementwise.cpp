@@ -31,18 +31,8 @@ void fault(const Inst& in, const std::string& msg) {
 
 void check_start_partition(const AccessPattern& ap) {
   if (ap.space == MemSpace::hbm) return;
-  const uint32_t n = ap.part_count, s = ap.part_start;
-  const char* allowed = nullptr;
-  if (n > 64 && s != 0)
-    allowed = "0";
-  else if (n > 32 && n <= 64 && s != 0 && s != 64)
-    allowed = "0 or 64";
-  else if (n <= 32 && s % 32 != 0)
-    allowed = "0, 32, 64 or 96";
-  if (allowed)
-    throw Fault(fmt::format("starts at partition {}, but an access of {} partitions must start "
-                            "at partition {}",
-                            s, n, allowed));
+  std::string err = start_partition_error(ap.part_start, ap.part_count);
+  if (!err.empty()) throw Fault(err);
 }
 
 View operand_view(ExecCtx& cx, const Inst& in, std::string_view name, Access how) {

@@ -105,6 +105,37 @@ TEST_F(Cli, InputErrorsExitOne) {
   EXPECT_NE(err.find("nisa debug: no kernel given"), std::string::npos) << err;
 }
 
+// Issue 17: a float64 input names the descriptor the declaration expects; `--out` of an SBUF
+// tensor is an error before the run, without the unrelated warning about unsaved outputs.
+TEST_F(Cli, InputDescriptorAndOutSpaceMessages) {
+  write("copy.nasm", kCopy);
+  std::vector<double> x64(4 * 8, 1.5);
+  {
+    std::string h = "{'descr': '<f8', 'fortran_order': False, 'shape': (4, 8), }";
+    h += std::string(63 - (10 + h.size()) % 64, ' ') + "\n";
+    std::ofstream f(p("x64.npy"), std::ios::binary);
+    f.write("\x93NUMPY\x01\x00", 8);
+    const uint16_t n = uint16_t(h.size());
+    f.write(reinterpret_cast<const char*>(&n), 2);
+    f << h;
+    f.write(reinterpret_cast<const char*>(x64.data()), std::streamsize(x64.size() * 8));
+  }
+  std::string err;
+  EXPECT_EQ(
+      nisa("run " + p("copy.nasm") + " --in x=" + p("x64.npy") + " --out y=" + p("y.npy"), err), 1);
+  EXPECT_NE(err.find("x64.npy: unsupported dtype descriptor '<f8'; tensor 'x' is fp32: expected "
+                     "descriptor '<f4' (e.g. np.save(f, a.astype(np.float32)))"),
+            std::string::npos)
+      << err;
+  EXPECT_EQ(nisa("run " + p("copy.nasm") + " --in x=" + p("x.npy") + " --out t=" + p("t.npy"), err),
+            1);
+  EXPECT_NE(err.find("--out t: tensor 't' is in sbuf, not hbm: only HBM tensors can be saved"),
+            std::string::npos)
+      << err;
+  EXPECT_EQ(err.find("warning"), std::string::npos) << err; // no unrelated "y is not saved"
+  EXPECT_FALSE(fs::exists(p("t.npy")));
+}
+
 TEST_F(Cli, DeadlockExitsTwo) {
   write("dl.nasm", R"(.kernel dl
 .sem a, b

@@ -183,6 +183,10 @@ public:
       const OperandDesc& od = d.operands[k];
       const bool gen_ok = !target || (od.gens & gen_bit(*target));
       if (!od.optional || (gen_ok && chance(0.7))) in.ops[k] = operand(od);
+      // A scalar whose immediate form is generation-limited: a tile where the target lacks it.
+      if (target && od.kind == OperandKind::Scalar && !(od.imm_gens & gen_bit(*target)) &&
+          !in.ops[k].is_ap && !is_default(od, in.ops[k]))
+        in.ops[k] = default_operand(od);
     }
     if (lim_.sems > 0) {
       in.waits.resize(static_cast<size_t>(chance(0.5) ? 0 : range(1, kMaxWaits)));

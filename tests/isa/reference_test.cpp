@@ -67,3 +67,22 @@ TEST(Reference, MarkdownShowsOperandRows) {
 
 } // namespace
 } // namespace nisa
+
+// Issue 17: the values of acc and reduce_cmd, and the transpose flag, are explained where the
+// instructions are documented (the summary is the reference's text), not only in decisions.md.
+TEST(Reference, AccReduceCmdAndTransposeAreExplained) {
+  using namespace nisa;
+  for (const InstDesc& d : inst_table()) {
+    for (const OperandDesc& o : d.operands) {
+      if (o.kind == OperandKind::Enum &&
+          (o.enum_type == EnumType::AccMode || o.enum_type == EnumType::ReduceCmd)) {
+        for (const auto& m : enum_members(o.enum_type))
+          EXPECT_NE(d.summary.find(std::string(m.name) + " ("), std::string_view::npos)
+              << d.mnemonic << " does not explain " << o.name << "=" << m.name;
+      }
+      if (o.kind == OperandKind::Bool && o.name == "transpose") {
+        EXPECT_NE(d.summary.find("transpose=1"), std::string_view::npos) << d.mnemonic;
+      }
+    }
+  }
+}

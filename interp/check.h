@@ -1,0 +1,62 @@
+// `nisa check`: a static proof of synchronisation (docs/check.md).
+//
+// Without running the data path, the checker unrolls every engine's stream of every core
+// (branches and registers are evaluated: they depend only on the system registers), builds
+// the happens-before graph that program order, DMA queues, semaphore counts, barriers,
+// send_recv and collectives give in *every* schedule, and decides
+//   * whether every two accesses of different engines, queues or cores to overlapping bytes
+//     (one a write) are ordered by it, and
+//   * whether some schedule deadlocks.
+// A kernel whose control flow depends on memory (a branch on a register loaded by `ld`), or
+// that is too large, is reported as outside what is proved.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "isa/module.h"
+
+namespace nisa::interp {
+
+struct CheckOptions {
+  int lnc = 1;
+  int ranks = 1;
+  Target target = Target::trn2;
+  uint64_t max_nodes = 8'000'000;            // unrolled instructions and transfers in all
+  uint64_t max_vc_bytes = uint64_t(3) << 30; // vector clocks: nodes x streams x 4 bytes
+  size_t max_reports = 40;                   // unordered pairs printed (all are counted)
+};
+
+enum class CheckStatus : uint8_t { proved, races, deadlock, outside };
+
+// Exit codes of `nisa check` (README): 0 proved, 1 usage or assembly error, 2 a schedule
+// deadlocks, 4 unordered pairs, 6 outside what is proved.
+inline constexpr int kExitCheckOutside = 6;
+
+struct CheckPair {
+  // "file:line" of each instruction, first the one earlier in a topological order.
+  std::string a_loc, b_loc;
+  std::string a_who, b_who; // "core 0 sp", "core 0 q3 (from sp)"
+  bool a_write = false, b_write = false;
+  std::string region;     // the overlapping bytes (and tensor)
+  std::string suggestion; // the wait that would order them
+};
+
+struct CheckResult {
+  CheckStatus status = CheckStatus::proved;
+  int exit_code = 0;
+  std::string report; // what `nisa check` prints
+  std::vector<CheckPair> pairs;
+  std::vector<std::string> deadlocks; // one line per stuck stream / cycle
+  std::string outside;                // why the kernel is outside what is proved
+  // Size and cost figures (docs/check.md, docs/performance.md).
+  uint64_t instructions = 0; // unrolled instructions of every core
+  uint64_t nodes = 0;        // instructions, transfers and joins
+  uint64_t streams = 0;      // engines, (engine, queue) pairs and channels with events
+  uint64_t sem_edges = 0;    // happens-before edges derived from semaphore counts
+  int iterations = 0;        // rounds of the fixpoint
+};
+
+CheckResult check_module(const Module& mod, const CheckOptions& opt);
+
+} // namespace nisa::interp

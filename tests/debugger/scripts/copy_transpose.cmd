@@ -1,0 +1,4 @@
+set check-races on
+run
+continue
+info races
