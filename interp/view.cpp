@@ -147,6 +147,15 @@ View ExecCtx::view(const AccessPattern& ap, Access how, bool oob_skip) const {
                             text(max_elems)));
   v.free_elems = uint64_t(elems);
 
+  // oob=skip with a register (scalar) offset outside its dimension drops the whole transfer
+  // (isa-facts 3.3: "drop that row/element transfer"), as a vector offset drops one row.
+  if (oob_skip && ap.dyn == DynKind::reg && ap.dyn_reg < kNumRegs && regs && ap.dyn_limit > 0 &&
+      (regs[ap.dyn_reg] < 0 || int64_t(regs[ap.dyn_reg]) >= int64_t(ap.dyn_limit))) {
+    v.base = rg.mem;
+    v.pstride = 0;
+    v.row_skip.assign(ap.part_count, 1);
+    return v;
+  }
   const i128 dyn = ap.dyn == DynKind::reg ? register_offset(*this, ap) : 0;
   const i128 off = i128(ap.offset) + dyn * eb; // bytes
   const i128 first = off + lo * eb, end = off + (hi + 1) * eb;

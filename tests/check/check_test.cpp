@@ -16,6 +16,7 @@
 #include "interp/race.h"
 #include "interp/scheduler.h"
 #include "tests/isa/random_inst.h"
+#include "tests/test_files.h"
 
 using namespace nisa;
 
@@ -62,49 +63,63 @@ TEST_P(KernelsProved, ProvedAtDefaults) {
   EXPECT_NE(r.report.find("proved:"), std::string::npos);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Check, KernelsProved,
-    ::testing::Values(
-        KernelCase{"cascaded_max.nasm", {}, 1, 1}, KernelCase{"cascaded_max.nasm", {}, 2, 1},
-        KernelCase{"conv1d.nasm", {}, 1, 1}, KernelCase{"conv1d.nasm", {}, 2, 1},
-        // the shape that showed the scatter copies' shared count (s_cp, now s_cpd / s_cpa)
-        KernelCase{"conv1d.nasm",
-                   {{"STRIDE", "2"},
-                    {"DIL", "2"},
-                    {"PAD_L", "1"},
-                    {"PAD_R", "2"},
-                    {"L", "700"},
-                    {"K", "5"}},
-                   1,
-                   1},
-        KernelCase{"cross_entropy_bwd.nasm", {}, 1, 1},
-        KernelCase{"cross_entropy_bwd.nasm", {}, 2, 1},
-        KernelCase{"cross_entropy_fwd.nasm", {}, 1, 1},
-        KernelCase{"cross_entropy_fwd.nasm", {}, 2, 1}, KernelCase{"cumsum.nasm", {}, 1, 1},
-        KernelCase{"cumsum_double_buffered.nasm", {}, 1, 1},
-        KernelCase{"cumsum_after.nasm", {}, 1, 1}, KernelCase{"cumsum_auto.nasm", {}, 1, 1},
-        KernelCase{"depthwise_conv1d.nasm", {}, 1, 1},
-        KernelCase{"depthwise_conv1d.nasm", {}, 2, 1},
-        // the shape that showed the copies' shared count (s_cp, now s_ce / s_co)
-        KernelCase{"depthwise_conv1d.nasm", {{"C", "40"}, {"W", "600"}}, 1, 1},
-        KernelCase{"depthwise_conv1d.nasm", {{"C", "40"}, {"W", "600"}}, 2, 1},
-        KernelCase{"moe_bwd.nasm", {}, 1, 1}, KernelCase{"moe_bwd.nasm", {}, 2, 1},
-        KernelCase{"moe_fwd_shard_h.nasm", {}, 1, 1}, KernelCase{"moe_fwd_shard_h.nasm", {}, 2, 1},
-        KernelCase{"topk.nasm", {}, 1, 1}, KernelCase{"topk.nasm", {}, 2, 1},
-        KernelCase{"topk.nasm", {{"METHOD", "rotational"}, {"K", "64"}}, 2, 1},
-        KernelCase{"topk_reduce.nasm", {}, 1, 1}, KernelCase{"topk_reduce.nasm", {}, 2, 1},
-        KernelCase{"fgcc.nasm", {}, 1, 4}, KernelCase{"fgcc.nasm", {}, 2, 4},
-        KernelCase{"fgcc.nasm", {{"TP", "8"}, {"NUM_GROUPS", "2"}}, 2, 8},
-        KernelCase{"fg_allgather.nasm", {}, 1, 4}, KernelCase{"fg_allgather.nasm", {}, 2, 4},
-        KernelCase{"sb2sb_allgather.nasm", {}, 1, 8},
-        KernelCase{"sb2sb_allgather.nasm", {{"TILED", "1"}}, 2, 8}),
-    [](const ::testing::TestParamInfo<KernelCase>& i) {
-      std::string n = i.param.file;
-      n = n.substr(0, n.find('.'));
-      for (const auto& [k, v] : i.param.defines) n += "_" + k + v;
-      return n + "_lnc" + std::to_string(i.param.lnc) + "_r" + std::to_string(i.param.ranks) + "_" +
-             std::to_string(i.index);
-    });
+// Every kernel of kernels_asm, at its defaults and at shapes that exercised a fixed race.
+const std::vector<KernelCase>& kernel_cases() {
+  static const std::vector<KernelCase> cases{
+      KernelCase{"cascaded_max.nasm", {}, 1, 1}, KernelCase{"cascaded_max.nasm", {}, 2, 1},
+      KernelCase{"conv1d.nasm", {}, 1, 1}, KernelCase{"conv1d.nasm", {}, 2, 1},
+      // the shape that showed the scatter copies' shared count (s_cp, now s_cpd / s_cpa)
+      KernelCase{
+          "conv1d.nasm",
+          {{"STRIDE", "2"}, {"DIL", "2"}, {"PAD_L", "1"}, {"PAD_R", "2"}, {"L", "700"}, {"K", "5"}},
+          1,
+          1},
+      KernelCase{"cross_entropy_bwd.nasm", {}, 1, 1},
+      KernelCase{"cross_entropy_bwd.nasm", {}, 2, 1},
+      KernelCase{"cross_entropy_fwd.nasm", {}, 1, 1},
+      KernelCase{"cross_entropy_fwd.nasm", {}, 2, 1}, KernelCase{"cumsum.nasm", {}, 1, 1},
+      KernelCase{"cumsum_double_buffered.nasm", {}, 1, 1},
+      KernelCase{"cumsum_after.nasm", {}, 1, 1}, KernelCase{"cumsum_auto.nasm", {}, 1, 1},
+      KernelCase{"depthwise_conv1d.nasm", {}, 1, 1}, KernelCase{"depthwise_conv1d.nasm", {}, 2, 1},
+      // the shape that showed the copies' shared count (s_cp, now s_ce / s_co)
+      KernelCase{"depthwise_conv1d.nasm", {{"C", "40"}, {"W", "600"}}, 1, 1},
+      KernelCase{"depthwise_conv1d.nasm", {{"C", "40"}, {"W", "600"}}, 2, 1},
+      KernelCase{"moe_bwd.nasm", {}, 1, 1}, KernelCase{"moe_bwd.nasm", {}, 2, 1},
+      KernelCase{"moe_fwd_shard_h.nasm", {}, 1, 1}, KernelCase{"moe_fwd_shard_h.nasm", {}, 2, 1},
+      KernelCase{"topk.nasm", {}, 1, 1}, KernelCase{"topk.nasm", {}, 2, 1},
+      KernelCase{"topk.nasm", {{"METHOD", "rotational"}, {"K", "64"}}, 2, 1},
+      KernelCase{"topk_reduce.nasm", {}, 1, 1}, KernelCase{"topk_reduce.nasm", {}, 2, 1},
+      KernelCase{"fgcc.nasm", {}, 1, 4}, KernelCase{"fgcc.nasm", {}, 2, 4},
+      KernelCase{"fgcc.nasm", {{"TP", "8"}, {"NUM_GROUPS", "2"}}, 2, 8},
+      KernelCase{"fg_allgather.nasm", {}, 1, 4}, KernelCase{"fg_allgather.nasm", {}, 2, 4},
+      KernelCase{"sb2sb_allgather.nasm", {}, 1, 8},
+      KernelCase{"sb2sb_allgather.nasm", {{"TILED", "1"}}, 2, 8},
+      // the cache update's "no update" pos is data: branch-free (oob=skip), so still proved
+      KernelCase{"attention_block_tkg.nasm", {}, 1, 1},
+      KernelCase{"attention_block_tkg.nasm", {{"S_CTX", "9000"}, {"FP8_KV", "1"}}, 2, 1},
+      KernelCase{"transformer_tkg.nasm", {{"TP", "2"}, {"LAYERS", "2"}}, 2, 2},
+      KernelCase{"transformer_tkg.nasm", {{"TP", "2"}, {"SBUF_RESIDUAL", "1"}}, 2, 2}};
+  return cases;
+}
+
+// A new kernel in kernels_asm must join the list above.
+TEST(KernelsProvedList, CoversEveryKernel) {
+  for (const auto& f :
+       nisa::test::files_in(std::string(NISA_SOURCE_DIR) + "/kernels_asm", {".nasm"})) {
+    bool listed = false;
+    for (const KernelCase& c : kernel_cases()) listed |= c.file == f.filename().string();
+    EXPECT_TRUE(listed) << f.filename() << " is not in kernel_cases()";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Check, KernelsProved, ::testing::ValuesIn(kernel_cases()),
+                         [](const ::testing::TestParamInfo<KernelCase>& i) {
+                           std::string n = i.param.file;
+                           n = n.substr(0, n.find('.'));
+                           for (const auto& [k, v] : i.param.defines) n += "_" + k + v;
+                           return n + "_lnc" + std::to_string(i.param.lnc) + "_r" +
+                                  std::to_string(i.param.ranks) + "_" + std::to_string(i.index);
+                         });
 
 // One pair, at the planted lines, with the wait that orders it.
 void expect_pair(const interp::CheckResult& r, const std::string& a, const std::string& b,

@@ -106,6 +106,52 @@ TEST(Dma, VectorOffsetGatherWithOobSkip) {
       << r2.report;
 }
 
+// A register (scalar) offset with oob=skip: in range, the row moves; outside [0, limit) (e.g. a
+// uint32 0xFFFFFFFF "no update" index, -1 as int32), the whole transfer is dropped and the
+// destination keeps its bytes; with oob=error the same register faults.
+TEST(Dma, RegisterOffsetWithOobSkipDropsTheTransfer) {
+  for (int32_t reg : {2, -1, 6}) {
+    for (OobMode mode : {OobMode::skip, OobMode::error}) {
+      KB k;
+      int x = k.hbm("x", DType::fp32, {1, 4}, Role::input);
+      int y = k.hbm("y", DType::fp32, {6, 4}, Role::input);
+      uint16_t s = k.sem("s");
+      Inst li = make_inst(Opcode::li, Engine::sp);
+      li.ops[0].i = 5;
+      li.ops[1].i = reg;
+      k.add(Engine::sp, li);
+      AccessPattern row = hbm_row(k.m.tensors[y], 0);
+      row.dyn = DynKind::reg;
+      row.dyn_reg = 5;
+      row.dyn_mult = 4;
+      row.dyn_limit = 6;
+      Inst scatter = dma(Engine::sp, 0, row, hbm_ap(k.m.tensors[x]));
+      scatter.ops[3].i = static_cast<int>(mode);
+      k.add(Engine::sp, with_signal(scatter, s));
+      k.add(Engine::sp, with_wait(nop(Engine::sp), s, 1));
+      auto xv = random_floats(4, 5), yv = random_floats(24, 6);
+      Machine m(k.m, {});
+      m.write_tensor(k.m.tensors[x], as_bytes(xv).data());
+      m.write_tensor(k.m.tensors[y], as_bytes(yv).data());
+      auto r = interp::run(m);
+      const bool in_range = reg >= 0 && reg < 6;
+      if (!in_range && mode == OobMode::error) {
+        EXPECT_EQ(r.status, RunStatus::fault) << reg;
+        EXPECT_NE(r.report.find("register r5 = " + std::to_string(reg) + " is outside [0, 6)"),
+                  std::string::npos)
+            << r.report;
+        continue;
+      }
+      ASSERT_EQ(r.status, RunStatus::ok) << r.report;
+      auto out = read_f32(m, k.m.tensors[y]);
+      for (int row_i = 0; row_i < 6; ++row_i)
+        for (int j = 0; j < 4; ++j)
+          EXPECT_EQ(out[row_i * 4 + j], in_range && row_i == reg ? xv[j] : yv[row_i * 4 + j])
+              << "reg " << reg << " row " << row_i;
+    }
+  }
+}
+
 TEST(Dma, TransposeAndCompute) {
   KB k;
   int x = k.hbm("x", DType::fp32, {3, 5}, Role::input);
