@@ -17,6 +17,7 @@ constexpr Command kCommands[] = {
     {"disasm", nisa::cli::cmd_disasm, "print a .nbin object as assembly"},
     {"run", nisa::cli::cmd_run, "run a kernel (.nasm or .nbin) on .npy inputs"},
     {"debug", nisa::cli::cmd_debug, "single-step a kernel in the debugger"},
+    {"dap", nisa::cli::cmd_dap, "Debug Adapter Protocol server over stdio (editors)"},
     {"isa", nisa::cli::cmd_isa, "print the instruction reference"},
 };
 
