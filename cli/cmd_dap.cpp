@@ -94,7 +94,7 @@ private:
   std::ostringstream text_;
   bool stop_on_entry_ = true;
   bool ended_ = false;
-  bool finished_ = false; // the last stop was on the last event
+  bool finished_ = false;                            // the last stop was on the last event
   std::map<std::string, std::vector<int>> line_bps_; // source path -> session ids
   std::vector<int> fn_bps_, data_bps_;
 
