@@ -175,3 +175,14 @@ def test_fgcc(rng):
     full = np.concatenate(list(lhs), axis=0).astype(np.float64)
     for k in range(TP):
         close(r.out[k], full @ rhs[k], rtol=1e-4, atol=1e-4)
+
+
+def test_every_kernel_is_tested():
+    """Each kernels_asm/*.nasm is run by one of these test files."""
+    import pathlib
+    here = pathlib.Path(__file__).parent
+    text = "".join(p.read_text() for p in here.glob("test_*.py"))
+    kernels = sorted(p.name for p in pathlib.Path(kernel("")).glob("*.nasm"))
+    assert len(kernels) >= 16
+    missing = [k for k in kernels if f'kernel("{k}")' not in text and f'"{k}"' not in text]
+    assert not missing, missing
