@@ -6,6 +6,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <set>
@@ -139,7 +140,8 @@ std::string dtype_expect(DType t) {
 
 py::dict run_kernel(const Kernel& k, int lnc, int ranks, const std::string& schedule, uint64_t seed,
                     bool check_races, py::dict inputs, uint64_t max_steps,
-                    const std::string& target, py::object bf16) {
+                    const std::string& target, py::object bf16,
+                    const std::vector<std::string>& fetch) {
   const Module& mod = *k.mod;
   interp::MachineOptions mo;
   mo.target = mod.target;
@@ -202,6 +204,21 @@ py::dict run_kernel(const Kernel& k, int lnc, int ranks, const std::string& sche
     if (t.role == Role::input && !names.count(t.name))
       throw py::value_error(fmt::format("input '{}' is not bound ({}=array)", t.name, t.name));
 
+  // Other HBM tensors to return (an input updated in place, a scratch), as `--out` allows.
+  std::vector<const TensorDecl*> returned;
+  for (const TensorDecl& t : mod.tensors)
+    if (t.role == Role::output && t.space == MemSpace::hbm) returned.push_back(&t);
+  for (const std::string& name : fetch) {
+    const TensorDecl* t = nullptr;
+    for (const TensorDecl& d : mod.tensors)
+      if (d.name == name) t = &d;
+    if (!t) throw py::value_error(fmt::format("fetch: the kernel has no tensor '{}'", name));
+    if (t->space != MemSpace::hbm)
+      throw py::value_error(
+          fmt::format("fetch: tensor '{}' is in {}, not hbm", name, name_of(t->space)));
+    if (std::find(returned.begin(), returned.end(), t) == returned.end()) returned.push_back(t);
+  }
+
   std::unique_ptr<interp::Machine> m;
   try {
     interp::Machine::hbm_size(mod, mo);
@@ -252,8 +269,8 @@ py::dict run_kernel(const Kernel& k, int lnc, int ranks, const std::string& sche
   out["stats_json"] = interp::stats_json(*m, r.stats, interp::status_name(r), r.exit_code);
   py::dict outputs;
   if (r.status == interp::RunStatus::ok) {
-    for (const TensorDecl& t : mod.tensors) {
-      if (t.role != Role::output || t.space != MemSpace::hbm) continue;
+    for (const TensorDecl* tp : returned) {
+      const TensorDecl& t = *tp;
       std::vector<py::ssize_t> shape;
       if (ranks > 1) shape.push_back(ranks);
       for (int64_t d : t.shape) shape.push_back(d);
@@ -296,5 +313,5 @@ PYBIND11_MODULE(_nisa, m) {
         py::arg("includes"));
   m.def("run", &run_kernel, py::arg("kernel"), py::arg("lnc"), py::arg("ranks"),
         py::arg("schedule"), py::arg("seed"), py::arg("check_races"), py::arg("inputs"),
-        py::arg("max_steps"), py::arg("target"), py::arg("bf16"));
+        py::arg("max_steps"), py::arg("target"), py::arg("bf16"), py::arg("fetch"));
 }

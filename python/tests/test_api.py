@@ -126,6 +126,11 @@ def test_input_errors():
         k.run(x=good, schedule="lifo")
     with pytest.raises(nisa.InputError, match="lnc=3"):
         k.run(x=good, lnc=3)
+    with pytest.raises(nisa.InputError, match="fetch: the kernel has no tensor 'q'"):
+        k.run(x=good, fetch=["q"])
+    with pytest.raises(nisa.InputError, match="fetch: tensor 'carry' is in sbuf"):
+        k.run(x=good, fetch=["carry"])
+    assert np.array_equal(k.run(x=good, fetch=["x"]).x, good)
 
 
 def test_non_contiguous_input(rng):

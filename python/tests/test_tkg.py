@@ -65,10 +65,16 @@ def test_attention_block_tkg(lnc, rope_mode, rng):
                       ROPE=rope_mode, DT="fp32")
     declared = {t["name"] for t in k.tensors if t["role"] == "input"}
     assert set(a) <= declared  # QK-norm weights and fp8 scales only when used
-    r = k.run(lnc=lnc, **a)
-    want, _, _ = attention(a["x"], a["norm_w"], a["w_qkv"], a["w_o"], a["cos"], a["sin"],
+    r = k.run(lnc=lnc, fetch=("k_cache", "v_cache"), **a)
+    want, knew, vnew = attention(a["x"], a["norm_w"], a["w_qkv"], a["w_o"], a["cos"], a["sin"],
                            a["k_cache"], a["v_cache"], a["mask"], QH, D, rope_mode)
     np.testing.assert_allclose(r.out, want, rtol=2e-4, atol=2e-4)
+    # The caches: rows pos[b] .. pos[b]+S-1 hold the new (RoPE'd) k and v, the rest unchanged.
+    kc, vc = a["k_cache"].astype(np.float64), a["v_cache"].astype(np.float64)
+    for b, p in enumerate(a["pos"]):
+        kc[b, p:p + S], vc[b, p:p + S] = knew[b], vnew[b]
+    np.testing.assert_allclose(r.k_cache, kc, rtol=2e-4, atol=2e-4)
+    np.testing.assert_allclose(r.v_cache, vc, rtol=2e-4, atol=2e-4)
 
 
 @pytest.mark.parametrize("sbuf_residual", [0, 1])
