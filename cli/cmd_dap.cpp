@@ -95,6 +95,7 @@ private:
   bool stop_on_entry_ = true;
   bool ended_ = false;
   bool finished_ = false;                            // the last stop was on the last event
+  std::string last_stop_;                            // the session's text of the last stop
   std::map<std::string, std::vector<int>> line_bps_; // source path -> session ids
   std::vector<int> fn_bps_, data_bps_;
 
@@ -117,6 +118,36 @@ private:
     return s;
   }
   const interp::Machine& m() const { return session_->machine(); }
+  // The prefix the session gives a core's agents ("rank 1 core 0 "; "" with one core).
+  std::string who(int core) const {
+    std::string w;
+    if (m().opt.ranks > 1) w += fmt::format("rank {} ", m().cores[size_t(core)].rank);
+    if (m().opt.lnc > 1) w += fmt::format("core {} ", m().cores[size_t(core)].core);
+    return w;
+  }
+  static std::string track_name(int track) {
+    return track < kNumEngines ? std::string(name_of(Engine(track)))
+                               : fmt::format("q{}", track - kNumEngines);
+  }
+  int core_of(const std::string& prefix) const {
+    for (int c = 0; c < m().num_cores(); ++c)
+      if (who(c) == prefix) return c;
+    return 0;
+  }
+  // What `info engines` says of each agent: label -> (engine, pc) of its next instruction
+  // (a queue: the instruction whose transfer it runs).
+  std::map<std::string, std::pair<int, int64_t>> agents() {
+    std::map<std::string, std::pair<int, int64_t>> a;
+    static const std::regex rx(
+        R"(^  (.+?)\s+(?:running|waiting|rendezvous)\s+(?:transfer of )?(\w+)\[(\d+)\])");
+    std::istringstream is(run("info engines", false));
+    std::string line;
+    while (std::getline(is, line)) {
+      std::smatch mt;
+      if (std::regex_search(line, mt, rx)) a[mt[1]] = {engine_index(mt[2]), std::stoll(mt[3])};
+    }
+    return a;
+  }
 
   std::string file_for(const std::string& path) const {
     std::error_code ec;
@@ -158,6 +189,15 @@ private:
 
   // The thread of the next event: (core, track) from `where` and the stop line.
   int next_thread() {
+    // The stop line of the next event: "[rank R ][core C ](qN: transfer of )?ENGINE[PC] at".
+    static const std::regex stop(
+        R"(((?:rank \d+ )?(?:core \d+ )?)(?:q(\d+): transfer of )?(\w+)\[\d+\](?: at|,))");
+    std::smatch sm;
+    if (!last_stop_.empty() && std::regex_search(last_stop_, sm, stop)) {
+      const int core = core_of(sm[1]);
+      const int track = sm[2].matched ? kNumEngines + std::stoi(sm[2]) : engine_index(sm[3]);
+      return core * kTracksPerCore + track + 1;
+    }
     const std::string w = run("where", false);
     static const std::regex rx(R"(#0  (\w+)\[(\d+)\])");
     static const std::regex q(R"(^q(\d+): a transfer)");
@@ -184,6 +224,7 @@ private:
   }
   void report_stop(const std::string& text, const std::string& reason_default) {
     if (ended_) return;
+    last_stop_ = text;
     const bool done = text.find("The kernel finished") != std::string::npos ||
                       text.find("The kernel is not running") != std::string::npos;
     std::string reason = reason_default, desc;
@@ -220,13 +261,12 @@ private:
   static std::pair<int, int> thread_parts(int id) {
     return {(id - 1) / kTracksPerCore, (id - 1) % kTracksPerCore};
   }
-  // The pc of an engine's next instruction, from `disas ENGINE` ("=> dve[4] ...").
-  std::optional<int64_t> engine_pc(int e) {
-    const std::string d = run(fmt::format("disas {}", name_of(Engine(e))), false);
-    static const std::regex rx(R"(=> \w+\[(\d+)\])");
-    std::smatch mt;
-    if (std::regex_search(d, mt, rx)) return std::stoll(mt[1]);
-    return std::nullopt;
+  // The next instruction of a thread (an engine's, or the one whose transfer a queue runs).
+  std::optional<std::pair<int, int64_t>> thread_pc(int core, int track) {
+    auto a = agents();
+    auto it = a.find(who(core) + track_name(track));
+    if (it == a.end()) return std::nullopt;
+    return it->second;
   }
   json frame(int id, const std::string& name, const std::string& file, int line, int col,
              const std::string& ipref) {
@@ -249,7 +289,9 @@ private:
       static const std::regex rx(R"(#(\d+)  (.*) at (.+):(\d+):(\d+))");
       std::istringstream is(w);
       std::string line;
-      std::optional<int64_t> pc = engine_pc(track);
+      auto at = thread_pc(core, track);
+      std::optional<int64_t> pc;
+      if (at) pc = at->second;
       while (std::getline(is, line)) {
         std::smatch mt;
         if (!std::regex_match(line, mt, rx)) continue;
@@ -260,24 +302,27 @@ private:
       }
     }
     if (frames.empty()) {
-      std::optional<int64_t> pc = engine_pc(track);
-      if (!pc) {
+      auto at = thread_pc(core, track);
+      if (!at) {
         frames.push_back(
-            frame(thread * 100, fmt::format("{} (done)", name_of(Engine(track))), "", 0, 0, ""));
+            frame(thread * 100, who(core) + track_name(track) + " (idle or done)", "", 0, 0, ""));
       } else {
-        const auto& dbg = mod_->debug[size_t(track)];
+        const auto [e, pc] = *at;
+        const auto& dbg = mod_->debug[size_t(e)];
         std::string file;
         int line = 0, col = 0;
-        if (size_t(*pc) < dbg.size() && dbg[size_t(*pc)].file < mod_->files.size()) {
-          file = mod_->files[dbg[size_t(*pc)].file];
-          line = int(dbg[size_t(*pc)].line);
-          col = int(dbg[size_t(*pc)].col);
+        if (size_t(pc) < dbg.size() && dbg[size_t(pc)].file < mod_->files.size()) {
+          file = mod_->files[dbg[size_t(pc)].file];
+          line = int(dbg[size_t(pc)].line);
+          col = int(dbg[size_t(pc)].col);
         }
-        frames.push_back(frame(thread * 100, fmt::format("{}[{}]", name_of(Engine(track)), *pc),
-                               file, line, col, fmt::format("{}:{}", name_of(Engine(track)), *pc)));
+        const std::string name = fmt::format(
+            "{}{}[{}]", track >= kNumEngines ? track_name(track) + ": transfer of " : std::string(),
+            name_of(Engine(e)), pc);
+        frames.push_back(frame(thread * 100, name, file, line, col,
+                               fmt::format("{}:{}", name_of(Engine(e)), pc)));
       }
     }
-    (void)core;
     return {{"stackFrames", frames}, {"totalFrames", frames.size()}};
   }
 
@@ -459,14 +504,8 @@ private:
     if (cmd == "threads") {
       json ts = json::array();
       for (int c = 0; session_ && c < m().num_cores(); ++c) {
-        const std::string who = m().num_cores() > 1
-                                    ? fmt::format("rank {} core {} ", m().cores[size_t(c)].rank,
-                                                  m().cores[size_t(c)].core)
-                                    : "";
         for (int t = 0; t < kNumEngines + kNumDmaQueues; ++t)
-          ts.push_back({{"id", c * kTracksPerCore + t + 1},
-                        {"name", who + (t < kNumEngines ? std::string(name_of(Engine(t)))
-                                                        : fmt::format("q{}", t - kNumEngines))}});
+          ts.push_back({{"id", c * kTracksPerCore + t + 1}, {"name", who(c) + track_name(t)}});
       }
       return {{"threads", ts}};
     }

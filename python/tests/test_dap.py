@@ -196,3 +196,29 @@ def test_bad_launch(tmp_path):
     c.close()
     p = subprocess.run([NISA, "dap", "extra"], capture_output=True, text=True)
     assert p.returncode == 1 and "unexpected argument" in p.stderr
+
+
+def test_ranks_as_threads(tmp_path):
+    """With --ranks 2 every rank's engines and queues are threads; frames of another rank's
+    engine come from its own next instruction."""
+    from conftest import kernel
+    np.save(tmp_path / "inp.npy", np.ones((2, 4, 8), np.float32))
+    c = Client()
+    c.request("initialize", adapterID="nisa")
+    c.event("initialized")
+    c.request("launch", program=kernel("sb2sb_allgather.nasm"),
+              args=["-D", "ROWS=4", "-D", "COLS=8", "-D", "TP=2", "-D", "DT=fp32", "--ranks", "2",
+                    "--in", f"inp={tmp_path / 'inp.npy'}"])
+    c.request("configurationDone")
+    c.event("stopped")
+    ts = {t["name"]: t["id"] for t in c.request("threads")["threads"]}
+    assert len(ts) == 2 * 22 and "rank 1 sp" in ts and "rank 0 q15" in ts
+    fr = c.request("stackTrace", threadId=ts["rank 1 sp"])["stackFrames"][0]
+    assert fr["name"].startswith("sp[") and fr["source"]["path"].endswith("sb2sb_allgather.nasm")
+    assert fr["line"] > 0
+    c.request("next", threadId=ts["rank 1 sp"])
+    st = c.event("stopped")
+    assert st["reason"] == "step" and st["threadId"] in ts.values()
+    c.request("continue", threadId=ts["rank 1 sp"])
+    assert c.event("exited")["exitCode"] == 0
+    c.close()
