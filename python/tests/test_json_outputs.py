@@ -133,3 +133,16 @@ def test_grammar_covers_the_kernels():
     assert seen > 500
     json.loads(json.dumps(g))
     assert g["scopeName"] == "source.nasm"
+
+
+def test_bad_formats_and_paths(tmp_path):
+    p = nisa("isa", "--format", "yaml", check=False)
+    assert p.returncode == 1 and "json or tmlanguage" in p.stderr
+    np.save(tmp_path / "x.npy", np.zeros((2, 3), np.float32))
+    same = tmp_path / "o.json"
+    p = nisa("run", kernel("cumsum.nasm"), "-D", "ROWS=2", "-D", "COLS=3", "--in",
+             f"x={tmp_path / 'x.npy'}", "--timeline", same, "--stats-json", same, check=False)
+    assert p.returncode == 1 and "--stats-json" in p.stderr and not same.exists()
+    p = nisa("run", kernel("cumsum.nasm"), "-D", "ROWS=2", "-D", "COLS=3", "--in",
+             f"x={tmp_path / 'x.npy'}", "--stats-json", tmp_path / "x.npy", check=False)
+    assert p.returncode == 1 and np.load(tmp_path / "x.npy").shape == (2, 3)
