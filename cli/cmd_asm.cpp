@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "asm/asm.h"
+#include "asm/diagnostics_json.h"
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "isa/object.h"
@@ -14,16 +15,23 @@ namespace nisa::cli {
 
 int cmd_asm(int argc, char** argv) {
   po::options_description opts("nisa asm IN.nasm [-o OUT.nbin] [options]");
-  std::string input, output, target;
+  std::string input, output, target, diag_format = "text";
   std::vector<std::string> defines, includes;
   opts.add_options()("help,h", "show this help")("output,o", po::value(&output),
                                                  "output object (default: IN with .nbin)")(
       "define,D", po::value(&defines)->composing(), "NAME=VALUE: override a .param")(
       "include,I", po::value(&includes)->composing(), "DIR: search .include files here")(
       "target", po::value(&target), "trn1 | trn2 | trn3 (overrides .target; default trn2)")(
-      "max-errors", po::value<int>()->default_value(20), "stop after this many errors");
+      "max-errors", po::value<int>()->default_value(20), "stop after this many errors")(
+      "diagnostics-format", po::value(&diag_format)->value_name("text|json"),
+      "json: the diagnostics as one JSON document on stderr (schema in docs/asm.md)");
   po::variables_map vm;
   if (auto rc = parse_args("asm", argc, argv, opts, input, "no input file", vm)) return *rc;
+  if (diag_format != "text" && diag_format != "json") {
+    std::fprintf(stderr, "nisa asm: unknown --diagnostics-format '%s' (text or json)\n",
+                 elide(diag_format).c_str());
+    return 1;
+  }
   nasm::AsmOptions o;
   o.include_dirs = includes;
   o.max_errors = vm["max-errors"].as<int>();
@@ -38,7 +46,10 @@ int cmd_asm(int argc, char** argv) {
     o.target = static_cast<Target>(*t);
   }
   auto r = nasm::assemble_file(input, o);
-  std::fputs(r.diagnostics_text().c_str(), stderr);
+  if (diag_format == "json")
+    std::fputs(nasm::diagnostics_json(r.diags).c_str(), stderr);
+  else
+    std::fputs(r.diagnostics_text().c_str(), stderr);
   if (!r.ok()) return 1;
   if (output.empty()) {
     const auto dot = input.rfind('.');

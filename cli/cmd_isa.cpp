@@ -5,6 +5,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/isa_formats.h"
 #include "isa/reference.h"
 
 namespace po = boost::program_options;
@@ -13,12 +14,15 @@ namespace nisa::cli {
 
 int cmd_isa(int argc, char** argv) {
   std::string format = "text";
-  po::options_description opts("usage: nisa isa [--format md|text|encoding]\n\n"
-                               "Prints the instruction reference generated from isa/insts.def "
-                               "(docs/isa.md is the md output; encoding prints the per-"
-                               "instruction byte layouts of docs/encoding.md).\n\noptions");
+  po::options_description opts(
+      "usage: nisa isa [--format md|text|encoding|json|tmlanguage]\n\n"
+      "Prints the instruction reference generated from isa/insts.def "
+      "(docs/isa.md is the md output; encoding prints the per-"
+      "instruction byte layouts of docs/encoding.md; json: the table as JSON, docs/isa-json.md; "
+      "tmlanguage: the TextMate grammar of .nasm, docs/editors.md).\n\noptions");
   opts.add_options()("help,h", "show this help")(
-      "format,f", po::value<std::string>(&format)->default_value("text"), "md, text or encoding");
+      "format,f", po::value<std::string>(&format)->default_value("text"),
+      "md, text, encoding, json or tmlanguage");
   po::variables_map vm;
   try {
     po::store(po::command_line_parser(argc, argv).options(opts).run(), vm);
@@ -35,8 +39,17 @@ int cmd_isa(int argc, char** argv) {
     std::cout << encoding_reference();
     return 0;
   }
+  if (format == "json") {
+    std::cout << isa_json();
+    return 0;
+  }
+  if (format == "tmlanguage") {
+    std::cout << tmlanguage_json();
+    return 0;
+  }
   if (format != "md" && format != "text") {
-    std::fprintf(stderr, "nisa isa: unknown --format '%s' (md, text or encoding)\n",
+    std::fprintf(stderr,
+                 "nisa isa: unknown --format '%s' (md, text, encoding, json or tmlanguage)\n",
                  format.c_str());
     return 1;
   }

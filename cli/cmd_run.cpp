@@ -11,7 +11,7 @@
 namespace nisa::cli {
 
 int cmd_run(int argc, char** argv) {
-  std::string kernel, timeline, trace, trace_engines, timeline_limit, trace_limit;
+  std::string kernel, stats_json, timeline, trace, trace_engines, timeline_limit, trace_limit;
   double trace_from = -1, trace_to = -1;
   std::vector<std::string> outs;
   MachineArgs margs;
@@ -26,6 +26,8 @@ int cmd_run(int argc, char** argv) {
   opts.add_options()("out", po::value(&outs)->composing(),
                      "NAME=FILE.npy: save an hbm tensor after the run")(
       "stats", "print per-engine and per-queue statistics")(
+      "stats-json", po::value(&stats_json)->value_name("FILE"),
+      "write the statistics as JSON (schema in docs/machine.md), also after a deadlock or fault")(
       "timeline", po::value(&timeline), "write a Chrome trace (Perfetto) JSON file")(
       "timeline-limit", po::value(&timeline_limit)->value_name("N"),
       ("timeline: keep the first N events; 0: no limit (default " +
@@ -50,6 +52,7 @@ int cmd_run(int argc, char** argv) {
   if (!margs.apply("run", vm, cfg)) return 1;
   cfg.stats = vm.count("stats") > 0;
   cfg.timeline_path = timeline;
+  cfg.stats_json_path = stats_json;
   cfg.check_races = vm.count("check-races") > 0;
   cfg.trace_path = trace;
   if (vm.count("timeline-limit")) {
@@ -80,6 +83,7 @@ int cmd_run(int argc, char** argv) {
   std::vector<std::pair<std::string, std::string>> files;
   if (!trace.empty()) files.emplace_back("--trace", trace);
   if (!timeline.empty()) files.emplace_back("--timeline", timeline);
+  if (!stats_json.empty()) files.emplace_back("--stats-json", stats_json);
   if (!check_output_paths("run", kernel, files, cfg)) return 1;
   auto mod = margs.load_kernel("run", kernel, cfg);
   if (!mod) return 1;

@@ -9,4 +9,5 @@ int cmd_isa(int argc, char** argv);
 int cmd_run(int argc, char** argv);
 int cmd_debug(int argc, char** argv);
 int cmd_check(int argc, char** argv);
+int cmd_dap(int argc, char** argv);
 } // namespace nisa::cli

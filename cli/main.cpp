@@ -18,6 +18,7 @@ constexpr Command kCommands[] = {
     {"run", nisa::cli::cmd_run, "run a kernel (.nasm or .nbin) on .npy inputs"},
     {"debug", nisa::cli::cmd_debug, "single-step a kernel in the debugger"},
     {"check", nisa::cli::cmd_check, "prove a kernel's synchronisation without running it"},
+    {"dap", nisa::cli::cmd_dap, "Debug Adapter Protocol server over stdio (editors)"},
     {"isa", nisa::cli::cmd_isa, "print the instruction reference"},
 };
 

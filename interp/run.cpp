@@ -20,6 +20,17 @@ std::vector<int64_t> with_ranks(int ranks, const std::vector<int64_t>& shape) {
 
 } // namespace
 
+std::string_view status_name(const RunResult& r) {
+  if (r.exit_code == kExitRace) return "races";
+  switch (r.status) {
+  case RunStatus::ok: return "ok";
+  case RunStatus::deadlock: return "deadlock";
+  case RunStatus::fault: return "fault";
+  case RunStatus::budget: return "budget";
+  }
+  return "?";
+}
+
 std::vector<InputData> read_inputs(const Module& mod, int ranks,
                                    const std::vector<IoSpec>& inputs) {
   std::set<std::string> bound;
@@ -206,6 +217,10 @@ int run_module(const Module& mod, const RunConfig& cfg, std::ostream& out, std::
     if (!cfg.timeline_path.empty()) {
       files.push_back(std::make_unique<OutputFile>(cfg.timeline_path));
       write_timeline(files.back()->stream(), *m, r.timeline);
+    }
+    if (!cfg.stats_json_path.empty()) {
+      files.push_back(std::make_unique<OutputFile>(cfg.stats_json_path));
+      files.back()->stream() << stats_json(*m, r.stats, status_name(r), r.exit_code);
     }
     if (r.status == RunStatus::ok)
       for (auto& f : stage_outputs(*m, cfg.outputs)) files.push_back(std::move(f));

@@ -24,10 +24,11 @@ struct RunConfig {
   bool target_given = false; // else the module's .target
   SchedOptions sched;
   std::vector<IoSpec> inputs, outputs;
-  bool stats = false;        // print the --stats table to `out`
-  std::string timeline_path; // write a Chrome trace when not empty
-  bool check_races = false;  // report unordered conflicting accesses (interp/race.h)
-  std::string trace_path;    // write the instruction trace (docs/trace-format.md)
+  bool stats = false;          // print the --stats table to `out`
+  std::string timeline_path;   // write a Chrome trace when not empty
+  std::string stats_json_path; // write the statistics as JSON (stats_json) when not empty
+  bool check_races = false;    // report unordered conflicting accesses (interp/race.h)
+  std::string trace_path;      // write the instruction trace (docs/trace-format.md)
   TraceFilter trace_filter;
   uint64_t trace_max_bytes = kDefaultTraceMaxBytes; // the trace file's cap; 0: unlimited
 };
@@ -59,6 +60,9 @@ std::vector<std::unique_ptr<OutputFile>> stage_outputs(const Machine& m,
                                                        const std::vector<IoSpec>& outputs);
 // Writes them, all or none: every file is finished before the first rename.
 void write_outputs(const Machine& m, const std::vector<IoSpec>& outputs);
+
+// "ok", "deadlock", "fault", "budget", or "races" (exit code kExitRace).
+std::string_view status_name(const RunResult& r);
 
 // The whole run; returns the exit code (0 ok, 1 usage/input error, 2 deadlock, 3 fault,
 // 4 races found, 5 budget spent: SchedOptions::max_steps) and prints errors, reports and

@@ -4,7 +4,7 @@
 set -euo pipefail
 PKGS=(cmake make g++ antlr4 libantlr4-runtime-dev libfmt-dev libboost-program-options-dev
       googletest libgtest-dev libgmock-dev libbenchmark-dev libopenblas-dev libreadline-dev
-      clang-format tmux)
+      clang-format tmux nlohmann-json3-dev pybind11-dev python3-dev python3-numpy python3-pytest)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

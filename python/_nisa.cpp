@@ -1,0 +1,317 @@
+// The C++ half of the Python module `nisa` (python/nisa/__init__.py is the other half: the
+// exception classes and the documented API). Inputs are read straight out of the numpy
+// buffers into the machine's HBM and outputs are copied once out of it into fresh arrays:
+// one copy each way. The GIL is released while the machine runs.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "asm/asm.h"
+#include "asm/diagnostics_json.h"
+#include "interp/machine.h"
+#include "interp/npy.h"
+#include "interp/race.h"
+#include "interp/run.h"
+#include "interp/scheduler.h"
+#include "interp/stats.h"
+#include "interp/target.h"
+#include "isa/object.h"
+
+namespace py = pybind11;
+using namespace nisa;
+
+namespace {
+
+struct Kernel {
+  std::shared_ptr<const Module> mod;
+  std::string path;
+};
+
+py::list diag_list(const std::vector<nasm::Diagnostic>& diags) {
+  py::list l;
+  for (const auto& d : diags) {
+    py::list notes;
+    for (const auto& n : d.notes) {
+      const nasm::NoteInfo ni = nasm::parse_note(n);
+      py::dict nd;
+      nd["message"] = ni.message;
+      nd["kind"] = ni.kind;
+      nd["what"] = ni.what;
+      nd["file"] = ni.file;
+      nd["line"] = ni.line;
+      nd["column"] = ni.col;
+      notes.append(nd);
+    }
+    py::dict dd;
+    dd["severity"] = d.severity == nasm::Diagnostic::Error ? "error" : "note";
+    dd["file"] = d.file;
+    dd["line"] = d.line;
+    dd["column"] = d.col;
+    dd["message"] = d.message;
+    dd["source_line"] = d.source_line;
+    dd["expansion"] = notes;
+    dd["text"] = d.str();
+    l.append(dd);
+  }
+  return l;
+}
+
+// Returns (Kernel, None) or (None, [diagnostics], text).
+py::tuple assemble(const std::string& path, const std::string& target,
+                   const std::vector<std::pair<std::string, std::string>>& defines,
+                   const std::vector<std::string>& includes) {
+  if (path.size() >= 5 && path.compare(path.size() - 5, 5, ".nbin") == 0) {
+    if (!defines.empty()) throw py::value_error("parameters apply to .nasm kernels only");
+    auto r = load_object(path);
+    if (!r) throw py::value_error(r.error().str());
+    return py::make_tuple(Kernel{std::make_shared<Module>(std::move(*r)), path}, py::none(), "");
+  }
+  nasm::AsmOptions o;
+  o.defines = defines;
+  o.include_dirs = includes;
+  if (!target.empty()) {
+    auto t = enum_parse(EnumType::Target, target);
+    if (!t) throw py::value_error(fmt::format("unknown target '{}' (trn1, trn2, trn3)", target));
+    o.target = static_cast<Target>(*t);
+  }
+  nasm::AsmResult r;
+  {
+    py::gil_scoped_release nogil;
+    r = nasm::assemble_file(path, o);
+  }
+  if (!r.ok()) return py::make_tuple(py::none(), diag_list(r.diags), r.diagnostics_text());
+  return py::make_tuple(Kernel{std::make_shared<Module>(std::move(*r.module)), path}, py::none(),
+                        r.diagnostics_text());
+}
+
+// The numpy dtype of a kernel dtype: bf16 / fp8 as the given raw or ml_dtypes types.
+py::dtype out_dtype(DType t, const py::object& bf16) {
+  switch (t) {
+  case DType::fp32: return py::dtype("<f4");
+  case DType::fp16: return py::dtype("<f2");
+  case DType::bf16: return bf16.is_none() ? py::dtype("<u2") : py::dtype::from_args(bf16);
+  case DType::fp8e4m3:
+  case DType::fp8e5m2:
+  case DType::uint8: return py::dtype("|u1");
+  case DType::int8: return py::dtype("|i1");
+  case DType::int16: return py::dtype("<i2");
+  case DType::uint16: return py::dtype("<u2");
+  case DType::int32: return py::dtype("<i4");
+  case DType::uint32: return py::dtype("<u4");
+  }
+  return py::dtype("|u1");
+}
+
+std::string shape_text(const std::vector<int64_t>& s) {
+  std::string o = "(";
+  for (size_t i = 0; i < s.size(); ++i) o += fmt::format("{}{}", i ? ", " : "", s[i]);
+  return o + (s.size() == 1 ? ",)" : ")");
+}
+
+// numpy's descriptor for the check of interp/npy.h; ml_dtypes' types are 'V' kinds whose name
+// says which.
+bool dtype_ok(const py::dtype& dt, DType t) {
+  const std::string str = py::str(dt.attr("str"));
+  const std::string name = py::str(dt.attr("name"));
+  if (dt.kind() == 'V') {
+    if (t == DType::bf16) return name == "bfloat16";
+    if (t == DType::fp8e4m3) return name == "float8_e4m3fn" || name == "float8_e4m3";
+    if (t == DType::fp8e5m2) return name == "float8_e5m2";
+    return false;
+  }
+  return interp::npy_descr_matches(str, t);
+}
+
+std::string dtype_expect(DType t) {
+  switch (t) {
+  case DType::bf16: return "uint16 (raw bits) or ml_dtypes.bfloat16";
+  case DType::fp8e4m3: return "uint8 (raw bits) or ml_dtypes.float8_e4m3fn";
+  case DType::fp8e5m2: return "uint8 (raw bits) or ml_dtypes.float8_e5m2";
+  default: return std::string(dtype_name(t));
+  }
+}
+
+py::dict run_kernel(const Kernel& k, int lnc, int ranks, const std::string& schedule, uint64_t seed,
+                    bool check_races, py::dict inputs, uint64_t max_steps,
+                    const std::string& target, py::object bf16,
+                    const std::vector<std::string>& fetch) {
+  const Module& mod = *k.mod;
+  interp::MachineOptions mo;
+  mo.target = mod.target;
+  if (!target.empty()) {
+    const interp::TargetParams* tp = interp::find_target(target);
+    if (!tp) throw py::value_error(fmt::format("unknown target '{}' (trn1, trn2, trn3)", target));
+    mo.target = tp->target;
+  }
+  if (lnc != 1 && lnc != 2) throw py::value_error(fmt::format("lnc={}: expected 1 or 2", lnc));
+  if (ranks < 1) throw py::value_error(fmt::format("ranks={}: expected at least 1", ranks));
+  mo.lnc = lnc;
+  mo.ranks = ranks;
+  interp::SchedOptions so;
+  if (schedule == "random")
+    so.mode = interp::ScheduleMode::random;
+  else if (schedule != "fixed")
+    throw py::value_error(fmt::format("unknown schedule '{}' (fixed or random)", schedule));
+  so.seed = seed;
+  if (max_steps) so.max_steps = max_steps;
+
+  // Every input bound once, dtype and shape checked before anything is allocated.
+  struct Bound {
+    const TensorDecl* t;
+    py::array a;
+    bool per_rank;
+  };
+  std::vector<Bound> bound;
+  std::set<std::string> names;
+  for (auto item : inputs) {
+    const std::string name = py::str(item.first);
+    const TensorDecl* t = nullptr;
+    for (const TensorDecl& d : mod.tensors)
+      if (d.name == name) t = &d;
+    if (!t) throw py::value_error(fmt::format("the kernel has no tensor '{}'", name));
+    if (t->role != Role::input)
+      throw py::value_error(fmt::format("tensor '{}' is {}, not an input", name, name_of(t->role)));
+    py::array a = py::array::ensure(item.second);
+    if (!a) throw py::type_error(fmt::format("input '{}': expected a numpy array", name));
+    if (!dtype_ok(a.dtype(), t->dtype))
+      throw py::type_error(fmt::format("input '{}': dtype {} given, the kernel declares {}: "
+                                       "expected {}",
+                                       name, std::string(py::str(a.dtype())), dtype_name(t->dtype),
+                                       dtype_expect(t->dtype)));
+    std::vector<int64_t> shape(a.shape(), a.shape() + a.ndim());
+    std::vector<int64_t> ranked{ranks};
+    ranked.insert(ranked.end(), t->shape.begin(), t->shape.end());
+    const bool per_rank = ranks > 1 && shape == ranked;
+    if (shape != t->shape && !per_rank)
+      throw py::value_error(fmt::format(
+          "input '{}': shape {} given, the kernel declares {}{}", name, shape_text(shape),
+          shape_text(t->shape),
+          ranks > 1 ? fmt::format(" (or {} per rank)", shape_text(ranked)) : std::string()));
+    // A C-contiguous array is read in place; any other is made contiguous first.
+    if (!(a.flags() & py::array::c_style))
+      a = py::array::ensure(a, py::array::c_style | py::array::forcecast);
+    bound.push_back({t, a, per_rank});
+    names.insert(name);
+  }
+  for (const TensorDecl& t : mod.tensors)
+    if (t.role == Role::input && !names.count(t.name))
+      throw py::value_error(fmt::format("input '{}' is not bound ({}=array)", t.name, t.name));
+
+  // Other HBM tensors to return (an input updated in place, a scratch), as `--out` allows.
+  std::vector<const TensorDecl*> returned;
+  for (const TensorDecl& t : mod.tensors)
+    if (t.role == Role::output && t.space == MemSpace::hbm) returned.push_back(&t);
+  for (const std::string& name : fetch) {
+    const TensorDecl* t = nullptr;
+    for (const TensorDecl& d : mod.tensors)
+      if (d.name == name) t = &d;
+    if (!t) throw py::value_error(fmt::format("fetch: the kernel has no tensor '{}'", name));
+    if (t->space != MemSpace::hbm)
+      throw py::value_error(
+          fmt::format("fetch: tensor '{}' is in {}, not hbm", name, name_of(t->space)));
+    if (std::find(returned.begin(), returned.end(), t) == returned.end()) returned.push_back(t);
+  }
+
+  std::unique_ptr<interp::Machine> m;
+  try {
+    interp::Machine::hbm_size(mod, mo);
+    m = std::make_unique<interp::Machine>(mod, mo);
+  } catch (const std::exception& e) {
+    throw py::value_error(e.what());
+  }
+  for (const Bound& b : bound) {
+    const auto* p = static_cast<const uint8_t*>(b.a.data());
+    if (!b.per_rank) {
+      m->write_tensor(*b.t, p);
+      continue;
+    }
+    const uint64_t n = interp::Machine::tensor_bytes(*b.t);
+    for (int r = 0; r < ranks; ++r) m->write_tensor(*b.t, p + r * n, r);
+  }
+  std::unique_ptr<interp::RaceChecker> races;
+  if (check_races) {
+    races = std::make_unique<interp::RaceChecker>(*m);
+    so.observer = races.get();
+  }
+  interp::RunResult r;
+  {
+    py::gil_scoped_release nogil;
+    r = interp::run(*m, so);
+  }
+  // The report `nisa run` prints.
+  std::string report = r.report;
+  size_t nraces = 0;
+  if (races) {
+    constexpr size_t kShown = 10;
+    nraces = races->races().size();
+    for (size_t i = 0; i < nraces && i < kShown; ++i)
+      report += races->report_text(races->races()[i]);
+    if (nraces > kShown)
+      report += fmt::format("... and {} more (nisa debug: set check-races on, info races)\n",
+                            nraces - kShown);
+    if (nraces) {
+      report += fmt::format("nisa run: {} race(s) found\n", nraces);
+      if (r.exit_code == interp::kExitOk) r.exit_code = interp::kExitRace;
+    }
+  }
+  py::dict out;
+  out["status"] = std::string(interp::status_name(r));
+  out["exit_code"] = r.exit_code;
+  out["report"] = report;
+  out["races"] = nraces;
+  out["stats_json"] = interp::stats_json(*m, r.stats, interp::status_name(r), r.exit_code);
+  py::dict outputs;
+  if (r.status == interp::RunStatus::ok) {
+    for (const TensorDecl* tp : returned) {
+      const TensorDecl& t = *tp;
+      std::vector<py::ssize_t> shape;
+      if (ranks > 1) shape.push_back(ranks);
+      for (int64_t d : t.shape) shape.push_back(d);
+      py::array a(out_dtype(t.dtype, bf16), shape);
+      const uint64_t n = interp::Machine::tensor_bytes(t);
+      auto* dst = static_cast<uint8_t*>(a.mutable_data());
+      for (int rk = 0; rk < ranks; ++rk) std::memcpy(dst + rk * n, m->hbm_tensor(rk, t), n);
+      outputs[py::str(t.name)] = a;
+    }
+  }
+  out["outputs"] = outputs;
+  return out;
+}
+
+py::list tensors(const Kernel& k) {
+  py::list l;
+  for (const TensorDecl& t : k.mod->tensors) {
+    py::dict d;
+    d["name"] = t.name;
+    d["space"] = std::string(name_of(t.space));
+    d["dtype"] = std::string(dtype_name(t.dtype));
+    d["shape"] = py::tuple(py::cast(t.shape));
+    d["role"] = std::string(name_of(t.role));
+    l.append(d);
+  }
+  return l;
+}
+
+} // namespace
+
+PYBIND11_MODULE(_nisa, m) {
+  m.doc() = "nisa: assemble and run .nasm kernels on the modelled machine (see nisa/__init__.py)";
+  py::class_<Kernel>(m, "_Kernel")
+      .def_property_readonly("path", [](const Kernel& k) { return k.path; })
+      .def_property_readonly("target",
+                             [](const Kernel& k) { return std::string(name_of(k.mod->target)); })
+      .def_property_readonly("name", [](const Kernel& k) { return k.mod->kernel; })
+      .def("tensors", &tensors);
+  m.def("assemble", &assemble, py::arg("path"), py::arg("target"), py::arg("defines"),
+        py::arg("includes"));
+  m.def("run", &run_kernel, py::arg("kernel"), py::arg("lnc"), py::arg("ranks"),
+        py::arg("schedule"), py::arg("seed"), py::arg("check_races"), py::arg("inputs"),
+        py::arg("max_steps"), py::arg("target"), py::arg("bf16"), py::arg("fetch"));
+}
