@@ -12,7 +12,8 @@ def close(got, want, rtol=1e-5, atol=1e-5):
                                rtol=rtol, atol=atol)
 
 
-@pytest.mark.parametrize("name", ["cumsum.nasm", "cumsum_double_buffered.nasm"])
+@pytest.mark.parametrize(
+    "name", ["cumsum.nasm", "cumsum_double_buffered.nasm", "cumsum_after.nasm", "cumsum_auto.nasm"])
 def test_cumsum(name, rng):
     x = rng.standard_normal((130, 37)).astype(np.float32)  # two partition tiles
     r = nisa.run(kernel(name), dict(ROWS=130, COLS=37, DT="fp32"), x=x)
