@@ -1007,24 +1007,7 @@ std::string Checker::region_text(const Region& g) const {
     s = fmt::format("{}{} partitions {}..{} bytes [{:#x}, {:#x})",
                     g.kind == MemKind::sbuf ? "sbuf" : "psum", who, g.p0, g.p1 - 1, g.b0, g.b1);
   }
-  MemSpace want = g.kind == MemKind::hbm    ? MemSpace::hbm
-                  : g.kind == MemKind::sbuf ? MemSpace::sbuf
-                                            : MemSpace::psum;
-  for (const TensorDecl& t : m_.tensors) {
-    if (t.space != want) continue;
-    uint64_t bytes = uint64_t(dtype_bytes(t.dtype));
-    for (int64_t d : t.shape) bytes *= uint64_t(std::max<int64_t>(d, 0));
-    if (want == MemSpace::hbm) {
-      if (t.address < g.b1 && g.b0 < t.address + bytes) s += fmt::format(" (tensor {})", t.name);
-    } else {
-      uint64_t rows = t.shape.empty() ? 1 : uint64_t(t.shape[0]);
-      uint64_t per = rows ? bytes / rows : 0;
-      if (t.part_start < g.p1 && g.p0 < t.part_start + rows && t.address < g.b1 &&
-          g.b0 < t.address + per)
-        s += fmt::format(" (tensor {})", t.name);
-    }
-  }
-  return s;
+  return s + tensors_in(m_, g);
 }
 
 std::string Checker::suggest(uint32_t a, uint32_t b) const {

@@ -23,12 +23,18 @@ std::string region_text(const Machine& m, const Region& r) {
     s = fmt::format("{}{} partitions {}..{} bytes [{:#x}, {:#x})",
                     r.kind == MemKind::sbuf ? "sbuf" : "psum", who, r.p0, r.p1 - 1, r.b0, r.b1);
   }
+  return s + tensors_in(*m.mod, r);
+}
+
+std::string tensors_in(const Module& mod, const Region& r) {
+  std::string s;
   MemSpace want = r.kind == MemKind::hbm    ? MemSpace::hbm
                   : r.kind == MemKind::sbuf ? MemSpace::sbuf
                                             : MemSpace::psum;
-  for (const TensorDecl& t : m.mod->tensors) {
+  for (const TensorDecl& t : mod.tensors) {
     if (t.space != want) continue;
-    uint64_t bytes = Machine::tensor_bytes(t);
+    uint64_t bytes = uint64_t(dtype_bytes(t.dtype));
+    for (int64_t d : t.shape) bytes *= uint64_t(std::max<int64_t>(d, 0));
     if (want == MemSpace::hbm) {
       if (t.address < r.b1 && r.b0 < t.address + bytes) s += fmt::format(" (tensor {})", t.name);
     } else {

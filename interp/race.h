@@ -43,6 +43,9 @@ struct Region {
 
 // "sbuf core 0 partitions 0..127 bytes [0x0, 0x2000)" plus the tensor it falls in, if any.
 std::string region_text(const Machine& m, const Region& r);
+// " (tensor NAME)" for every declared tensor of `mod` that the region overlaps (race reports
+// and nisa check name the tensors behind a byte range).
+std::string tensors_in(const Module& mod, const Region& r);
 
 // Appends the byte extents the instruction reads and writes (its access patterns resolved by
 // cx; index tiles of vector offsets count as reads). Operands that fault are left out: the
