@@ -1,5 +1,6 @@
 // nisa check, part 1: access extents without memory, and the streams unrolled into nodes.
 #include "interp/check_internal.h"
+#include "interp/mem_operands.h"
 
 namespace nisa::interp::check_detail {
 
@@ -7,16 +8,10 @@ namespace nisa::interp::check_detail {
 
 void Checker::regions(int core, const Inst& in, const int32_t* regs, uint64_t unknown,
                       std::vector<Region>& out) const {
-  const InstDesc& d = desc(in.op);
   const int rank = core / o_.lnc;
-  for (size_t k = 0; k < d.operands.size() && k < in.ops.size(); ++k) {
-    const Operand& o = in.ops[k];
-    OperandKind kind = d.operands[k].kind;
-    bool is_read = kind == OperandKind::Src || (kind == OperandKind::Scalar && o.is_ap);
-    bool is_write = kind == OperandKind::Dst;
-    if (!o.present || (!is_read && !is_write)) continue;
+  for_each_mem_operand(in, [&](const OperandDesc&, const Operand& o, bool is_write) {
     const AccessPattern& ap = o.ap;
-    if (ap.space == MemSpace::none || ap.ndims < 1 || ap.ndims > kMaxFreeDims) continue;
+    if (ap.space == MemSpace::none || ap.ndims < 1 || ap.ndims > kMaxFreeDims) return;
     bool hull_dyn = false;
     const i128 eb = dtype_bytes(ap.dtype);
     i128 lo = 0, hi = 0;
@@ -70,14 +65,14 @@ void Checker::regions(int core, const Inst& in, const int32_t* regs, uint64_t un
       r.unit = uint16_t(core);
       r.p0 = ap.part_start;
       r.p1 = std::min<uint32_t>(kNumPartitions, uint32_t(ap.part_start) + ap.part_count);
-      if (r.p1 <= r.p0) continue;
+      if (r.p1 <= r.p0) return;
     } else {
       r.kind = MemKind::hbm, r.unit = uint16_t(rank), r.p0 = 0, r.p1 = 1;
     }
     if (unbounded) {
       r.b0 = 0, r.b1 = uint64_t(INT64_MAX);
       out.push_back(r);
-      continue;
+      return;
     }
     // Shifts (elements): every row of an HBM pattern, plus every dynamic value.
     const uint32_t nrows = std::max<uint32_t>(1, ap.part_count);
@@ -90,7 +85,7 @@ void Checker::regions(int core, const Inst& in, const int32_t* regs, uint64_t un
       const i128 mx = std::max<i128>(0, pr) + std::max(dyn.front(), dyn.back());
       r.b0 = clampu(off + (mn + lo) * eb), r.b1 = clampu(off + (mx + hi + 1) * eb);
       if (r.b1 > r.b0) out.push_back(r);
-      continue;
+      return;
     }
     std::vector<i128> rows{0};
     if (!on_chip && nrows > 1) {
@@ -149,7 +144,7 @@ void Checker::regions(int core, const Inst& in, const int32_t* regs, uint64_t un
       r.b0 = clampu(b0), r.b1 = clampu(b1);
       if (r.b1 > r.b0) out.push_back(r);
     }
-  }
+  });
 }
 
 // ---- unrolling ---------------------------------------------------------------------------------

@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "interp/mem_operands.h"
+
 namespace nisa::interp {
 
 Region Region::intersect(const Region& o) const {
@@ -110,17 +112,8 @@ void add_view(const Machine& m, int core, ExecCtx& cx, const View& v, bool write
 
 void collect_accesses(const Machine& m, int core, ExecCtx& cx, const Inst& in,
                       std::vector<Region>& out) {
-  const InstDesc& d = desc(in.op);
-  bool skip = false;
-  for (size_t j = 0; j < d.operands.size() && j < in.ops.size(); ++j)
-    if (d.operands[j].kind == OperandKind::Enum && d.operands[j].enum_type == EnumType::OobMode)
-      skip = in.ops[j].i == static_cast<int>(OobMode::skip);
-  for (size_t k = 0; k < d.operands.size() && k < in.ops.size(); ++k) {
-    const Operand& o = in.ops[k];
-    OperandKind kind = d.operands[k].kind;
-    bool is_read = kind == OperandKind::Src || (kind == OperandKind::Scalar && o.is_ap);
-    bool is_write = kind == OperandKind::Dst;
-    if (!o.present || (!is_read && !is_write)) continue;
+  const bool skip = oob_skip_of(in);
+  for_each_mem_operand(in, [&](const OperandDesc&, const Operand& o, bool is_write) {
     try {
       if (o.ap.dyn == DynKind::vec) { // the index tile is read too (one element per row)
         const VecIndex& vi = o.ap.vidx;
@@ -134,7 +127,7 @@ void collect_accesses(const Machine& m, int core, ExecCtx& cx, const Inst& in,
     } catch (const Fault&) {
       // the semantics raise it with the full report
     }
-  }
+  });
 }
 
 RaceChecker::RaceChecker(const Machine& m)

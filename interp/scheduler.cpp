@@ -13,6 +13,7 @@
 
 #include "interp/cc_unit.h"
 #include "interp/cost.h"
+#include "interp/mem_operands.h"
 #include "interp/sched_internal.h"
 #include "interp/sched_report.h"
 #include "isa/print.h"
@@ -609,16 +610,9 @@ private:
 
   // ---- --check-uninit -------------------------------------------------------------------------
   template <class F> void for_each_ap(ExecCtx& cx, const Inst& in, bool reads, F&& f) {
-    const InstDesc& d = desc(in.op);
-    for (size_t k = 0; k < d.operands.size() && k < in.ops.size(); ++k) {
-      const Operand& o = in.ops[k];
-      OperandKind kind = d.operands[k].kind;
-      bool is_read = kind == OperandKind::Src || (kind == OperandKind::Scalar && o.is_ap);
-      if (!o.present || (reads ? !is_read : kind != OperandKind::Dst)) continue;
-      bool skip = false;
-      for (size_t j = 0; j < d.operands.size(); ++j)
-        if (d.operands[j].kind == OperandKind::Enum && d.operands[j].enum_type == EnumType::OobMode)
-          skip = in.ops[j].i == static_cast<int>(OobMode::skip);
+    const bool skip = oob_skip_of(in);
+    for_each_mem_operand(in, [&](const OperandDesc& od, const Operand& o, bool is_write) {
+      if (is_write == reads) return;
       if (reads && o.ap.dyn == DynKind::vec) { // the index tile is read too (one per row)
         const VecIndex& vi = o.ap.vidx;
         for (uint32_t p = 0; p < o.ap.part_count && vi.part_start + p < kNumPartitions; ++p)
@@ -630,9 +624,9 @@ private:
       uint32_t w = dtype_bytes(v.dtype);
       for (uint32_t p = 0; p < v.parts; ++p) {
         if (!v.row_skip.empty() && v.row_skip[p]) continue;
-        for (uint64_t j = 0; j < v.free_elems; ++j) f(d.operands[k].name, v.at(p, j), w);
+        for (uint64_t j = 0; j < v.free_elems; ++j) f(od.name, v.at(p, j), w);
       }
-    }
+    });
   }
   void check_reads(ExecCtx& cx, const Inst& in) {
     for_each_ap(cx, in, true, [&](std::string_view name, const uint8_t* p, uint32_t w) {
