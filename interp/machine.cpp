@@ -98,7 +98,6 @@ HostBuffer HostBuffer::file_backed(size_t bytes, const std::string& dir) {
         fmt::format("--hbm-spill: cannot map {} bytes: {}", bytes, std::strerror(err)));
   b.p_ = static_cast<uint8_t*>(p);
   b.n_ = bytes;
-  b.file_ = true;
   return b;
 }
 
@@ -111,8 +110,7 @@ void HostBuffer::repoison() {
   std::memset(p_, kPoisonByte, n_);
 }
 
-HostBuffer::HostBuffer(HostBuffer&& o) noexcept
-    : p_(o.p_), n_(o.n_), lazy_(o.lazy_), file_(o.file_) {
+HostBuffer::HostBuffer(HostBuffer&& o) noexcept : p_(o.p_), n_(o.n_), lazy_(o.lazy_) {
   o.p_ = nullptr;
   o.n_ = 0;
 }
@@ -120,7 +118,6 @@ HostBuffer& HostBuffer::operator=(HostBuffer&& o) noexcept {
   std::swap(p_, o.p_);
   std::swap(n_, o.n_);
   std::swap(lazy_, o.lazy_);
-  std::swap(file_, o.file_);
   return *this;
 }
 HostBuffer::~HostBuffer() {
@@ -188,7 +185,7 @@ Machine::Machine(const Module& m, const MachineOptions& o) : mod(&m), opt(o) {
     throw std::runtime_error(fmt::format("--ranks must be in 1..{}, not {}", kMaxRanks, o.ranks));
 
   const uint64_t hbm = hbm_size(m, o);
-  spilled = spill_hbm(hbm, o);
+  const bool spilled = spill_hbm(hbm, o);
   std::string dir = o.spill_dir;
   if (dir.empty()) {
     const char* t = std::getenv("TMPDIR");

@@ -29,7 +29,6 @@ public:
   // ranks; --hbm-spill). Throws std::runtime_error naming the directory on failure.
   static HostBuffer file_backed(size_t bytes, const std::string& dir);
   bool lazy() const { return lazy_; }
-  bool file() const { return file_; }
   void repoison();
   HostBuffer(HostBuffer&& o) noexcept;
   HostBuffer& operator=(HostBuffer&& o) noexcept;
@@ -43,7 +42,6 @@ private:
   uint8_t* p_ = nullptr;
   size_t n_ = 0;
   bool lazy_ = false;
-  bool file_ = false;
 };
 
 // Up to this many cores, SBUF and PSUM are eager huge-page buffers poisoned by memset (fastest
@@ -85,7 +83,7 @@ struct CoreSlot {
 };
 
 struct RankSlot {
-  HostBuffer hbm; // file-backed when spilled (Machine::spilled)
+  HostBuffer hbm; // file-backed when spilled (Machine::spill_hbm)
   uint64_t hbm_bytes = 0;
   std::vector<uint8_t> hbm_written; // --check-uninit shadow
 };
@@ -99,7 +97,6 @@ struct Machine {
   std::vector<RankSlot> ranks;
   std::vector<CoreSlot> cores;            // index rank * lnc + core
   std::shared_ptr<const Program> program; // built by the first run, reused by later ones
-  bool spilled = false;                   // the ranks' HBM is file-backed (--hbm-spill)
 
   // Validates the options against the module and target (std::runtime_error with a clear
   // message), allocates every memory once and resets the state.
