@@ -1,10 +1,13 @@
 #include "cli/common.h"
 
+#include "interp/host_pool.h"
+
 #include <cctype>
 #include <charconv>
 #include <iostream>
 
 #include "asm/asm.h"
+#include "interp/host_pool.h"
 #include "interp/target.h"
 #include "isa/object.h"
 #include "isa/output_file.h"
@@ -134,7 +137,12 @@ void MachineArgs::add_to(po::options_description& opts) {
                     "auto | on | off: keep the ranks' HBM in temporary files (paged by the OS) "
                     "instead of memory; auto: when it exceeds half of the host's RAM")(
       "spill-dir", po::value(&spill_dir)->value_name("DIR"),
-      "directory of the --hbm-spill files (default $TMPDIR, else /tmp)");
+      "directory of the --hbm-spill files (default $TMPDIR, else /tmp)")(
+      "threads", po::value(&threads)->value_name("N"),
+      ("host threads (1.." + std::to_string(interp::kMaxHostThreads) +
+       "; default: the host's cores, here " + std::to_string(interp::default_host_threads()) +
+       "); results are the same for every N")
+          .c_str());
 }
 
 bool MachineArgs::apply(std::string_view cmd, const po::variables_map& vm,
@@ -183,6 +191,17 @@ bool MachineArgs::apply(std::string_view cmd, const po::variables_map& vm,
     auto n = parse_count(cmd, "--max-steps", max_steps);
     if (!n) return false;
     cfg.sched.max_steps = *n;
+  }
+  cfg.sched.threads = std::min(interp::default_host_threads(), interp::kMaxHostThreads);
+  if (vm.count("threads")) {
+    auto n = parse_count(cmd, "--threads", threads);
+    if (!n) return false;
+    if (*n < 1 || *n > uint64_t(interp::kMaxHostThreads)) {
+      std::cerr << "nisa " << cmd << ": --threads " << *n << ": expected 1.."
+                << interp::kMaxHostThreads << "\n";
+      return false;
+    }
+    cfg.sched.threads = int(*n);
   }
   for (const auto& s : ins) {
     interp::IoSpec io;

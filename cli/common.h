@@ -33,6 +33,7 @@ struct MachineArgs {
   int lnc = 1, ranks = 1;
   uint64_t seed = 0;
   std::string max_steps;
+  std::string threads; // --threads; empty: the host's cores
   std::string max_hbm; // bytes, or with a K/M/G/T suffix (powers of 1024)
   std::string hbm_spill = "auto", spill_dir;
 

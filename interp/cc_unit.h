@@ -18,16 +18,6 @@
 
 namespace nisa::interp::detail {
 
-// One rank's trigger of a collective.
-struct CcArrival {
-  int core = 0; // rank * lnc + core
-  uint8_t eng = 0;
-  uint32_t pc = 0;
-  const PInst* pi = nullptr;
-  int64_t at = 0; // ticks: when the trigger completed
-  int32_t regs[kNumRegs];
-};
-
 // A transfer whose participants all arrived, in flight on a channel of each participant.
 struct CcXfer {
   std::vector<CcArrival> who; // in replica-group order

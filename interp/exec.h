@@ -60,6 +60,8 @@ struct CoreState {
 };
 
 // Everything one instruction may touch.
+class HostPool;
+
 struct ExecCtx {
   Machine* machine = nullptr; // for cross-core work (send_recv, collectives)
   const TargetParams* tp = nullptr;
@@ -76,6 +78,9 @@ struct ExecCtx {
   // halt sets it to the stream length.
   int64_t next_pc = 0;
   int64_t stream_len = 0;
+  // Host threads for the partition ranges of large instructions (interp/host_pool.h); null:
+  // one thread.
+  HostPool* pool = nullptr;
 
   // Resolve an access pattern: applies dynamic offsets from registers or index tiles,
   // checks bounds, memory space rules and partition limits; throws Fault with a clear

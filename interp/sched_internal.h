@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <queue>
 #include <string>
@@ -79,13 +80,6 @@ struct QueueRt {
   int64_t last_end = 0;
 };
 
-struct CoreRt {
-  EngRt eng[kNumEngines];
-  QueueRt queue[kNumDmaQueues];
-  int64_t link_free = 0;
-  uint32_t blocked = 0; // mask of engines blocked on semaphores
-};
-
 struct Event {
   int64_t t;
   uint64_t key;
@@ -128,6 +122,59 @@ private:
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> heap_;
   Event front_{};
   bool has_front_ = false;
+};
+
+// A core's arrival at a rendezvous (core_barrier: kind 0, send_recv: kind 1), recorded while
+// the core runs alone and matched with the other cores' at the end of the phase.
+struct RdvArrival {
+  int64_t t = 0;
+  uint8_t eng = 0;
+  uint8_t kind = 0;
+  int64_t key = 0;
+};
+
+// One rank's trigger of a collective.
+struct CcArrival {
+  int core = 0; // rank * lnc + core
+  uint8_t eng = 0;
+  uint32_t pc = 0;
+  const PInst* pi = nullptr;
+  int64_t at = 0;       // ticks: when the trigger completed
+  int64_t min_cost = 1; // the transfer's ticks without contention (>= 1): it ends no earlier
+  int32_t regs[kNumRegs];
+};
+// A trigger as the core recorded it, with its replica group's cores.
+struct CcArrivalRec {
+  CcArrival a;
+  std::vector<int> members;
+};
+
+// One core of the run: its engines and queues, and its own event queue and clock. Cores touch
+// only their own CoreRt while a phase runs (docs/machine.md "Host threads").
+struct CoreRt {
+  EngRt eng[kNumEngines];
+  QueueRt queue[kNumDmaQueues];
+  int64_t link_free = 0;
+  uint32_t blocked = 0; // mask of engines blocked on semaphores
+
+  EventQueue heap;
+  int64_t now = 0;
+  int64_t makespan = 0;
+  int64_t horizon = 0; // events at or after it wait for the next phase
+  // Per-agent counters behind event keys and latency jitter: a core's keys do not depend on
+  // what the other cores did, so the order of its events is the same whatever runs alongside.
+  uint64_t aseq[kAgentsPerCore] = {};
+  uint64_t jseq[kAgentsPerCore] = {};
+  uint64_t steps = 0, allowance = UINT64_MAX, watch_from = UINT64_MAX;
+  std::map<uint32_t, std::map<int64_t, uint64_t>> watched; // budget: agent -> pc -> events
+  std::vector<RdvArrival> rdv;                             // arrivals of this phase
+  std::vector<CcArrivalRec> cc;                            // collective triggers of this phase
+  // A fault or a spent allowance stops this core (the run stops at the end of the phase).
+  bool stopped = false, faulted = false, over_budget = false;
+  Event stop_event{};     // the event that faulted, or that found the allowance spent
+  std::string fault_text; // the fault report
+  int cur_eng = 0;        // fault context
+  int64_t cur_pc = 0;
 };
 
 inline uint64_t mix(uint64_t x) { // splitmix64

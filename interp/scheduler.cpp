@@ -13,6 +13,7 @@
 
 #include "interp/cc_unit.h"
 #include "interp/cost.h"
+#include "interp/host_pool.h"
 #include "interp/mem_operands.h"
 #include "interp/sched_internal.h"
 #include "interp/sched_report.h"
@@ -35,11 +36,24 @@ namespace {
 
 using namespace detail;
 
-// A rendezvous of several cores (barrier, send_recv pipe, collective).
+// A rendezvous of several cores (barrier, send_recv pipe).
 struct Party {
   std::vector<std::pair<int, int>> arrived; // (core index, engine)
 };
 
+constexpr int64_t kNever = INT64_MAX;
+
+// How a run proceeds (docs/machine.md "Host threads"). Every core has its own event queue.
+// Cores meet only at rendezvous (core_barrier, send_recv) and collectives, whose effects land
+// on a core no earlier than a known latency after the last participant arrived. The run goes
+// in phases: at the start of one, each core gets a horizon, a time before which nothing any
+// other core does can reach it; the cores then run their events before their horizons
+// independently (on the host threads, in any order: the fast path) and record their arrivals;
+// at the end of the phase the arrivals are matched and the completed rendezvous and
+// collective transfers take effect, in a fixed order. Each core's events follow (time, key)
+// with keys drawn from per-agent counters, so the outcome is the same for every thread count.
+// The slow path (timeline, observers, --check-uninit, the debugger) runs the same phases on
+// one thread, the events of a phase merged in (time, key) order.
 class Sched final : public SchedulerImpl {
 public:
   Sched(Machine& m, const SchedOptions& o) : m_(m), o_(o), mod_(*m.mod) {}
@@ -48,10 +62,13 @@ public:
     auto t0 = std::chrono::steady_clock::now();
     try {
       start();
-      if (slow())
-        loop<true>();
-      else
-        loop<false>();
+      while (!stopped_ && next_phase()) {
+        if (slow())
+          run_phase_merged(false);
+        else
+          run_phase_parallel();
+        end_phase();
+      }
       if (!stopped_) check_deadlock();
     } catch (const Fault& f) {
       fault(f.what());
@@ -67,49 +84,67 @@ public:
     auto t0 = std::chrono::steady_clock::now();
     try {
       start();
-      if (heap_.empty() && !stopped_) check_deadlock();
+      settle_step();
     } catch (const Fault& f) {
       fault(f.what());
     }
-    finished_ = stopped_ || heap_.empty();
+    finished_ = stopped_ || !has_next_;
     finish_stats(t0);
   }
   bool step() override {
     if (finished_) return false;
     auto t0 = std::chrono::steady_clock::now();
     try {
-      if (!started_) start();
-      if (!heap_.empty() && !stopped_) process<true>(heap_.pop());
-      if (heap_.empty() && !stopped_) check_deadlock();
+      if (has_next_) {
+        if (next_sync_) {
+          process_sync(sync_.pop());
+        } else {
+          Event top = merged_.top();
+          merged_.pop();
+          CoreRt& C = cores_[top.agent];
+          Event ev = C.heap.pop();
+          step_core(int(top.agent), ev);
+          if (C.stopped) end_phase(); // a fault or the budget: report it now
+          if (!stopped_) push_merged(int(top.agent));
+        }
+      }
+      if (!stopped_) settle_step();
     } catch (const Fault& f) {
       fault(f.what());
     }
-    finished_ = stopped_ || heap_.empty();
+    finished_ = stopped_ || !has_next_;
     finish_stats(t0);
     return !finished_;
   }
   std::optional<StepEvent> peek() const override {
-    if (finished_ || heap_.empty()) return std::nullopt;
-    const Event& ev = heap_.top();
-    int c = int(ev.agent / kAgentsPerCore), a = int(ev.agent % kAgentsPerCore);
+    if (finished_ || !has_next_) return std::nullopt;
     StepEvent se;
+    if (next_sync_) {
+      const Event& ev = sync_.top();
+      int c = int(ev.agent / kAgentsPerCore),
+          ch = int(ev.agent % kAgentsPerCore) - kNumEngines - kNumDmaQueues;
+      const CcXfer& x = cc_.inflight(c, ch).front();
+      se.core = c;
+      se.time = ev.t;
+      se.engine = Engine(x.who[0].eng);
+      se.pc = x.who[0].pc;
+      se.dma_queue = kNumDmaQueues + ch;
+      se.cc_channel = ch;
+      return se;
+    }
+    const int c = int(merged_.top().agent);
+    const Event& ev = cores_[c].heap.top();
+    const int a = int(ev.agent % kAgentsPerCore);
     se.core = c;
     se.time = ev.t;
     if (a < kNumEngines) {
       se.engine = Engine(a);
       se.pc = cores_[c].eng[a].pc;
-    } else if (a < kNumEngines + kNumDmaQueues) {
+    } else {
       const Xfer& x = cores_[c].queue[a - kNumEngines].q.front();
       se.engine = Engine(x.eng);
       se.pc = x.pc;
       se.dma_queue = a - kNumEngines;
-    } else { // a collective transfer completing on a channel (reported like a transfer)
-      int ch = a - kNumEngines - kNumDmaQueues;
-      const CcXfer& x = cc_.inflight(c, ch).front();
-      se.engine = Engine(x.who[0].eng);
-      se.pc = x.who[0].pc;
-      se.dma_queue = kNumDmaQueues + ch;
-      se.cc_channel = ch;
     }
     return se;
   }
@@ -154,23 +189,30 @@ public:
 private:
   void start() {
     started_ = true;
-    check_at_ = !o_.max_steps                 ? UINT64_MAX
-                : o_.max_steps > kBudgetWatch ? o_.max_steps - kBudgetWatch + 1
-                                              : 1;
     timeline_cap_ = o_.max_timeline_events ? o_.max_timeline_events : UINT64_MAX;
     predecode();
     setup();
     res_.stats.cores.assign(m_.cores.size(), CoreStats{});
-    for (size_t c = 0; c < cores_.size(); ++c)
-      for (int e = 0; e < kNumEngines; ++e)
-        if (slow())
-          try_issue<true>(int(c), e);
-        else
-          try_issue<false>(int(c), e);
+    for (size_t c = 0; c < cores_.size(); ++c) {
+      CoreRt& C = cores_[c];
+      try {
+        for (int e = 0; e < kNumEngines && !C.stopped; ++e)
+          if (slow())
+            try_issue<true>(int(c), e);
+          else
+            try_issue<false>(int(c), e);
+      } catch (const Fault& f) {
+        core_fault(int(c), Event{0, 0, uint32_t(c * kAgentsPerCore + C.cur_eng)}, f.what());
+      }
+    }
+    if (any_stopped()) end_phase();
   }
   void finish_stats(std::chrono::steady_clock::time_point t0) {
-    res_.stats.makespan_ticks = makespan_;
-    res_.steps = steps_;
+    int64_t ms = makespan_sync_;
+    uint64_t steps = 0;
+    for (const CoreRt& C : cores_) ms = std::max(ms, C.makespan), steps += C.steps;
+    res_.stats.makespan_ticks = ms;
+    res_.steps = steps;
     res_.stats.wall_seconds +=
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
@@ -182,50 +224,24 @@ private:
   const std::vector<std::string>* msgs_ = nullptr;
   const Wait* waits_ = nullptr;
   const Signal* sigs_ = nullptr;
+  std::unique_ptr<HostPool> pool_;
   std::vector<CoreRt> cores_;
-  EventQueue heap_;
-  uint64_t seq_ = 0;
-  int64_t now_ = 0, makespan_ = 0;
+  EventQueue sync_; // collective transfers completing (agent: the first participant's channel)
+  int64_t now_ = 0, makespan_sync_ = 0;
   bool stopped_ = false, started_ = false, finished_ = false;
   RunResult res_;
   bool slow() const { return o_.timeline || m_.opt.check_uninit || o_.observer; }
-  // Fault context: which instruction is executing.
+  // Fault context of the work done between phases (rendezvous, collective transfers).
   int cur_core_ = -1, cur_eng_ = 0;
   int64_t cur_pc_ = 0;
   std::map<std::tuple<int, int, int64_t>, Party> parties_; // (rank, kind/engine, key)
   uint64_t timeline_cap_ = UINT64_MAX;
-
-  // ---- the budget (SchedOptions::max_steps) ---------------------------------------------------
-  // The last kBudgetWatch events before the budget runs out are noted per agent and pc, so that
-  // the report (sched_report.cpp) shows the loop each engine is in. Until then the only cost is
-  // process()'s compare.
-  uint64_t steps_ = 0, check_at_ = UINT64_MAX;
-  BudgetWatch watched_;
-
-  // Called for every event from check_at_ on; true when the budget is spent (the event is put
-  // back unprocessed and the run stops).
-  bool over_budget(const Event& ev) {
-    if (steps_ > o_.max_steps) {
-      --steps_;
-      heap_.push(ev);
-      stopped_ = true;
-      res_.status = RunStatus::budget;
-      res_.exit_code = kExitBudget;
-      res_.report = budget_report(m_, mod_, cores_, watched_, steps_, now_, o_.max_steps);
-      return true;
-    }
-    check_at_ = steps_ + 1;
-    int c = int(ev.agent / kAgentsPerCore), a = int(ev.agent % kAgentsPerCore);
-    int64_t pc = a < kNumEngines ? cores_[c].eng[a].pc
-                 : a < kNumEngines + kNumDmaQueues
-                     ? int64_t(cores_[c].queue[a - kNumEngines].q.front().pc)
-                     : -1; // a collective channel: counted, no pc
-    ++watched_[ev.agent][pc];
-    return false;
-  }
-
   CcUnit cc_; // collectives: channels and the ranks' rendezvous
   std::vector<CcArrival> cc_party_;
+  std::vector<CcArrivalRec> cc_pending_; // triggers not yet matched (arrival order)
+  // Stepping: the cores whose next event is before their horizon, by that event.
+  std::priority_queue<Event, std::vector<Event>, std::greater<Event>> merged_;
+  bool has_next_ = false, next_sync_ = false;
 
   // ---- set-up ---------------------------------------------------------------------------------
   void predecode() {
@@ -237,11 +253,14 @@ private:
   }
 
   void setup() {
-    cores_.resize(m_.cores.size());
+    if (o_.threads > 1 && !pool_) pool_ = std::make_unique<HostPool>(o_.threads);
+    cores_ = std::vector<CoreRt>(m_.cores.size());
     cc_.reset(int(cores_.size()));
+    const uint64_t budget = o_.max_steps ? o_.max_steps : UINT64_MAX;
     for (size_t c = 0; c < cores_.size(); ++c) {
       CoreSlot& cs = m_.cores[c];
       RankSlot& rs = m_.ranks[cs.rank];
+      set_allowance(cores_[c], budget);
       for (int e = 0; e < kNumEngines; ++e) {
         EngRt& E = cores_[c].eng[e];
         E.prog = program_->prog[e].data();
@@ -258,36 +277,283 @@ private:
         cx.state = &cs.st;
         cx.regs = cs.st.regs[e];
         cx.stream_len = E.len;
+        cx.pool = pool_.get();
       }
     }
   }
 
+  // ---- the budget (SchedOptions::max_steps) ---------------------------------------------------
+  // A phase gives each core what is left of the budget; a core that spends it stops, and so
+  // does the run at the end of the phase. The last kBudgetWatch events before a core's
+  // allowance runs out are noted per agent and pc, so that the report (sched_report.cpp) shows
+  // the loop each engine is in. Until then the only cost is process()'s compare.
+  void set_allowance(CoreRt& C, uint64_t left) {
+    C.allowance = left > UINT64_MAX - C.steps ? UINT64_MAX : C.steps + left;
+    C.watch_from = C.allowance == UINT64_MAX    ? UINT64_MAX
+                   : C.allowance > kBudgetWatch ? C.allowance - kBudgetWatch + 1
+                                                : 1;
+  }
+  // Called for every event from watch_from on; true when the allowance is spent (the event is
+  // put back unprocessed and the core stops).
+  bool over_budget(int c, const Event& ev) {
+    CoreRt& C = cores_[c];
+    if (C.steps > C.allowance) {
+      --C.steps;
+      C.heap.push(ev);
+      C.stopped = C.over_budget = true;
+      C.stop_event = ev;
+      return true;
+    }
+    int a = int(ev.agent % kAgentsPerCore);
+    int64_t pc = a < kNumEngines ? C.eng[a].pc : int64_t(C.queue[a - kNumEngines].q.front().pc);
+    ++C.watched[ev.agent][pc];
+    return false;
+  }
+
+  // ---- phases ---------------------------------------------------------------------------------
+  // The earliest event of any running core (kNever: none).
+  int64_t earliest() const {
+    int64_t t = kNever;
+    for (const CoreRt& C : cores_)
+      if (!C.stopped && !C.heap.empty()) t = std::min(t, C.heap.top().t);
+    return t;
+  }
+  bool any_stopped() const {
+    for (const CoreRt& C : cores_)
+      if (C.stopped) return true;
+    return false;
+  }
+
+  // Matches the arrivals recorded so far: every rendezvous arrival (their order does not
+  // matter: a party releases at its last arrival's time), and the collective triggers before
+  // `safe` in (time, core, engine) order (a transfer takes its channels in the order the
+  // parties completed). Returns whether anything was matched.
+  bool match_arrivals(int64_t safe) {
+    bool any = false;
+    for (size_t c = 0; c < cores_.size(); ++c) {
+      CoreRt& C = cores_[c];
+      for (const RdvArrival& r : C.rdv) arrive(int(c), r.eng, r.kind, r.key, r.t);
+      any |= !C.rdv.empty();
+      C.rdv.clear();
+      for (CcArrivalRec& rec : C.cc) cc_pending_.push_back(std::move(rec));
+      C.cc.clear();
+    }
+    if (cc_pending_.empty()) return any;
+    std::stable_sort(cc_pending_.begin(), cc_pending_.end(),
+                     [](const CcArrivalRec& x, const CcArrivalRec& y) {
+                       return x.a.at != y.a.at       ? x.a.at < y.a.at
+                              : x.a.core != y.a.core ? x.a.core < y.a.core
+                                                     : x.a.eng < y.a.eng;
+                     });
+    size_t n = 0;
+    while (n < cc_pending_.size() && cc_pending_[n].a.at < safe && !stopped_) {
+      cc_match(cc_pending_[n]);
+      ++n;
+    }
+    cc_pending_.erase(cc_pending_.begin(), cc_pending_.begin() + long(n));
+    return any || n > 0;
+  }
+
+  // The work between phases; then each core's horizon. False when no core has an event
+  // before its horizon (the run is over: finished or deadlocked).
+  bool next_phase() {
+    for (;;) {
+      const int64_t t = earliest();
+      bool any = match_arrivals(t);
+      if (stopped_) return false;
+      // Transfers completing no later than every core's next event: before those events.
+      while (!sync_.empty() && sync_.top().t <= earliest() && !stopped_) {
+        process_sync(sync_.pop());
+        any = true;
+      }
+      if (stopped_) return false;
+      if (!any) break;
+    }
+    return set_horizons();
+  }
+
+  bool set_horizons() {
+    const int64_t t = earliest();
+    for (CoreRt& C : cores_) C.horizon = kNever;
+    auto bound = [&](int c, int64_t at, int64_t lat) {
+      int64_t h = std::max(at, t);
+      h = h > kNever - lat ? kNever : h + lat;
+      cores_[c].horizon = std::min(cores_[c].horizon, h);
+    };
+    for (size_t c = 0; c < cores_.size(); ++c) // engines waiting at an incomplete rendezvous
+      for (int e = 0; e < kNumEngines; ++e) {
+        const EngRt& E = cores_[c].eng[e];
+        if (E.st == St::rendezvous) bound(int(c), E.since, E.prog[E.pc].lat);
+      }
+    for (const CcUnit::Waiting& w : cc_.waiting()) bound(w.who.core, w.who.at, w.who.min_cost);
+    for (const CcArrivalRec& r : cc_pending_) bound(r.a.core, r.a.at, r.a.min_cost);
+    for_each_inflight([&](const CcXfer& x) {
+      for (const CcArrival& w : x.who)
+        cores_[w.core].horizon = std::min(cores_[w.core].horizon, x.end);
+    });
+    const uint64_t budget = o_.max_steps ? o_.max_steps : UINT64_MAX;
+    uint64_t spent = 0;
+    for (const CoreRt& C : cores_) spent += C.steps;
+    bool any = false;
+    for (CoreRt& C : cores_) {
+      set_allowance(C, budget > spent ? budget - spent : 0);
+      any |= !C.stopped && !C.heap.empty() && C.heap.top().t < C.horizon;
+    }
+    return any;
+  }
+  template <class F> void for_each_inflight(F&& f) const {
+    for (size_t c = 0; c < cores_.size(); ++c)
+      for (int ch = 0; ch < kNumCcChannels; ++ch)
+        for (const CcXfer& x : cc_.inflight(int(c), ch)) f(x);
+  }
+
+  // The fast path: every core with work runs its events before its horizon, the cores spread
+  // over the host threads.
+  void run_phase_parallel() {
+    runnable_.clear();
+    for (size_t c = 0; c < cores_.size(); ++c) {
+      const CoreRt& C = cores_[c];
+      if (!C.stopped && !C.heap.empty() && C.heap.top().t < C.horizon) runnable_.push_back(int(c));
+    }
+    auto run_core = [&](int i) {
+      const int c = runnable_[size_t(i)];
+      CoreRt& C = cores_[size_t(c)];
+      Event ev{};
+      try {
+        while (!C.stopped && !C.heap.empty() && C.heap.top().t < C.horizon) {
+          ev = C.heap.pop();
+          process<false>(c, ev);
+        }
+      } catch (const Fault& f) {
+        core_fault(c, ev, f.what());
+      }
+    };
+    if (pool_ && runnable_.size() > 1)
+      pool_->run(int(runnable_.size()), run_core);
+    else
+      for (size_t i = 0; i < runnable_.size(); ++i) run_core(int(i));
+  }
+  std::vector<int> runnable_;
+
+  // The slow path: the events of the phase on one thread in (time, key) order. With
+  // `one_step`, returns after one event (the debugger).
+  void run_phase_merged(bool one_step) {
+    fill_merged();
+    while (!merged_.empty() && !stopped_) {
+      const int c = int(merged_.top().agent);
+      merged_.pop();
+      step_core(c, cores_[c].heap.pop());
+      if (cores_[c].stopped) return; // the slow path reports a fault at once
+      push_merged(c);
+      if (one_step) return;
+    }
+  }
+  void fill_merged() {
+    merged_ = {};
+    for (size_t c = 0; c < cores_.size(); ++c) push_merged(int(c));
+  }
+  void push_merged(int c) {
+    const CoreRt& C = cores_[c];
+    if (C.stopped || C.heap.empty() || C.heap.top().t >= C.horizon) return;
+    const Event& top = C.heap.top();
+    merged_.push(Event{top.t, top.key, uint32_t(c)});
+  }
+  void step_core(int c, const Event& ev) {
+    try {
+      process<true>(c, ev);
+    } catch (const Fault& f) {
+      core_fault(c, ev, f.what());
+    }
+    now_ = std::max(now_, ev.t);
+  }
+  // The debugger: makes has_next_ / next_sync_ name what step() does next, running the work
+  // between phases when the phase is over.
+  void settle_step() {
+    for (;;) {
+      if (any_stopped()) end_phase();
+      if (stopped_) {
+        has_next_ = false;
+        return;
+      }
+      if (!merged_.empty()) {
+        has_next_ = true, next_sync_ = false;
+        return;
+      }
+      const int64_t t = earliest();
+      bool any = match_arrivals(t);
+      if (stopped_) continue;
+      if (!sync_.empty() && sync_.top().t <= earliest()) {
+        has_next_ = next_sync_ = true;
+        return;
+      }
+      if (any) continue;
+      if (!set_horizons()) {
+        has_next_ = false;
+        check_deadlock();
+        return;
+      }
+      fill_merged();
+    }
+  }
+
+  // After a phase: a core that faulted or spent the budget stops the run. The report is the
+  // earliest fault (time, key), else the budget's.
+  void end_phase() {
+    const CoreRt* first = nullptr;
+    bool budget = false;
+    for (const CoreRt& C : cores_) {
+      if (C.faulted && (!first || first->stop_event > C.stop_event)) first = &C;
+      budget |= C.over_budget;
+    }
+    if (first) {
+      stopped_ = true;
+      res_.status = RunStatus::fault;
+      res_.exit_code = kExitFault;
+      res_.report = first->fault_text;
+    } else if (budget) {
+      stopped_ = true;
+      res_.status = RunStatus::budget;
+      res_.exit_code = kExitBudget;
+      BudgetWatch watched;
+      uint64_t steps = 0;
+      int64_t now = 0;
+      for (const CoreRt& C : cores_) {
+        for (const auto& [agent, pcs] : C.watched) watched[agent] = pcs;
+        steps += C.steps;
+        now = std::max(now, C.now);
+      }
+      res_.report = budget_report(m_, mod_, cores_, watched, steps, now, o_.max_steps);
+    }
+  }
+
   // ---- event queue ----------------------------------------------------------------------------
-  void push(int64_t t, uint32_t agent) {
-    uint64_t s = seq_++;
+  // Keys: fixed order by agent (then FIFO per agent), or a pseudo-random order from the seed,
+  // the agent and the agent's own count, never from what other agents did.
+  void push(int c, int64_t t, int a) {
+    CoreRt& C = cores_[c];
+    const uint32_t agent = uint32_t(c * kAgentsPerCore + a);
+    const uint64_t s = C.aseq[a]++;
     uint64_t key = o_.mode == ScheduleMode::fixed
                        ? (uint64_t(agent) << 40) | s
                        : mix(o_.seed ^ mix(s * 0x100000001b3ull + agent));
-    heap_.push(Event{t, key, agent});
+    C.heap.push(Event{t, key, agent});
   }
-  int64_t jitter(int64_t lat) {
+  int64_t jitter(int c, int a, int64_t lat) {
     if (o_.mode == ScheduleMode::fixed) return lat;
-    return lat + static_cast<int64_t>(mix(o_.seed * 31 + seq_++) % uint64_t(lat + 1));
+    const uint64_t agent = uint64_t(c) * kAgentsPerCore + uint64_t(a);
+    const uint64_t s = cores_[c].jseq[a]++;
+    return lat + static_cast<int64_t>(mix(o_.seed * 31 + mix(agent + 1) + s) % uint64_t(lat + 1));
   }
 
-  template <bool kSlow> void loop() {
-    while (!heap_.empty() && !stopped_) process<kSlow>(heap_.pop());
-  }
-  template <bool kSlow> void process(const Event& ev) {
-    if (++steps_ >= check_at_ && over_budget(ev)) return; // one compare per event
-    now_ = ev.t;
-    int c = int(ev.agent / kAgentsPerCore), a = int(ev.agent % kAgentsPerCore);
+  template <bool kSlow> void process(int c, const Event& ev) {
+    CoreRt& C = cores_[c];
+    if (++C.steps >= C.watch_from && over_budget(c, ev)) return; // one compare per event
+    C.now = ev.t;
+    int a = int(ev.agent % kAgentsPerCore);
     if (a < kNumEngines)
       complete<kSlow>(c, a);
-    else if (a < kNumEngines + kNumDmaQueues)
-      dma_done<kSlow>(c, a - kNumEngines);
     else
-      cc_done<kSlow>(c, a - kNumEngines - kNumDmaQueues);
+      dma_done<kSlow>(c, a - kNumEngines);
   }
 
   // ---- engines --------------------------------------------------------------------------------
@@ -306,50 +572,50 @@ private:
       return;
     }
     const PInst& P = E.prog[E.pc];
-    cur_core_ = c, cur_eng_ = e, cur_pc_ = E.pc;
+    C.cur_eng = e, C.cur_pc = E.pc;
     if (P.kind == Kind::bad) throw Fault((*msgs_)[P.bad]); // before its waits: they may be bad
     if (!waits_hold(E.cx.state->sems, P)) {
       if (E.st != St::blocked) {
         E.st = St::blocked;
-        E.since = now_;
+        E.since = C.now;
         C.blocked |= 1u << e;
       }
       return;
     }
     if constexpr (kSlow) {
-      E.issued = now_;
+      E.issued = C.now;
       if (o_.observer) o_.observer->issue(c, Engine(e), E.pc);
     }
     if (E.st == St::blocked) {
-      res_.stats.cores[c].eng[e].wait_ticks += now_ - E.since;
-      if constexpr (kSlow) record(TimelineEvent::wait, c, e, e, E.since, now_ - E.since, 0);
+      res_.stats.cores[c].eng[e].wait_ticks += C.now - E.since;
+      if constexpr (kSlow) record(TimelineEvent::wait, c, e, e, E.since, C.now - E.since, 0);
     }
     switch (P.kind) {
-    case Kind::barrier: return arrive(c, e, 0, e);
-    case Kind::sendrecv: return arrive(c, e, 1, P.in->ops[2].i);
+    case Kind::barrier: return record_arrival(c, e, 0, e);
+    case Kind::sendrecv: return record_arrival(c, e, 1, P.in->ops[2].i);
     default: break;
     }
     E.st = St::running;
-    int64_t lat = jitter(P.lat);
+    int64_t lat = jitter(c, e, P.lat);
     EngineStats& es = res_.stats.cores[c].eng[e];
     ++es.insts;
     es.busy_ticks += lat;
     es.cycles += P.cycles;
-    if constexpr (kSlow) record(TimelineEvent::inst, c, e, e, now_, lat, 0);
-    push(now_ + lat, uint32_t(c * kAgentsPerCore + e));
+    if constexpr (kSlow) record(TimelineEvent::inst, c, e, e, C.now, lat, 0);
+    push(c, C.now + lat, e);
   }
 
   template <bool kSlow> void complete(int c, int e) {
     CoreRt& C = cores_[c];
     EngRt& E = C.eng[e];
     const PInst& P = E.prog[E.pc];
-    cur_core_ = c, cur_eng_ = e, cur_pc_ = E.pc;
-    makespan_ = std::max(makespan_, now_);
+    C.cur_eng = e, C.cur_pc = E.pc;
+    C.makespan = std::max(C.makespan, C.now);
     E.cx.next_pc = E.pc + 1;
     ExecEvent ev;
     if constexpr (kSlow) {
       if (o_.observer) {
-        ev = ExecEvent{c, Engine(e), E.pc, -1, E.issued, now_, P.kind == Kind::plain};
+        ev = ExecEvent{c, Engine(e), E.pc, -1, E.issued, C.now, P.kind == Kind::plain};
         o_.observer->exec(ev, E.cx, *P.in);
       }
     }
@@ -366,7 +632,7 @@ private:
     if constexpr (kSlow) {
       if (o_.observer) o_.observer->done(ev);
     }
-    if (!stopped_) try_issue<kSlow>(c, e);
+    if (!C.stopped) try_issue<kSlow>(c, e);
   }
 
   template <bool kSlow> void exec(ExecCtx& cx, const PInst& P) {
@@ -401,7 +667,7 @@ private:
   void wake(int c) {
     CoreRt& C = cores_[c];
     uint32_t mask = C.blocked;
-    while (mask && !stopped_) {
+    while (mask && !C.stopped) {
       int e = __builtin_ctz(mask);
       mask &= mask - 1;
       EngRt& E = C.eng[e];
@@ -426,10 +692,10 @@ private:
     std::memcpy(x.regs, C.eng[e].cx.regs, sizeof x.regs);
     if (o_.observer) o_.observer->enqueue(c, Engine(e), x.pc, P.queue);
     DmaTime t = dma_transfer(*m_.tp, P.bytes, P.rows);
-    int64_t t0 = std::max(now_, Q.data_free);
+    int64_t t0 = std::max(C.now, Q.data_free);
     int64_t begin = std::max(t0, C.link_free);
     C.link_free = begin + t.link_ticks;
-    int64_t data_end = begin + jitter(t.data_ticks);
+    int64_t data_end = begin + jitter(c, kNumEngines + P.queue, t.data_ticks);
     Q.data_free = data_end;
     x.begin = begin;
     x.end = std::max(Q.last_end, data_end + t.latency_ticks);
@@ -438,17 +704,18 @@ private:
     ++qs.transfers;
     qs.bytes += P.bytes;
     qs.busy_ticks += x.end - begin;
-    push(x.end, uint32_t(c * kAgentsPerCore + kNumEngines + P.queue));
+    push(c, x.end, kNumEngines + P.queue);
     Q.q.push_back(x);
   }
 
   template <bool kSlow> void dma_done(int c, int q) {
-    QueueRt& Q = cores_[c].queue[q];
+    CoreRt& C = cores_[c];
+    QueueRt& Q = C.queue[q];
     Xfer x = Q.q.front();
     Q.q.pop_front();
-    cur_core_ = c, cur_eng_ = x.eng, cur_pc_ = x.pc;
-    makespan_ = std::max(makespan_, now_);
-    ExecCtx cx = cores_[c].eng[x.eng].cx;
+    C.cur_eng = x.eng, C.cur_pc = x.pc;
+    C.makespan = std::max(C.makespan, C.now);
+    ExecCtx cx = C.eng[x.eng].cx;
     cx.regs = x.regs;
     ExecEvent ev;
     if constexpr (kSlow) {
@@ -468,26 +735,44 @@ private:
   }
 
   // ---- collectives (interp/cc_unit.h) --------------------------------------------------------
-  // The trigger completed: the collective waits on its channel for the other ranks.
+  // The trigger completed: the core records it; between phases it waits on its channel for
+  // the other ranks (cc_match).
   void cc_trigger(int c, int e, const PInst& P) {
-    CcArrival a;
+    CoreRt& C = cores_[c];
+    CcArrivalRec rec;
+    CcArrival& a = rec.a;
     a.core = c;
     a.eng = uint8_t(e);
-    a.pc = uint32_t(cores_[c].eng[e].pc);
+    a.pc = uint32_t(C.eng[e].pc);
     a.pi = &P;
-    a.at = now_;
-    std::memcpy(a.regs, cores_[c].eng[e].cx.regs, sizeof a.regs);
-    const int ch = P.queue;
-    if (o_.observer) o_.observer->enqueue(c, Engine(e), a.pc, kNumDmaQueues + ch);
+    a.at = C.now;
+    std::memcpy(a.regs, C.eng[e].cx.regs, sizeof a.regs);
+    if (o_.observer) o_.observer->enqueue(c, Engine(e), a.pc, kNumDmaQueues + P.queue);
     const CoreSlot& cs = m_.cores[c];
-    std::vector<int> members = CcUnit::members(mod_, m_.opt.ranks, cs.rank, *P.in);
-    for (int& r : members) r = r * m_.opt.lnc + cs.core;
-    if (!cc_.arrive(a, ch, P.in->ops[2].i, members, cc_party_)) return;
+    rec.members = CcUnit::members(mod_, m_.opt.ranks, cs.rank, *P.in);
+    CcRing ring = cc_ring_cost(P.in->op, P.bytes, rec.members.size());
+    a.min_cost = std::max<int64_t>(1, cc_transfer_ticks(*m_.tp, ring.steps, ring.link_bytes));
+    for (int& r : rec.members) r = r * m_.opt.lnc + cs.core;
+    // Nothing another core does can reach this one before the transfer could end.
+    C.horizon = std::min(C.horizon, a.at + a.min_cost);
+    C.cc.push_back(std::move(rec));
+  }
+
+  void cc_match(const CcArrivalRec& rec) {
+    const CcArrival& a = rec.a;
+    const PInst& P = *a.pi;
+    const int ch = P.queue;
+    cur_core_ = a.core, cur_eng_ = a.eng, cur_pc_ = a.pc;
+    if (!cc_.arrive(a, ch, P.in->ops[2].i, rec.members, cc_party_)) return;
     // Every rank triggered it: start when the channel of every participant is free.
-    int64_t begin = now_;
+    int64_t begin = a.at;
     for (const CcArrival& x : cc_party_) begin = std::max(begin, cc_.free_at(x.core, ch));
     CcRing ring = cc_ring_cost(P.in->op, P.bytes, cc_party_.size());
-    int64_t end = begin + jitter(cc_transfer_ticks(*m_.tp, ring.steps, ring.link_bytes));
+    const int c0 = cc_party_[0].core, agent = kNumEngines + kNumDmaQueues + ch;
+    int64_t ticks = std::max<int64_t>(1, cc_transfer_ticks(*m_.tp, ring.steps, ring.link_bytes));
+    int64_t end = begin + jitter(c0, agent, ticks);
+    // Never before a participant's horizon let it run (its own cost bound, docs/machine.md).
+    for (const CcArrival& x : cc_party_) end = std::max(end, a.at + x.min_cost);
     for (const CcArrival& x : cc_party_) {
       cc_.free_at(x.core, ch) = end;
       ChanStats& st = res_.stats.cores[x.core].chan[ch];
@@ -495,16 +780,24 @@ private:
       st.bytes += ring.link_bytes;
       st.busy_ticks += end - begin;
     }
-    int c0 = cc_party_[0].core;
     cc_.inflight(c0, ch).push_back(CcXfer{cc_party_, ch, begin, end, ring.link_bytes});
-    push(end, uint32_t(c0 * kAgentsPerCore + kNumEngines + kNumDmaQueues + ch));
+    CoreRt& C0 = cores_[c0];
+    const uint32_t gagent = uint32_t(c0 * kAgentsPerCore + agent);
+    const uint64_t s = C0.aseq[agent]++;
+    uint64_t key = o_.mode == ScheduleMode::fixed
+                       ? (uint64_t(gagent) << 40) | s
+                       : mix(o_.seed ^ mix(s * 0x100000001b3ull + gagent));
+    sync_.push(Event{end, key, gagent});
   }
 
   // The transfer completes: the data moves, then every participant's signals apply.
-  template <bool kSlow> void cc_done(int c, int ch) {
+  void process_sync(const Event& sev) {
+    const int c = int(sev.agent / kAgentsPerCore);
+    const int ch = int(sev.agent % kAgentsPerCore) - kNumEngines - kNumDmaQueues;
     CcXfer x = std::move(cc_.inflight(c, ch).front());
     cc_.inflight(c, ch).pop_front();
-    makespan_ = std::max(makespan_, now_);
+    makespan_sync_ = std::max(makespan_sync_, sev.t);
+    now_ = std::max(now_, sev.t);
     const size_t n = x.who.size();
     cur_core_ = x.who[0].core, cur_eng_ = x.who[0].eng, cur_pc_ = x.who[0].pc;
     std::vector<ExecCtx> cxs(n);
@@ -513,40 +806,62 @@ private:
     std::vector<ExecEvent> evs;
     for (size_t i = 0; i < n; ++i) {
       CcArrival& w = x.who[i];
+      cores_[w.core].now = sev.t;
       cxs[i] = cores_[w.core].eng[w.eng].cx;
       cxs[i].regs = w.regs; // the registers at the trigger
       cxp[i] = &cxs[i];
       ins[i] = w.pi->in;
-      if constexpr (kSlow)
+      if (slow())
         evs.push_back(ExecEvent{w.core, Engine(w.eng), int64_t(w.pc), kNumDmaQueues + ch, x.begin,
                                 x.end, true});
     }
-    if constexpr (kSlow) {
+    if (slow()) {
       if (o_.observer) o_.observer->collective(evs, cxp, ins);
       if (m_.opt.check_uninit)
         for (size_t i = 0; i < n; ++i) check_reads(*cxp[i], *ins[i]);
     }
     run_collective(cxp, ins);
-    if constexpr (kSlow) {
+    if (slow()) {
       if (m_.opt.check_uninit)
         for (size_t i = 0; i < n; ++i) mark_writes(*cxp[i], *ins[i]);
       for (const CcArrival& w : x.who)
         record(TimelineEvent::cc, w.core, kTrackChan0 + ch, w.eng, x.begin, x.end - x.begin,
                x.link_bytes, w.pc);
     }
-    for (const CcArrival& w : x.who) signal(w.core, *w.pi);
-    if constexpr (kSlow) {
+    for (const CcArrival& w : x.who) {
+      cores_[w.core].makespan = std::max(cores_[w.core].makespan, sev.t);
+      signal_between_phases(w.core, *w.pi);
+    }
+    if (slow()) {
       if (o_.observer)
         for (const ExecEvent& ev : evs) o_.observer->done(ev);
     }
   }
+  // A signal applied between phases (a collective completing): a fault of an engine it wakes
+  // is that core's, as if it had happened in the core's own run.
+  void signal_between_phases(int c, const PInst& P) {
+    CoreRt& C = cores_[c];
+    try {
+      signal(c, P);
+    } catch (const Fault& f) {
+      core_fault(c, Event{C.now, 0, uint32_t(c * kAgentsPerCore + C.cur_eng)}, f.what());
+    }
+    if (C.stopped) end_phase();
+  }
 
   // ---- rendezvous: core_barrier (per engine), send_recv (per pipe) ---------------------------
-  void arrive(int c, int e, int kind, int64_t key) {
+  void record_arrival(int c, int e, int kind, int64_t key) {
     CoreRt& C = cores_[c];
     EngRt& E = C.eng[e];
     E.st = St::rendezvous;
-    E.since = now_;
+    E.since = C.now;
+    C.rdv.push_back(RdvArrival{C.now, uint8_t(e), uint8_t(kind), key});
+    // The release lands no earlier than the instruction's latency after this arrival.
+    const int64_t lat = E.prog[E.pc].lat;
+    C.horizon = std::min(C.horizon, C.now > kNever - lat ? kNever : C.now + lat);
+  }
+
+  void arrive(int c, int e, int kind, int64_t key, int64_t t) {
     const CoreSlot& cs = m_.cores[c];
     Party& party = parties_[{cs.rank, kind * 64 + (kind == 0 ? e : 0), key}];
     party.arrived.emplace_back(c, e);
@@ -565,10 +880,13 @@ private:
           party.arrived.erase(it);
           break;
         }
-    release(kind, go);
+    // The last arrival of the party releases it (arrivals are matched in any order).
+    int64_t at = t;
+    for (auto [gc, ge] : go) at = std::max(at, cores_[gc].eng[ge].since);
+    release(kind, go, at);
   }
 
-  void release(int kind, const std::vector<std::pair<int, int>>& go) {
+  void release(int kind, const std::vector<std::pair<int, int>>& go, int64_t now) {
     int64_t extra = 0;
     if (kind == 1) {
       auto [c0, e0] = go[0];
@@ -577,6 +895,7 @@ private:
       EngRt& B = cores_[c1].eng[e1];
       const PInst& P = A.prog[A.pc];
       const Inst& Q = *B.prog[B.pc].in;
+      cur_core_ = c0, cur_eng_ = e0, cur_pc_ = A.pc;
       if (m_.opt.check_uninit) { // both sources read before either destination is written
         check_reads(A.cx, *P.in);
         check_reads(B.cx, Q);
@@ -591,20 +910,21 @@ private:
     }
     if (o_.observer) o_.observer->rendezvous(go);
     for (auto [c, e] : go) {
-      EngRt& E = cores_[c].eng[e];
+      CoreRt& C = cores_[c];
+      EngRt& E = C.eng[e];
       const PInst& P = E.prog[E.pc];
       EngineStats& es = res_.stats.cores[c].eng[e];
-      es.wait_ticks += now_ - E.since;
+      es.wait_ticks += now - E.since;
       ++es.insts;
       es.busy_ticks += P.lat + extra;
       es.cycles += P.cycles;
       if (o_.timeline) {
-        if (now_ > E.since) record(TimelineEvent::wait, c, e, e, E.since, now_ - E.since, 0);
-        record(TimelineEvent::inst, c, e, e, now_, P.lat + extra, 0);
+        if (now > E.since) record(TimelineEvent::wait, c, e, e, E.since, now - E.since, 0);
+        record(TimelineEvent::inst, c, e, e, now, P.lat + extra, 0);
       }
       E.st = St::running;
-      E.issued = now_;
-      push(now_ + P.lat + extra, uint32_t(c * kAgentsPerCore + e));
+      E.issued = now;
+      push(c, now + P.lat + extra, e);
     }
   }
 
@@ -673,28 +993,37 @@ private:
     ev.core = uint16_t(c);
     ev.track = 0;
     ev.pc = sem;
-    ev.start = now_;
+    ev.start = cores_[c].now;
     ev.bytes = m_.cores[c].st.sems[sem];
     res_.timeline.push_back(ev);
   }
 
+  std::string fault_text(int c, int e, int64_t pc, const std::string& why) const {
+    if (c < 0) return fmt::format("fault: {}\n", why);
+    const Inst& in = mod_.streams[e][pc];
+    return fmt::format("{}: fault: {}\n  at {}: {}\n", source_of(mod_, Engine(e), pc), why,
+                       where(m_, c, e, pc), describe_inst(mod_, in));
+  }
+  // A fault while core c ran: it stops; the run stops at the end of the phase.
+  void core_fault(int c, const Event& ev, const std::string& why) {
+    CoreRt& C = cores_[c];
+    if (C.faulted) return;
+    C.stopped = C.faulted = true;
+    C.stop_event = ev;
+    C.fault_text = fault_text(c, C.cur_eng, C.cur_pc, why);
+  }
+  // A fault between phases (a rendezvous or a collective's data): the run stops at once.
   void fault(const std::string& why) {
     stopped_ = true;
     res_.status = RunStatus::fault;
     res_.exit_code = kExitFault;
-    std::string text;
-    if (cur_core_ >= 0) {
-      const Inst& in = mod_.streams[cur_eng_][cur_pc_];
-      text = fmt::format("{}: fault: {}\n  at {}: {}\n", source_of(mod_, Engine(cur_eng_), cur_pc_),
-                         why, where(m_, cur_core_, cur_eng_, cur_pc_), describe_inst(mod_, in));
-    } else {
-      text = fmt::format("fault: {}\n", why);
-    }
-    res_.report = text;
+    res_.report = fault_text(cur_core_, cur_eng_, cur_pc_, why);
   }
 
   void check_deadlock() {
-    std::string r = deadlock_report(m_, cores_, cc_, now_);
+    int64_t now = now_;
+    for (const CoreRt& C : cores_) now = std::max(now, C.now);
+    std::string r = deadlock_report(m_, cores_, cc_, now);
     if (r.empty()) return;
     stopped_ = true;
     res_.status = RunStatus::deadlock;

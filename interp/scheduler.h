@@ -79,6 +79,10 @@ struct SchedOptions {
   uint64_t max_steps = kDefaultMaxSteps;
   // TimelineEvents kept; later ones are counted in RunResult::timeline_dropped. 0: unlimited.
   uint64_t max_timeline_events = kDefaultMaxTimelineEvents;
+  // Host threads (`--threads`): the partition ranges of large instructions and the cores of
+  // the run are spread over them; every result is the same for every value (docs/machine.md
+  // "Host threads"). 1: everything on the calling thread.
+  int threads = 1;
 };
 
 enum class RunStatus : uint8_t { ok, deadlock, fault, budget };

@@ -7,6 +7,7 @@
 
 #include "interp/engines/elementwise.h"
 #include "interp/engines/engines.h"
+#include "interp/host_pool.h"
 
 namespace nisa::interp {
 using namespace ew;
@@ -76,8 +77,10 @@ bool fused_binary(ExecCtx& cx, AluOp op, const View& d, const View& a, const Vie
     return false;
   if (needs_snapshot(cx, d, a) || needs_snapshot(cx, d, b)) return false;
   with_alu(op, [&](auto oc) {
-    for (uint32_t p = 0; p < d.parts; ++p)
-      fused_binary_row<decltype(oc)::value, T>(d.row(p), a.row(p), b.row(p), d.free_elems);
+    for_row_ranges(cx.pool, d.parts, d.free_elems, [&](uint32_t p0, uint32_t p1) {
+      for (uint32_t p = p0; p < p1; ++p)
+        fused_binary_row<decltype(oc)::value, T>(d.row(p), a.row(p), b.row(p), d.free_elems);
+    });
   });
   return true;
 }
@@ -85,15 +88,20 @@ bool fused_binary(ExecCtx& cx, AluOp op, const View& d, const View& a, const Vie
 void float_binary(ExecCtx& cx, AluOp op, const View& d, const View& a, const View& b) {
   if (fused_binary<DType::fp32>(cx, op, d, a, b) || fused_binary<DType::bf16>(cx, op, d, a, b))
     return;
-  F32Rows ra(a, needs_snapshot(cx, d, a)), rb(b, needs_snapshot(cx, d, b));
-  F32Out o(d);
+  const bool snap_a = needs_snapshot(cx, d, a), snap_b = needs_snapshot(cx, d, b);
   with_alu(op, [&](auto oc) {
-    for (uint32_t p = 0; p < d.parts; ++p) {
-      const float* x = ra.get(p);
-      const float* y = rb.get(p);
-      binary_row<decltype(oc)::value>(o.get(p), x, y, d.free_elems);
-      o.commit(p);
-    }
+    // Snapshots read every row before the first write: one range then.
+    for_row_ranges(snap_a || snap_b ? nullptr : cx.pool, d.parts, d.free_elems,
+                   [&](uint32_t p0, uint32_t p1) {
+                     F32Rows ra(a, snap_a), rb(b, snap_b);
+                     F32Out o(d);
+                     for (uint32_t p = p0; p < p1; ++p) {
+                       const float* x = ra.get(p);
+                       const float* y = rb.get(p);
+                       binary_row<decltype(oc)::value>(o.get(p), x, y, d.free_elems);
+                       o.commit(p);
+                     }
+                   });
   });
 }
 
@@ -304,11 +312,16 @@ void sem_copy(ExecCtx& cx, const Inst& in) {
       const size_t row = s.free_elems * dtype_bytes(s.dtype);
       for (uint32_t p = 0; p < d.parts; ++p) scatter_bits_row(d, p, all.data() + p * row);
     } else {
-      for (uint32_t p = 0; p < d.parts; ++p) copy_row_bits(d, p, s, p);
+      for_row_ranges(cx.pool, d.parts, d.free_elems, [&](uint32_t p0, uint32_t p1) {
+        for (uint32_t p = p0; p < p1; ++p) copy_row_bits(d, p, s, p);
+      });
     }
   } else {
-    F32Rows rs(s, needs_snapshot(cx, d, s));
-    for (uint32_t p = 0; p < d.parts; ++p) store_row(d, p, rs.get(p));
+    const bool snap = needs_snapshot(cx, d, s);
+    for_row_ranges(snap ? nullptr : cx.pool, d.parts, d.free_elems, [&](uint32_t p0, uint32_t p1) {
+      F32Rows rs(s, snap);
+      for (uint32_t p = p0; p < p1; ++p) store_row(d, p, rs.get(p));
+    });
   }
   note_psum_write(cx, operand(in, "dst").ap);
 }
@@ -333,14 +346,17 @@ void sem_tensor_scalar(ExecCtx& cx, const Inst& in) {
   if (bitvec) {
     tensor_scalar_int(in, d, s, op0, s0, rev0, op1, s1, rev1);
   } else {
-    F32Rows rs(s, needs_snapshot(cx, d, s));
-    F32Out o(d);
-    for (uint32_t p = 0; p < d.parts; ++p) {
-      float* out = o.get(p);
-      apply_scalar(op0, out, rs.get(p), d.free_elems, s0.at(p), rev0);
-      apply_scalar(op1, out, out, d.free_elems, s1.at(p), rev1);
-      o.commit(p);
-    }
+    const bool snap = needs_snapshot(cx, d, s);
+    for_row_ranges(snap ? nullptr : cx.pool, d.parts, d.free_elems, [&](uint32_t p0, uint32_t p1) {
+      F32Rows rs(s, snap);
+      F32Out o(d);
+      for (uint32_t p = p0; p < p1; ++p) {
+        float* out = o.get(p);
+        apply_scalar(op0, out, rs.get(p), d.free_elems, s0.at(p), rev0);
+        apply_scalar(op1, out, out, d.free_elems, s1.at(p), rev1);
+        o.commit(p);
+      }
+    });
   }
   note_psum_write(cx, operand(in, "dst").ap);
 }
@@ -388,22 +404,26 @@ void sem_scalar_tensor_tensor(ExecCtx& cx, const Inst& in) {
   const auto [d, a, b] = two_input_views(cx, in);
   const ScalarOp s0 = scalar_operand(cx, in, "operand0", d.parts);
   // The first pass writes the dst row before in1 is read: in1 must not share dst's memory.
-  F32Rows ra(a, needs_snapshot(cx, d, a)), rb(b, views_overlap(cx, d, b));
-  F32Out o(d);
+  const bool snap_a = needs_snapshot(cx, d, a), snap_b = views_overlap(cx, d, b);
   const uint64_t n = d.free_elems;
   const uint32_t parts = d.parts; // clang 14 cannot capture a structured binding
+  const View &dv = d, &av = a, &bv = b;
   with_alu(op1, [&](auto oc) {
     constexpr AluOp O = decltype(oc)::value;
-    for (uint32_t p = 0; p < parts; ++p) {
-      float* out = o.get(p);
-      apply_scalar(op0, out, ra.get(p), n, s0.at(p), rev0);
-      const float* y = rb.get(p);
-      if (rev1)
-        binary_row<O>(out, y, out, n);
-      else
-        binary_row<O>(out, out, y, n);
-      o.commit(p);
-    }
+    for_row_ranges(snap_a || snap_b ? nullptr : cx.pool, parts, n, [&](uint32_t p0, uint32_t p1) {
+      F32Rows ra(av, snap_a), rb(bv, snap_b);
+      F32Out o(dv);
+      for (uint32_t p = p0; p < p1; ++p) {
+        float* out = o.get(p);
+        apply_scalar(op0, out, ra.get(p), n, s0.at(p), rev0);
+        const float* y = rb.get(p);
+        if (rev1)
+          binary_row<O>(out, y, out, n);
+        else
+          binary_row<O>(out, out, y, n);
+        o.commit(p);
+      }
+    });
   });
   note_psum_write(cx, operand(in, "dst").ap);
 }
