@@ -414,11 +414,13 @@ void scan_row(const float* d0, const float* d1, uint64_t n, float init, AluOp op
               bool rev0, bool rev1, float* out);
 // c[m][n] = fma chain over k of s[k][m] * v[k][n] (s: k_n x m_n, v: k_n x n_n, c: m_n x n_n,
 // row-major); m_n % 4 == 0 and n_n % 16 == 0. Bit-identical on every host (see pe.cpp).
-void matmul_f32(const float* s, int m_n, const float* v, int n_n, int k_n, float* c);
+// Output rows [m0, m1) (m1 < 0: all); m0 and m1 multiples of 4 unless m1 == m_n.
+void matmul_f32(const float* s, int m_n, const float* v, int n_n, int k_n, float* c, int m0 = 0,
+                int m1 = -1);
 // The same with a chosen kernel (tests compare them); false if the host lacks it.
 enum class MatmulKernel : uint8_t { scalar, avx2, avx512 };
 bool matmul_f32_with(MatmulKernel k, const float* s, int m_n, const float* v, int n_n, int k_n,
-                     float* c);
+                     float* c, int m0 = 0, int m1 = -1);
 // One activation function (isa-facts 4.2) at x, evaluated in double and rounded to fp32.
 float act_fn(ActFunc f, float x);
 // out[i] = f(x[i] * scale + bias) (the affine part in fp32).

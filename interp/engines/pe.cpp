@@ -16,6 +16,7 @@
 
 #include "interp/engines/elementwise.h"
 #include "interp/engines/engines.h"
+#include "interp/host_pool.h"
 
 namespace nisa::interp {
 using namespace ew;
@@ -26,9 +27,10 @@ constexpr int kRowBlock = 4; // output rows per micro-kernel step
 constexpr int kColPad = 16;  // moving/out rows padded to this many floats
 
 // c[Mp][Np] = s[K][Mp]^T x v[K][Np]; Mp % 4 == 0, Np % 16 == 0.
+// Output rows [m0, m1) (multiples of kRowBlock) only: host threads split a matmul by rows.
 __attribute__((target("avx512f"))) void mm_avx512(const float* s, int mp, const float* v, int np,
-                                                  int k_n, float* c) {
-  for (int m = 0; m < mp; m += kRowBlock) {
+                                                  int k_n, float* c, int m0, int m1) {
+  for (int m = m0; m < m1; m += kRowBlock) {
     int n = 0;
     for (; n + 64 <= np; n += 64) {
       __m512 acc[4][4];
@@ -72,8 +74,8 @@ __attribute__((target("avx512f"))) void mm_avx512(const float* s, int mp, const 
 }
 
 __attribute__((target("avx2,fma"))) void mm_avx2(const float* s, int mp, const float* v, int np,
-                                                 int k_n, float* c) {
-  for (int m = 0; m < mp; m += kRowBlock)
+                                                 int k_n, float* c, int m0, int m1) {
+  for (int m = m0; m < m1; m += kRowBlock)
     for (int n = 0; n < np; n += 16) {
       __m256 acc[4][2];
 #pragma GCC unroll 4
@@ -97,8 +99,8 @@ __attribute__((target("avx2,fma"))) void mm_avx2(const float* s, int mp, const f
     }
 }
 
-void mm_scalar(const float* s, int mp, const float* v, int np, int k_n, float* c) {
-  for (int m = 0; m < mp; ++m)
+void mm_scalar(const float* s, int mp, const float* v, int np, int k_n, float* c, int m0, int m1) {
+  for (int m = m0; m < m1; ++m)
     for (int n = 0; n < np; ++n) {
       float acc = 0.0f;
       for (int k = 0; k < k_n; ++k)
@@ -217,7 +219,12 @@ void sem_matmul(ExecCtx& cx, const Inst& in) {
             np = round_up(static_cast<int>(N), kColPad);
   const std::vector<float> s = padded_rows(st, mp), v = padded_rows(mv, np);
   std::vector<float> c(size_t(mp) * np);
-  matmul_f32(s.data(), mp, v.data(), np, static_cast<int>(K), c.data());
+  // Row blocks are independent: large matmuls are split over the host threads.
+  for_row_ranges(cx.pool, uint32_t(mp / kRowBlock), uint64_t(kRowBlock) * np * K,
+                 [&](uint32_t b0, uint32_t b1) {
+                   matmul_f32(s.data(), mp, v.data(), np, static_cast<int>(K), c.data(),
+                              int(b0) * kRowBlock, int(b1) * kRowBlock);
+                 });
 
   std::vector<uint8_t>& flags = cx.state->psum_written;
   if (d.dtype == DType::fp32 && d.contiguous() && !flags.empty() &&
@@ -244,26 +251,28 @@ void sem_matmul(ExecCtx& cx, const Inst& in) {
 }
 
 bool ew::matmul_f32_with(MatmulKernel k, const float* s, int m_n, const float* v, int n_n, int k_n,
-                         float* c) {
+                         float* c, int m0, int m1) {
+  if (m1 < 0) m1 = m_n;
   static const bool avx512 = __builtin_cpu_supports("avx512f");
   static const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
   switch (k) {
   case MatmulKernel::avx512:
     if (!avx512) return false;
-    mm_avx512(s, m_n, v, n_n, k_n, c);
+    mm_avx512(s, m_n, v, n_n, k_n, c, m0, m1);
     return true;
   case MatmulKernel::avx2:
     if (!avx2) return false;
-    mm_avx2(s, m_n, v, n_n, k_n, c);
+    mm_avx2(s, m_n, v, n_n, k_n, c, m0, m1);
     return true;
-  case MatmulKernel::scalar: mm_scalar(s, m_n, v, n_n, k_n, c); return true;
+  case MatmulKernel::scalar: mm_scalar(s, m_n, v, n_n, k_n, c, m0, m1); return true;
   }
   return false;
 }
 
-void ew::matmul_f32(const float* s, int m_n, const float* v, int n_n, int k_n, float* c) {
+void ew::matmul_f32(const float* s, int m_n, const float* v, int n_n, int k_n, float* c, int m0,
+                    int m1) {
   for (MatmulKernel k : {MatmulKernel::avx512, MatmulKernel::avx2, MatmulKernel::scalar})
-    if (matmul_f32_with(k, s, m_n, v, n_n, k_n, c)) return;
+    if (matmul_f32_with(k, s, m_n, v, n_n, k_n, c, m0, m1)) return;
 }
 
 void sem_pe_transpose(ExecCtx& cx, const Inst& in) {

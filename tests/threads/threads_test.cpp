@@ -48,6 +48,17 @@ std::vector<Case> cases() {
       {"moe_bwd", "moe_bwd.nasm", {}, 2, 1},
       {"attention_block_tkg", "attention_block_tkg.nasm", {}, 2, 1},
       {"transformer_tkg", "transformer_tkg.nasm", {{"TP", "2"}}, 2, 2},
+      // One core, large instructions: matmuls and elementwise rows split over the threads.
+      {"conv1d_one_core_large",
+       "conv1d.nasm",
+       {{"CIN", "128"}, {"COUT", "128"}, {"L", "1024"}, {"DT", "fp32"}},
+       1,
+       1},
+      {"cross_entropy_fwd_one_core_large",
+       "cross_entropy_fwd.nasm",
+       {{"NPOS", "128"}, {"V", "8192"}, {"DT", "fp32"}},
+       1,
+       1},
   };
 }
 
