@@ -529,15 +529,15 @@ private:
   // ---- event queue ----------------------------------------------------------------------------
   // Keys: fixed order by agent (then FIFO per agent), or a pseudo-random order from the seed,
   // the agent and the agent's own count, never from what other agents did.
-  void push(int c, int64_t t, int a) {
-    CoreRt& C = cores_[c];
+  Event make_event(int c, int64_t t, int a) {
     const uint32_t agent = uint32_t(c * kAgentsPerCore + a);
-    const uint64_t s = C.aseq[a]++;
+    const uint64_t s = cores_[c].aseq[a]++;
     uint64_t key = o_.mode == ScheduleMode::fixed
                        ? (uint64_t(agent) << 40) | s
                        : mix(o_.seed ^ mix(s * 0x100000001b3ull + agent));
-    C.heap.push(Event{t, key, agent});
+    return Event{t, key, agent};
   }
+  void push(int c, int64_t t, int a) { cores_[c].heap.push(make_event(c, t, a)); }
   int64_t jitter(int c, int a, int64_t lat) {
     if (o_.mode == ScheduleMode::fixed) return lat;
     const uint64_t agent = uint64_t(c) * kAgentsPerCore + uint64_t(a);
@@ -781,13 +781,7 @@ private:
       st.busy_ticks += end - begin;
     }
     cc_.inflight(c0, ch).push_back(CcXfer{cc_party_, ch, begin, end, ring.link_bytes});
-    CoreRt& C0 = cores_[c0];
-    const uint32_t gagent = uint32_t(c0 * kAgentsPerCore + agent);
-    const uint64_t s = C0.aseq[agent]++;
-    uint64_t key = o_.mode == ScheduleMode::fixed
-                       ? (uint64_t(gagent) << 40) | s
-                       : mix(o_.seed ^ mix(s * 0x100000001b3ull + gagent));
-    sync_.push(Event{end, key, gagent});
+    sync_.push(make_event(c0, end, agent));
   }
 
   // The transfer completes: the data moves, then every participant's signals apply.
