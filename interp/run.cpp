@@ -93,13 +93,18 @@ void bind_inputs(Machine& m, std::vector<InputData>& inputs) {
   }
 }
 
-void reset_with_inputs(Machine& m, const std::vector<IoSpec>& inputs) {
+void bind_inputs(Machine& m, const std::vector<IoSpec>& inputs) {
   std::vector<InputData> files = read_inputs(*m.mod, m.opt.ranks, inputs);
-  m.reset(InputFill::caller_writes);
+  bind_inputs(m, files);
+}
+
+void reset_with_inputs(Machine& m, const std::vector<IoSpec>& inputs) {
   try {
+    std::vector<InputData> files = read_inputs(*m.mod, m.opt.ranks, inputs);
+    m.reset(InputFill::caller_writes);
     bind_inputs(m, files);
   } catch (...) {
-    m.reset(); // no input half-read into unpoisoned memory
+    m.reset(); // reset as asked, and no input half-read into unpoisoned memory
     throw;
   }
 }

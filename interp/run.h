@@ -55,6 +55,8 @@ std::vector<InputData> read_inputs(const Module& mod, int ranks, const std::vect
 // rank r; else into rank 0, copied to the others) and marks it written. Consumes the files.
 // NpyError naming the file on a truncated file or a read error.
 void bind_inputs(Machine& m, std::vector<InputData>& inputs);
+// Both of the above (the machine's input bytes are overwritten, whatever they held).
+void bind_inputs(Machine& m, const std::vector<IoSpec>& inputs);
 // m.reset() with the inputs read from their files: every header is checked first, then the
 // machine is reset without poisoning the inputs' bytes (InputFill::caller_writes) and the data
 // read into them. On an error the machine is left as m.reset() leaves it.
