@@ -81,6 +81,8 @@ std::vector<InputData> read_inputs(const Module& mod, int ranks,
 void bind_inputs(Machine& m, std::vector<InputData>& inputs) {
   for (InputData& in : inputs) {
     const TensorDecl& t = *in.tensor;
+    if (!in.file)
+      throw std::runtime_error(fmt::format("input '{}': its file was read already", t.name));
     std::vector<uint8_t*> pieces;
     for (int r = 0; r < (in.per_rank ? m.opt.ranks : 1); ++r) pieces.push_back(m.hbm_tensor(r, t));
     in.file->read_into(pieces);
