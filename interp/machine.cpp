@@ -174,7 +174,7 @@ bool Machine::spill_hbm(uint64_t hbm, const MachineOptions& o) {
   return total > (unsigned __int128)uint64_t(pages) * uint64_t(page) / 2;
 }
 
-Machine::Machine(const Module& m, const MachineOptions& o) : mod(&m), opt(o) {
+Machine::Machine(const Module& m, const MachineOptions& o, InputFill fill) : mod(&m), opt(o) {
   tp = &target_params(o.target);
   if (o.lnc != 1 && o.lnc != 2)
     throw std::runtime_error(fmt::format("--lnc must be 1 or 2, not {}", o.lnc));
@@ -219,13 +219,35 @@ Machine::Machine(const Module& m, const MachineOptions& o) : mod(&m), opt(o) {
       c.psum_written_bytes.assign(c.psum.size(), 0);
     }
   }
-  reset();
+  reset(fill);
 }
 
-void Machine::reset() {
+std::vector<std::pair<uint64_t, uint64_t>> Machine::input_ranges() const {
+  std::vector<std::pair<uint64_t, uint64_t>> in, out;
+  for (const TensorDecl& t : mod->tensors)
+    if (t.role == Role::input && t.space == MemSpace::hbm)
+      in.push_back({t.address, t.address + tensor_bytes(t)}); // checked by hbm_size
+  std::sort(in.begin(), in.end());
+  for (const auto& r : in)
+    if (!out.empty() && r.first <= out.back().second)
+      out.back().second = std::max(out.back().second, r.second);
+    else
+      out.push_back(r);
+  return out;
+}
+
+void Machine::reset(InputFill fill) {
+  // Poison all of a rank's HBM, or all but the inputs' bytes (gaps between tensors, the parts
+  // of other tensors no input overlaps and the 4 KiB rounding are still poisoned).
+  std::vector<std::pair<uint64_t, uint64_t>> keep;
+  if (fill == InputFill::caller_writes) keep = input_ranges();
   for (RankSlot& r : ranks) {
-    // Inputs are about to be overwritten; poison everything else.
-    std::memset(r.hbm.data(), kPoisonByte, r.hbm.size());
+    uint64_t at = 0;
+    for (const auto& [b, e] : keep) {
+      std::memset(r.hbm.data() + at, kPoisonByte, b - at);
+      at = e;
+    }
+    std::memset(r.hbm.data() + at, kPoisonByte, r.hbm.size() - at);
     std::fill(r.hbm_written.begin(), r.hbm_written.end(), 0);
   }
   for (CoreSlot& c : cores) {
@@ -258,6 +280,11 @@ void Machine::write_tensor(const TensorDecl& t, const uint8_t* bytes, int rank) 
     std::memcpy(hbm_tensor(r, t), bytes, n);
     if (opt.check_uninit) std::fill_n(ranks[r].hbm_written.begin() + t.address, n, 1);
   }
+}
+
+void Machine::mark_written(const TensorDecl& t, int rank) {
+  if (opt.check_uninit)
+    std::fill_n(ranks[rank].hbm_written.begin() + t.address, tensor_bytes(t), 1);
 }
 
 uint8_t* Machine::shadow_of(const uint8_t* p) {

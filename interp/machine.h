@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "interp/exec.h"
@@ -74,6 +75,11 @@ struct MachineOptions {
 // fp16, fp8 e4m3 and e5m2) and -1 / max in the integer ones.
 inline constexpr uint8_t kPoisonByte = 0xFF;
 
+// What Machine::reset() does with the HBM bytes of the input tensors: poison them like the
+// rest, or leave them because the caller writes every input of every rank next (bind_inputs,
+// the python binding): poisoning them first would only touch every page of the inputs twice.
+enum class InputFill { poison, caller_writes };
+
 struct CoreSlot {
   int rank = 0;
   int core = 0; // program_id within the logical core
@@ -100,7 +106,7 @@ struct Machine {
 
   // Validates the options against the module and target (std::runtime_error with a clear
   // message), allocates every memory once and resets the state.
-  Machine(const Module& m, const MachineOptions& o);
+  Machine(const Module& m, const MachineOptions& o, InputFill fill = InputFill::poison);
 
   // Bytes of HBM per rank the module needs (4 KiB multiple); std::runtime_error naming the
   // tensor when a declaration does not fit the target or the total exceeds opt.max_hbm.
@@ -111,9 +117,13 @@ struct Machine {
   int num_cores() const { return static_cast<int>(cores.size()); }
   CoreSlot& core(int rank, int c) { return cores[size_t(rank) * opt.lnc + c]; }
 
-  // Poisons SBUF, PSUM and the non-input HBM, resets semaphores to their declared initial
-  // values, registers and accumulators to zero, and the written-byte shadows.
-  void reset();
+  // Poisons SBUF, PSUM and the HBM (but for the bytes of the input tensors with
+  // InputFill::caller_writes), resets semaphores to their declared initial values, registers
+  // and accumulators to zero, and the written-byte shadows. With every input then written, the
+  // state is that of a fresh machine with the same inputs written.
+  void reset(InputFill fill = InputFill::poison);
+  // The HBM bytes [begin, end) that input tensors cover, sorted and merged.
+  std::vector<std::pair<uint64_t, uint64_t>> input_ranges() const;
 
   const TensorDecl* find_tensor(std::string_view name) const;
   static uint64_t tensor_bytes(const TensorDecl& t);
@@ -122,6 +132,9 @@ struct Machine {
   // Copies raw little-endian element bytes into an HBM tensor of every rank (or of one rank)
   // and marks them written.
   void write_tensor(const TensorDecl& t, const uint8_t* bytes, int rank = -1);
+  // --check-uninit: marks an HBM tensor of one rank written (its bytes were put in place by
+  // the caller, e.g. read from a file straight into hbm_tensor()).
+  void mark_written(const TensorDecl& t, int rank);
 
   // --check-uninit: the shadow byte of a machine address (nullptr if the address is not in a
   // memory of this machine).

@@ -1,6 +1,8 @@
 #include "interp/npy.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -147,24 +149,52 @@ uint32_t named_width(std::string_view d) {
   return 0;
 }
 
-void fortran_to_c(std::vector<uint8_t>& data, const std::vector<int64_t>& shape, uint32_t w) {
-  size_t nd = shape.size();
-  if (nd < 2) return;
-  std::vector<uint8_t> out(data.size());
-  std::vector<int64_t> idx(nd, 0), fstride(nd, 1);
-  for (size_t k = 1; k < nd; ++k) fstride[k] = fstride[k - 1] * shape[k - 1];
-  uint64_t n = data.size() / w;
-  for (uint64_t c = 0; c < n; ++c) {
-    int64_t f = 0;
-    for (size_t k = 0; k < nd; ++k) f += idx[k] * fstride[k];
-    std::memcpy(&out[c * w], &data[f * w], w);
-    for (size_t k = nd; k-- > 0;) {
-      if (++idx[k] < shape[k]) break;
-      idx[k] = 0;
+// Puts the elements of a Fortran-order array, as stored (whole elements, in order, possibly in
+// several calls), where C order has them: `pieces` are equal consecutive parts of the C-order
+// array (the ranks of a per-rank file). State is kept between calls, so a file is converted
+// through a small buffer instead of a full-size copy.
+class FortranScatter {
+public:
+  FortranScatter(const std::vector<int64_t>& shape, uint32_t w, const std::vector<uint8_t*>& pieces,
+                 uint64_t total_bytes)
+      : shape_(shape), w_(w), pieces_(pieces), idx_(shape.size(), 0), cstride_(shape.size(), 1) {
+    piece_bytes_ = pieces.empty() ? 0 : total_bytes / pieces.size();
+    for (size_t k = shape.size(); k-- > 1;) cstride_[k - 1] = cstride_[k] * uint64_t(shape[k]);
+  }
+  void put(const uint8_t* src, uint64_t n) {
+    for (uint64_t i = 0; i < n; i += w_) {
+      const uint64_t o = c_ * w_;
+      std::memcpy(pieces_[o / piece_bytes_] + o % piece_bytes_, src + i, w_);
+      for (size_t k = 0; k < shape_.size(); ++k) { // the first axis varies fastest
+        c_ += cstride_[k];
+        if (++idx_[k] < shape_[k]) break;
+        c_ -= cstride_[k] * uint64_t(shape_[k]);
+        idx_[k] = 0;
+      }
     }
   }
-  data.swap(out);
+
+private:
+  std::vector<int64_t> shape_;
+  uint32_t w_;
+  std::vector<uint8_t*> pieces_;
+  uint64_t piece_bytes_ = 0;
+  std::vector<int64_t> idx_;
+  std::vector<uint64_t> cstride_;
+  uint64_t c_ = 0; // C-order element index of the next stored element
+};
+
+void swap_bytes(uint8_t* p, uint64_t n, uint32_t w) {
+  if (w == 2)
+    for (uint64_t i = 0; i + 2 <= n; i += 2) std::swap(p[i], p[i + 1]);
+  else if (w == 4)
+    for (uint64_t i = 0; i + 4 <= n; i += 4) {
+      std::swap(p[i], p[i + 3]);
+      std::swap(p[i + 1], p[i + 2]);
+    }
 }
+
+bool big_endian(const NpyArray& a) { return a.descr[0] == '>' && a.item_bytes > 1; }
 
 std::string shape_text(const std::vector<int64_t>& s) {
   std::string o = "(";
@@ -233,10 +263,12 @@ void convert_data(NpyHeader& hd, std::string_view stored) {
   NpyArray& a = hd.array;
   const uint8_t* p = reinterpret_cast<const uint8_t*>(stored.data());
   a.data.assign(p, p + stored.size());
-  if (a.descr[0] == '>' && a.item_bytes > 1)
-    for (uint64_t i = 0; i < a.data.size(); i += a.item_bytes)
-      std::reverse(&a.data[i], &a.data[i + a.item_bytes]);
-  if (hd.fortran) fortran_to_c(a.data, a.shape, a.item_bytes);
+  if (big_endian(a)) swap_bytes(a.data.data(), a.data.size(), a.item_bytes);
+  if (hd.fortran && a.shape.size() >= 2) {
+    std::vector<uint8_t> c(a.data.size());
+    FortranScatter(a.shape, a.item_bytes, {c.data()}, c.size()).put(a.data.data(), a.data.size());
+    a.data.swap(c);
+  }
 }
 
 std::string truncated(const NpyHeader& hd, uint64_t have) {
@@ -256,28 +288,30 @@ NpyArray parse_npy(std::string_view b, const std::string& name) {
   return std::move(hd.array);
 }
 
-NpyArray read_npy(const std::string& path, const std::function<void(const NpyArray&)>& check) {
+NpyReader::NpyReader(const std::string& path) : path_(path) {
   // Read in steps so that nothing large is allocated before the header is known and checked:
   // a stream (a pipe, /dev/zero) is read only as far as the header says, a regular file's size
   // is compared with the header before its data is read.
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (!f) throw NpyError(fmt::format("{}: cannot open file: {}", path, std::strerror(errno)));
-  std::unique_ptr<std::FILE, int (*)(std::FILE*)> closer(f, &std::fclose);
+  fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd_ < 0) throw NpyError(fmt::format("{}: cannot open file: {}", path, std::strerror(errno)));
   struct stat st {};
-  const bool regular = fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode);
+  regular_ = fstat(fd_, &st) == 0 && S_ISREG(st.st_mode);
+  file_size_ = regular_ ? uint64_t(st.st_size) : 0;
+  try {
+    read_header();
+  } catch (...) {
+    ::close(fd_);
+    throw;
+  }
+}
+
+void NpyReader::read_header() {
   std::string buf;
   auto read_to = [&](uint64_t n) { // buf grows to n bytes, or fewer at end of file
-    while (buf.size() < n) {
-      const size_t old = buf.size(), want = size_t(std::min<uint64_t>(n - old, 1 << 20));
-      buf.resize(old + want);
-      const size_t got = std::fread(buf.data() + old, 1, want, f);
-      buf.resize(old + got);
-      if (got < want) {
-        if (std::ferror(f))
-          throw NpyError(fmt::format("{}: read failed: {}", path, std::strerror(errno)));
-        return;
-      }
-    }
+    const size_t old = buf.size();
+    if (n <= old) return;
+    buf.resize(size_t(n));
+    buf.resize(old + fill(reinterpret_cast<uint8_t*>(buf.data()) + old, size_t(n - old)));
   };
   read_to(12);
   if (buf.size() >= 10 && buf.compare(0, 6, kMagic, 6) == 0) {
@@ -290,19 +324,82 @@ NpyArray read_npy(const std::string& path, const std::function<void(const NpyArr
     }
     if (hlen <= kMaxHeader) read_to(hstart + hlen);
   }
-  NpyHeader hd = parse_npy_header(buf, path);
-  if (check) check(hd.array);
-  const uint64_t end = hd.data_offset + hd.data_bytes;
-  if (regular && uint64_t(st.st_size) != end) {
-    const uint64_t have = uint64_t(st.st_size) - std::min<uint64_t>(st.st_size, hd.data_offset);
-    if (have < hd.data_bytes) fail(path, truncated(hd, have));
-    fail(path, fmt::format("{} bytes of trailing data after the array", have - hd.data_bytes));
+  hd_ = parse_npy_header(buf, path_);
+  pending_ = buf.substr(size_t(hd_.data_offset)); // a header shorter than the first 12 bytes
+}
+
+NpyReader::~NpyReader() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+size_t NpyReader::fill(uint8_t* dst, size_t n) {
+  size_t got = std::min(n, pending_.size());
+  if (got) {
+    std::memcpy(dst, pending_.data(), got);
+    pending_.erase(0, got);
   }
-  read_to(end + 1); // one more byte tells a stream's trailing data
-  if (buf.size() < end) fail(path, truncated(hd, buf.size() - hd.data_offset));
-  if (buf.size() > end) fail(path, "trailing data after the array");
-  convert_data(hd, std::string_view(buf).substr(hd.data_offset));
-  return std::move(hd.array);
+  while (got < n) {
+    // Large reads straight into place; the kernel caps one read below 2 GiB.
+    const ssize_t r = ::read(fd_, dst + got, std::min<size_t>(n - got, size_t(1) << 30));
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) throw NpyError(fmt::format("{}: read failed: {}", path_, std::strerror(errno)));
+    if (r == 0) break;
+    got += size_t(r);
+  }
+  return got;
+}
+
+void NpyReader::check_size() const {
+  const uint64_t end = hd_.data_offset + hd_.data_bytes; // data_bytes < 2^64 - offset: checked
+  if (regular_ && file_size_ != end) {
+    const uint64_t have = file_size_ - std::min(file_size_, hd_.data_offset);
+    if (have < hd_.data_bytes) fail(path_, truncated(hd_, have));
+    fail(path_, fmt::format("{} bytes of trailing data after the array", have - hd_.data_bytes));
+  }
+}
+
+void NpyReader::read_into(const std::vector<uint8_t*>& pieces) {
+  if (consumed_) fail(path_, "the data was read already");
+  consumed_ = true;
+  check_size();
+  const NpyArray& a = hd_.array;
+  const uint64_t total = hd_.data_bytes;
+  if (pieces.empty() || total % pieces.size() != 0)
+    fail(path_, fmt::format("{} data bytes do not split into {} pieces", total, pieces.size()));
+  const uint64_t piece = total / pieces.size();
+  uint64_t have = 0; // data bytes read
+  auto need = [&](uint8_t* dst, uint64_t n) {
+    const size_t got = fill(dst, size_t(n));
+    have += got;
+    if (got < n) fail(path_, truncated(hd_, have));
+  };
+  if (!hd_.fortran || a.shape.size() < 2) { // C order: read in place, swap in place
+    for (uint8_t* p : pieces) {
+      need(p, piece);
+      if (big_endian(a)) swap_bytes(p, piece, a.item_bytes);
+    }
+  } else { // through a bounce buffer of whole elements
+    FortranScatter scatter(a.shape, a.item_bytes, pieces, total);
+    std::vector<uint8_t> buf(size_t(1) << 20); // a multiple of every item size
+    while (have < total) {
+      const uint64_t n = std::min<uint64_t>(buf.size(), total - have);
+      need(buf.data(), n);
+      if (big_endian(a)) swap_bytes(buf.data(), n, a.item_bytes);
+      scatter.put(buf.data(), n);
+    }
+  }
+  uint8_t extra;
+  if (fill(&extra, 1) != 0) fail(path_, "trailing data after the array");
+}
+
+NpyArray read_npy(const std::string& path, const std::function<void(const NpyArray&)>& check) {
+  NpyReader f(path);
+  if (check) check(f.header().array);
+  f.check_size();
+  NpyArray a = f.header().array;
+  a.data.resize(size_t(f.header().data_bytes));
+  f.read_into({a.data.data()});
+  return a;
 }
 
 std::string npy_descr(DType t) {

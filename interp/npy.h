@@ -43,6 +43,40 @@ struct NpyHeader {
 // to a line's worth (isa/quote.h).
 NpyHeader parse_npy_header(std::string_view bytes, const std::string& name);
 NpyArray parse_npy(std::string_view bytes, const std::string& name);
+// An open .npy file whose header is read and parsed, its data not yet: the data is then read
+// straight into the caller's memory (the modelled HBM), with no full-size copy on the way
+// (big-endian and Fortran-order files are converted through a small bounce buffer). Streams
+// (pipes) are read only as far as the header says (plus one byte to detect trailing data).
+class NpyReader {
+public:
+  // Opens `path` and reads its header; NpyError naming the file on any problem.
+  explicit NpyReader(const std::string& path);
+  NpyReader(const NpyReader&) = delete;
+  NpyReader& operator=(const NpyReader&) = delete;
+  ~NpyReader();
+  const std::string& path() const { return path_; }
+  const NpyHeader& header() const { return hd_; }
+  // A regular file's size must match the header exactly (truncated or trailing data: NpyError).
+  // Checked without reading the data; read_into checks it too.
+  void check_size() const;
+  // Reads the data, in C order and little-endian, into pieces.size() destinations of
+  // header().data_bytes / pieces.size() bytes each: piece i takes the i-th slice of the
+  // array's first axis ([R, ...] per-rank files). Once only. NpyError naming the file on a
+  // truncated file, trailing data or a read error.
+  void read_into(const std::vector<uint8_t*>& pieces);
+
+private:
+  void read_header();
+  size_t fill(uint8_t* dst, size_t n); // the next n data bytes (fewer only at end of file)
+  std::string path_;
+  int fd_ = -1;
+  bool regular_ = false;
+  uint64_t file_size_ = 0;
+  NpyHeader hd_;
+  std::string pending_; // bytes read past the header (a tiny header read with its magic)
+  bool consumed_ = false;
+};
+
 // Reads the header first and calls `check` (which may throw) on the array without data before
 // reading the data; the file's size must match the header exactly. Streams (pipes) are read
 // only as far as the header says (plus one byte to detect trailing data).

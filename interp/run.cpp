@@ -47,13 +47,14 @@ std::vector<InputData> read_inputs(const Module& mod, int ranks,
                                            io.name, name_of(t->role)));
     if (!bound.insert(io.name).second)
       throw std::runtime_error(fmt::format("--in {}: bound twice", io.name));
-    InputData in{t, false, {}};
+    InputData in{t, false, nullptr};
     // The header is checked against the declaration before any data is read.
     try {
-      in.array = read_npy(io.path, [&](const NpyArray& a) {
-        in.per_rank = ranks > 1 && a.shape == with_ranks(ranks, t->shape);
-        check_npy(a, t->dtype, in.per_rank ? a.shape : t->shape, io.path, io.name);
-      });
+      in.file = std::make_unique<NpyReader>(io.path);
+      const NpyArray& a = in.file->header().array;
+      in.per_rank = ranks > 1 && a.shape == with_ranks(ranks, t->shape);
+      check_npy(a, t->dtype, in.per_rank ? a.shape : t->shape, io.path, io.name);
+      in.file->check_size();
     } catch (const NpyError& e) {
       // A descriptor nisa has no dtype for (float64, int64, complex ...): name the one the
       // declaration expects.
@@ -77,20 +78,37 @@ std::vector<InputData> read_inputs(const Module& mod, int ranks,
   return out;
 }
 
-void bind_inputs(Machine& m, const std::vector<InputData>& inputs) {
-  for (const InputData& in : inputs) {
-    if (!in.per_rank) {
-      m.write_tensor(*in.tensor, in.array.data.data());
-      continue;
+void bind_inputs(Machine& m, std::vector<InputData>& inputs) {
+  for (InputData& in : inputs) {
+    const TensorDecl& t = *in.tensor;
+    if (!in.file)
+      throw std::runtime_error(fmt::format("input '{}': its file was read already", t.name));
+    std::vector<uint8_t*> pieces;
+    for (int r = 0; r < (in.per_rank ? m.opt.ranks : 1); ++r) pieces.push_back(m.hbm_tensor(r, t));
+    in.file->read_into(pieces);
+    in.file.reset(); // closes it
+    for (int r = 0; r < m.opt.ranks; ++r) {
+      if (!in.per_rank && r > 0)
+        std::memcpy(m.hbm_tensor(r, t), m.hbm_tensor(0, t), Machine::tensor_bytes(t));
+      m.mark_written(t, r);
     }
-    const uint64_t n = Machine::tensor_bytes(*in.tensor);
-    for (int r = 0; r < m.opt.ranks; ++r)
-      m.write_tensor(*in.tensor, in.array.data.data() + r * n, r);
   }
 }
 
 void bind_inputs(Machine& m, const std::vector<IoSpec>& inputs) {
-  bind_inputs(m, read_inputs(*m.mod, m.opt.ranks, inputs));
+  std::vector<InputData> files = read_inputs(*m.mod, m.opt.ranks, inputs);
+  bind_inputs(m, files);
+}
+
+void reset_with_inputs(Machine& m, const std::vector<IoSpec>& inputs) {
+  try {
+    std::vector<InputData> files = read_inputs(*m.mod, m.opt.ranks, inputs);
+    m.reset(InputFill::caller_writes);
+    bind_inputs(m, files);
+  } catch (...) {
+    m.reset(); // reset as asked, and no input half-read into unpoisoned memory
+    throw;
+  }
 }
 
 std::vector<std::unique_ptr<OutputFile>> stage_outputs(const Machine& m,
@@ -141,7 +159,8 @@ int run_module(const Module& mod, const RunConfig& cfg, std::ostream& out, std::
     // limit, then each input's header against its declaration (the data only after).
     Machine::hbm_size(mod, mo);
     std::vector<InputData> inputs = read_inputs(mod, mo.ranks, cfg.inputs);
-    m = std::make_unique<Machine>(mod, mo);
+    // Every input is read into place next: its bytes are not poisoned first.
+    m = std::make_unique<Machine>(mod, mo, InputFill::caller_writes);
     bind_inputs(*m, inputs);
   } catch (const std::exception& e) {
     err << "nisa run: error: " << e.what() << "\n";

@@ -38,22 +38,29 @@ inline constexpr int kExitRace = 4;
 // Exit code of a clean run whose outputs could not be written (a usage/input-class error).
 inline constexpr int kExitOutput = 1;
 
-// An input file read and checked against its declaration.
+// An input file whose header is read and checked against its declaration; the data is read
+// later, straight into HBM (bind_inputs).
 struct InputData {
   const TensorDecl* tensor = nullptr;
   bool per_rank = false; // the file holds [R, ...shape]: slice r goes to rank r
-  NpyArray array;
+  std::unique_ptr<NpyReader> file;
 };
 
-// Reads every input, checking each header (dtype, shape) against the declaration before its
-// data is read. Every input tensor must be bound exactly once; unknown names, non-input
-// tensors, dtype or shape mismatches throw std::runtime_error (NpyError for file problems).
-// With R > 1 ranks a file may also hold [R, ...shape].
+// Opens every input and checks each header (dtype, shape) and file size against the
+// declaration; no data is read yet. Every input tensor must be bound exactly once; unknown
+// names, non-input tensors, dtype or shape mismatches throw std::runtime_error (NpyError for
+// file problems). With R > 1 ranks a file may also hold [R, ...shape].
 std::vector<InputData> read_inputs(const Module& mod, int ranks, const std::vector<IoSpec>& inputs);
-// Copies read inputs into each rank's HBM.
-void bind_inputs(Machine& m, const std::vector<InputData>& inputs);
-// Both of the above.
+// Reads each input's data straight into each rank's HBM tensor (a [R, ...] file: slice r into
+// rank r; else into rank 0, copied to the others) and marks it written. Consumes the files.
+// NpyError naming the file on a truncated file or a read error.
+void bind_inputs(Machine& m, std::vector<InputData>& inputs);
+// Both of the above (the machine's input bytes are overwritten, whatever they held).
 void bind_inputs(Machine& m, const std::vector<IoSpec>& inputs);
+// m.reset() with the inputs read from their files: every header is checked first, then the
+// machine is reset without poisoning the inputs' bytes (InputFill::caller_writes) and the data
+// read into them. On an error the machine is left as m.reset() leaves it.
+void reset_with_inputs(Machine& m, const std::vector<IoSpec>& inputs);
 // Each requested HBM tensor (rank 0's, or [R, ...shape] with R > 1 ranks) streamed as .npy into
 // its output's temporary file, finished but not yet renamed into place (isa/output_file.h).
 std::vector<std::unique_ptr<OutputFile>> stage_outputs(const Machine& m,

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -66,6 +67,22 @@ protected:
     return traits_type::not_eof(c);
   }
   int sync() override { return drain() ? 0 : -1; }
+  // A large block (a tensor's data streamed from HBM) goes to ::write in place, not copied
+  // through the 64 KiB buffer.
+  std::streamsize xsputn(const char* s, std::streamsize n) override {
+    if (n < std::streamsize(sizeof buf_)) return std::streambuf::xsputn(s, n);
+    if (!drain()) return 0;
+    for (std::streamsize done = 0; done < n;) {
+      const ssize_t w = ::write(fd, s + done, size_t(std::min<std::streamsize>(n - done, 1 << 30)));
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) {
+        err = w < 0 ? errno : EIO;
+        return done;
+      }
+      done += w;
+    }
+    return n;
+  }
 
 private:
   char buf_[1 << 16];

@@ -222,7 +222,8 @@ py::dict run_kernel(const Kernel& k, int lnc, int ranks, const std::string& sche
   std::unique_ptr<interp::Machine> m;
   try {
     interp::Machine::hbm_size(mod, mo);
-    m = std::make_unique<interp::Machine>(mod, mo);
+    // Every input is written next: their bytes are not poisoned first.
+    m = std::make_unique<interp::Machine>(mod, mo, interp::InputFill::caller_writes);
   } catch (const std::exception& e) {
     throw py::value_error(e.what());
   }

@@ -16,7 +16,7 @@ Session::Session(const Module& mod, const RunConfig& cfg, std::ostream& out)
     : mod_(mod), cfg_(cfg), out_(out) {
   MachineOptions mo = cfg_.machine;
   if (!cfg_.target_given) mo.target = mod.target;
-  m_ = std::make_unique<Machine>(mod, mo);
+  m_ = std::make_unique<Machine>(mod, mo, InputFill::caller_writes); // start() resets it
   build_commands();
   start();
 }
@@ -25,8 +25,7 @@ Session::~Session() = default;
 
 void Session::start() {
   sched_.reset();
-  m_->reset();
-  bind_inputs(*m_, cfg_.inputs);
+  reset_with_inputs(*m_, cfg_.inputs);
   races_ = std::make_unique<RaceChecker>(*m_);
   trace_ = std::make_unique<TraceRecorder>(*m_, TraceFilter{}, nullptr, true, 0, kKeptRecords);
   bool active = watcher_ && watcher_->active;

@@ -1,0 +1,413 @@
+// Issue 16, memory: inputs read straight into HBM (bit-exact, per-rank files, Fortran order and
+// big-endian converted on the way), outputs streamed straight from it, poison only where no
+// input overwrites, HBM sized by the declarations, and the peak RSS of a run in a subprocess.
+#include <gtest/gtest.h>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include "builders.h"
+#include "interp/run.h"
+
+namespace nisa::test {
+namespace {
+
+using interp::InputData;
+using interp::InputFill;
+using interp::Machine;
+using interp::RunStatus;
+
+struct TmpDir {
+  std::filesystem::path p;
+  TmpDir() {
+    p = std::filesystem::temp_directory_path() / ("nisa_mem_" + std::to_string(::getpid()));
+    std::filesystem::create_directories(p);
+  }
+  ~TmpDir() { std::filesystem::remove_all(p); }
+  std::string operator/(const std::string& f) const { return (p / f).string(); }
+};
+
+std::vector<uint8_t> random_bytes(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<uint8_t> v(n);
+  for (auto& b : v) b = uint8_t(rng());
+  return v;
+}
+
+// A .npy file written by hand (independent of format_npy): version 1.0 header.
+std::string handmade(const std::string& descr, bool fortran, const std::string& shape,
+                     const std::vector<uint8_t>& data) {
+  std::string dict = "{'descr': '" + descr + "', 'fortran_order': " + (fortran ? "True" : "False") +
+                     ", 'shape': " + shape + ", }";
+  while ((10 + dict.size() + 1) % 64) dict += ' ';
+  dict += '\n';
+  std::string f = "\x93NUMPY";
+  f += '\x01';
+  f += '\x00';
+  f += char(dict.size() & 0xff);
+  f += char(dict.size() >> 8);
+  return f + dict + std::string(data.begin(), data.end());
+}
+
+void put(const std::string& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary) << bytes;
+}
+
+std::vector<uint8_t> hbm_bytes(const Machine& m, const TensorDecl& t, int rank = 0) {
+  const uint8_t* p = m.hbm_tensor(rank, t);
+  return {p, p + Machine::tensor_bytes(t)};
+}
+
+// What `nisa run` does before running: check every header, allocate, read into HBM.
+std::unique_ptr<Machine> bind(const Module& mod, interp::MachineOptions mo,
+                              const std::vector<interp::IoSpec>& in) {
+  std::vector<InputData> files = interp::read_inputs(mod, mo.ranks, in);
+  auto m = std::make_unique<Machine>(mod, mo, InputFill::caller_writes);
+  interp::bind_inputs(*m, files);
+  return m;
+}
+
+TEST(Memory, InputsLandBitExactlyInHbm) {
+  TmpDir d;
+  KB k;
+  // Odd sizes: tensors end off any page or element-group boundary.
+  const int f = k.hbm("f", DType::fp32, {3, 37}, Role::input);
+  const int b = k.hbm("b", DType::bf16, {5, 13}, Role::input);
+  const int i = k.hbm("i", DType::int32, {7, 11}, Role::input);
+  const std::vector<uint8_t> fb = random_bytes(3 * 37 * 4, 1), bb = random_bytes(5 * 13 * 2, 2),
+                             ib = random_bytes(7 * 11 * 4, 3);
+  interp::write_npy(d / "f.npy", DType::fp32, {3, 37}, fb.data());
+  interp::write_npy(d / "b.npy", DType::bf16, {5, 13}, bb.data());
+  interp::write_npy(d / "i.npy", DType::int32, {7, 11}, ib.data());
+  interp::MachineOptions mo;
+  mo.check_uninit = true; // the bytes read are marked written
+  auto m = bind(k.m, mo, {{"f", d / "f.npy"}, {"b", d / "b.npy"}, {"i", d / "i.npy"}});
+  EXPECT_EQ(hbm_bytes(*m, k.m.tensors[f]), fb);
+  EXPECT_EQ(hbm_bytes(*m, k.m.tensors[b]), bb);
+  EXPECT_EQ(hbm_bytes(*m, k.m.tensors[i]), ib);
+  for (int t : {f, b, i}) {
+    const TensorDecl& td = k.m.tensors[t];
+    const uint8_t* s = m->ranks[0].hbm_written.data() + td.address;
+    EXPECT_EQ(std::count(s, s + Machine::tensor_bytes(td), 1), int64_t(Machine::tensor_bytes(td)));
+  }
+}
+
+TEST(Memory, PerRankFileSliceRGoesToRankR) {
+  TmpDir d;
+  KB k;
+  const int x = k.hbm("x", DType::int32, {5, 7}, Role::input);
+  const int w = k.hbm("w", DType::fp32, {2, 9}, Role::input);
+  const int R = 3;
+  const std::vector<uint8_t> xb = random_bytes(R * 5 * 7 * 4, 4), wb = random_bytes(2 * 9 * 4, 5);
+  interp::write_npy(d / "x.npy", DType::int32, {R, 5, 7}, xb.data());
+  interp::write_npy(d / "w.npy", DType::fp32, {2, 9}, wb.data()); // one array for every rank
+  interp::MachineOptions mo;
+  mo.ranks = R;
+  auto m = bind(k.m, mo, {{"x", d / "x.npy"}, {"w", d / "w.npy"}});
+  for (int r = 0; r < R; ++r) {
+    EXPECT_EQ(hbm_bytes(*m, k.m.tensors[x], r),
+              std::vector<uint8_t>(xb.begin() + r * 140, xb.begin() + (r + 1) * 140))
+        << "rank " << r;
+    EXPECT_EQ(hbm_bytes(*m, k.m.tensors[w], r), wb) << "rank " << r;
+  }
+}
+
+TEST(Memory, FortranOrderAndBigEndianAreConvertedOnTheWayIn) {
+  // A per-rank [R, rows, cols] file in Fortran order: the rank axis varies fastest in the file,
+  // so every rank's slice is spread over all of it (converted through a small buffer).
+  TmpDir d;
+  KB k;
+  const int x = k.hbm("x", DType::int32, {4, 6}, Role::input);
+  const int y = k.hbm("y", DType::fp32, {300, 1000}, Role::input); // > the 1 MiB bounce buffer
+  const int R = 2;
+  std::vector<uint32_t> want(R * 4 * 6); // C order: want[(r * 4 + i) * 6 + j]
+  std::mt19937 rng(6);
+  for (auto& v : want) v = rng();
+  std::vector<uint8_t> fort(want.size() * 4);
+  size_t at = 0;
+  for (int j = 0; j < 6; ++j)
+    for (int i = 0; i < 4; ++i)
+      for (int r = 0; r < R; ++r, at += 4) std::memcpy(&fort[at], &want[(r * 4 + i) * 6 + j], 4);
+  put(d / "x.npy", handmade("<i4", true, "(2, 4, 6)", fort));
+  // Big-endian fp32, C order, one array for both ranks.
+  const std::vector<uint8_t> yb = random_bytes(300 * 1000 * 4, 7);
+  std::vector<uint8_t> be(yb);
+  for (size_t e = 0; e < be.size(); e += 4) std::reverse(&be[e], &be[e + 4]);
+  put(d / "y.npy", handmade(">f4", false, "(300, 1000)", be));
+  interp::MachineOptions mo;
+  mo.ranks = R;
+  auto m = bind(k.m, mo, {{"x", d / "x.npy"}, {"y", d / "y.npy"}});
+  const auto* wb = reinterpret_cast<const uint8_t*>(want.data());
+  for (int r = 0; r < R; ++r) {
+    EXPECT_EQ(hbm_bytes(*m, k.m.tensors[x], r),
+              std::vector<uint8_t>(wb + r * 96, wb + (r + 1) * 96));
+    EXPECT_EQ(hbm_bytes(*m, k.m.tensors[y], r), yb);
+  }
+  // Big-endian and Fortran order together, larger than the bounce buffer.
+  std::vector<uint8_t> fbe(yb.size());
+  for (int i = 0; i < 300; ++i)
+    for (int j = 0; j < 1000; ++j)
+      for (int c = 0; c < 4; ++c)
+        fbe[(size_t(j) * 300 + i) * 4 + c] = yb[(size_t(i) * 1000 + j) * 4 + 3 - c];
+  put(d / "y.npy", handmade(">f4", true, "(300, 1000)", fbe));
+  m = bind(k.m, mo, {{"x", d / "x.npy"}, {"y", d / "y.npy"}});
+  EXPECT_EQ(hbm_bytes(*m, k.m.tensors[y], 1), yb);
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(Memory, TruncatedPayloadAndHeaderMismatchNameTheFile) {
+  TmpDir d;
+  KB k;
+  k.hbm("x", DType::fp32, {8, 16}, Role::input);
+  const std::vector<uint8_t> data = random_bytes(8 * 16 * 4, 8);
+  const std::string full = handmade("<f4", false, "(8, 16)", data);
+  put(d / "short.npy", full.substr(0, full.size() - 5));
+  put(d / "long.npy", full + "xyz");
+  put(d / "shape.npy", handmade("<f4", false, "(16, 8)", data));
+  put(d / "dtype.npy", handmade("<i4", false, "(8, 16)", data));
+  auto err = [&](const std::string& f) { return error_of([&] { bind(k.m, {}, {{"x", d / f}}); }); };
+  EXPECT_NE(err("short.npy")
+                .find(d / "short.npy" + ": truncated data: shape (8, 16) of '<f4' "
+                                        "needs 512 bytes, the file has 507"),
+            std::string::npos)
+      << err("short.npy");
+  EXPECT_NE(err("long.npy").find(d / "long.npy" + ": 3 bytes of trailing data"), std::string::npos)
+      << err("long.npy");
+  EXPECT_NE(err("shape.npy").find(d / "shape.npy" + ": shape (16, 8) does not match tensor 'x'"),
+            std::string::npos)
+      << err("shape.npy");
+  EXPECT_NE(err("dtype.npy").find(d / "dtype.npy" + ": dtype '<i4' does not match tensor 'x'"),
+            std::string::npos)
+      << err("dtype.npy");
+  // The checks come before any data is read: read_inputs alone reports the size.
+  EXPECT_NE(error_of([&] {
+              interp::read_inputs(k.m, 1, {{"x", d / "short.npy"}});
+            }).find("truncated data"),
+            std::string::npos);
+}
+
+TEST(Memory, TruncatedStreamFailsWhileReadingAndLeavesThePoison) {
+  // A FIFO has no size to check first: the short read is found while reading into HBM; the
+  // machine is then reset as a whole (no half-read input in unpoisoned memory).
+  TmpDir d;
+  KB k;
+  const int x = k.hbm("x", DType::fp32, {8, 16}, Role::input);
+  const std::string fifo = d / "pipe.npy";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const std::string full = handmade("<f4", false, "(8, 16)", random_bytes(512, 9));
+  std::thread w(
+      [&] { std::ofstream(fifo, std::ios::binary) << full.substr(0, full.size() - 100); });
+  Machine m(k.m, {});
+  const std::string e = error_of([&] { interp::reset_with_inputs(m, {{"x", fifo}}); });
+  w.join();
+  EXPECT_NE(e.find(fifo + ": truncated data"), std::string::npos) << e;
+  const std::vector<uint8_t> got = hbm_bytes(m, k.m.tensors[x]);
+  EXPECT_EQ(std::count(got.begin(), got.end(), interp::kPoisonByte), int64_t(got.size()));
+}
+
+// Reads a rank's whole HBM.
+std::vector<uint8_t> whole_hbm(const Machine& m, int rank = 0) {
+  const auto& b = m.ranks[size_t(rank)].hbm;
+  return {b.data(), b.data() + b.size()};
+}
+
+TEST(Memory, OnlyInputBytesEscapeThePoison) {
+  // x (input, 100 bytes) is overlapped by the scratch z from byte 64: z's first 36 bytes are
+  // input bytes, the rest of z, the gap and the page's tail must still be poison.
+  TmpDir d;
+  KB k;
+  k.hbm("x", DType::uint8, {4, 25}, Role::input);
+  const int z = k.hbm("z", DType::uint8, {2, 100}, Role::scratch);
+  k.m.tensors[z].address = 64;
+  const int v = k.hbm("v", DType::int32, {3, 3}, Role::input); // at 320: a gap before it
+  const std::vector<uint8_t> xb = random_bytes(100, 10), vb = random_bytes(36, 11);
+  interp::write_npy(d / "x.npy", DType::uint8, {4, 25}, xb.data());
+  interp::write_npy(d / "v.npy", DType::int32, {3, 3}, vb.data());
+  const std::vector<interp::IoSpec> in{{"x", d / "x.npy"}, {"v", d / "v.npy"}};
+  auto m = bind(k.m, {}, in);
+  std::vector<uint8_t> want(4096, interp::kPoisonByte); // what a poisoned machine + writes has
+  std::copy(xb.begin(), xb.end(), want.begin());
+  std::copy(vb.begin(), vb.end(), want.begin() + k.m.tensors[v].address);
+  EXPECT_EQ(whole_hbm(*m), want);
+  const auto ranges = m->input_ranges();
+  ASSERT_EQ(ranges.size(), 2u);
+  EXPECT_EQ(ranges[0], std::make_pair(uint64_t(0), uint64_t(100)));
+  // A machine used before (HBM scribbled over) and reset with the inputs read again: the same.
+  std::memset(m->ranks[0].hbm.data(), 0x11, 4096);
+  interp::reset_with_inputs(*m, in);
+  EXPECT_EQ(whole_hbm(*m), want);
+  // And the plain reset poisons all of it (the inputs too).
+  m->reset();
+  EXPECT_EQ(whole_hbm(*m), std::vector<uint8_t>(4096, interp::kPoisonByte));
+}
+
+// sp loads the scratch z into SBUF; act stores it to y and SBUF bytes nothing wrote to y2.
+KB poison_kernel() {
+  KB k;
+  k.hbm("x", DType::fp32, {8, 32}, Role::input);
+  const int z = k.hbm("z", DType::fp32, {8, 32}, Role::scratch);
+  const int y = k.hbm("y", DType::fp32, {8, 32}, Role::output);
+  const int y2 = k.hbm("y2", DType::fp32, {8, 32}, Role::output);
+  const uint16_t s = k.sem("loaded");
+  k.add(Engine::sp,
+        with_signal(dma(Engine::sp, 0, sbuf_ap(0, 8, 0, DType::fp32, 32), hbm_ap(k.m.tensors[z])),
+                    s));
+  k.add(Engine::act,
+        with_wait(dma(Engine::act, 1, hbm_ap(k.m.tensors[y]), sbuf_ap(0, 8, 0, DType::fp32, 32)), s,
+                  1));
+  k.add(Engine::act,
+        dma(Engine::act, 1, hbm_ap(k.m.tensors[y2]), sbuf_ap(0, 8, 4096, DType::fp32, 32)));
+  return k;
+}
+
+TEST(Memory, NonInputHbmAndSbufReadAsNanAfterResetAndASecondRun) {
+  TmpDir d;
+  KB k = poison_kernel();
+  const std::vector<float> xv = random_floats(8 * 32, 12);
+  interp::write_npy(d / "x.npy", DType::fp32, {8, 32}, as_bytes(xv).data());
+  const std::vector<interp::IoSpec> in{{"x", d / "x.npy"}};
+  auto m = bind(k.m, {}, in);
+  auto all_poison = [&](const char* name) {
+    const std::vector<float> v = read_f32(*m, *m->find_tensor(name));
+    for (float f : v) {
+      uint32_t u;
+      std::memcpy(&u, &f, 4);
+      if (u != 0xFFFFFFFFu) return false;
+    }
+    return std::isnan(v[0]);
+  };
+  for (int run = 0; run < 2; ++run) {
+    auto r = interp::run(*m);
+    ASSERT_EQ(r.status, RunStatus::ok) << r.report;
+    EXPECT_TRUE(all_poison("y")) << "run " << run;  // z was never written: NaN
+    EXPECT_TRUE(all_poison("y2")) << "run " << run; // nor that SBUF: NaN
+    EXPECT_EQ(read_f32(*m, *m->find_tensor("x")), xv);
+    // Scribble over every memory, then reset as the debugger does before its next run.
+    for (auto& rk : m->ranks) std::memset(rk.hbm.data(), 0x22, rk.hbm.size());
+    for (auto& c : m->cores) {
+      std::memset(c.sbuf.data(), 0x33, c.sbuf.size());
+      std::memset(c.psum.data(), 0x44, c.psum.size());
+    }
+    interp::reset_with_inputs(*m, in);
+  }
+}
+
+TEST(Memory, OutputsRoundTripStraightFromHbm) {
+  TmpDir d;
+  KB k;
+  const int small = k.hbm("s", DType::bf16, {3, 5}, Role::output);
+  const int big = k.hbm("b", DType::fp32, {512, 300}, Role::output); // > the 64 KiB buffer
+  interp::MachineOptions mo;
+  mo.ranks = 2;
+  Machine m(k.m, mo);
+  const std::vector<uint8_t> s0 = random_bytes(30, 13), s1 = random_bytes(30, 14),
+                             b0 = random_bytes(512 * 300 * 4, 15),
+                             b1 = random_bytes(512 * 300 * 4, 16);
+  m.write_tensor(k.m.tensors[small], s0.data(), 0);
+  m.write_tensor(k.m.tensors[small], s1.data(), 1);
+  m.write_tensor(k.m.tensors[big], b0.data(), 0);
+  m.write_tensor(k.m.tensors[big], b1.data(), 1);
+  interp::write_outputs(m, {{"s", d / "s.npy"}, {"b", d / "b.npy"}});
+  interp::NpyArray s = interp::read_npy(d / "s.npy"), b = interp::read_npy(d / "b.npy");
+  EXPECT_EQ(s.shape, (std::vector<int64_t>{2, 3, 5}));
+  EXPECT_EQ(b.shape, (std::vector<int64_t>{2, 512, 300}));
+  std::vector<uint8_t> ws(s0), wb(b0);
+  ws.insert(ws.end(), s1.begin(), s1.end());
+  wb.insert(wb.end(), b1.begin(), b1.end());
+  EXPECT_EQ(s.data, ws);
+  EXPECT_EQ(b.data, wb);
+  // No temporary left next to them.
+  int files = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(d.p)) ++files;
+  EXPECT_EQ(files, 2);
+  // A failing large write is an error naming the file.
+  const std::string e = error_of([&] { interp::write_outputs(m, {{"b", "/dev/full"}}); });
+  EXPECT_NE(e.find("/dev/full"), std::string::npos) << e;
+}
+
+TEST(Memory, HbmIsWhatTheRankDeclaresRoundedToPages) {
+  KB k;
+  k.hbm("x", DType::fp32, {3, 1000}, Role::input); // 12000 bytes
+  k.hbm("y", DType::uint8, {1, 97}, Role::output); // 12032 .. 12129
+  EXPECT_EQ(Machine::hbm_size(k.m, {}), 12288u);   // the highest end, to a 4 KiB multiple
+  interp::MachineOptions mo;
+  mo.ranks = 3;
+  mo.lnc = 2;
+  Machine m(k.m, mo);
+  ASSERT_EQ(m.ranks.size(), 3u);
+  for (const auto& r : m.ranks) {
+    EXPECT_EQ(r.hbm_bytes, 12288u);
+    EXPECT_EQ(r.hbm.size(), 12288u);
+  }
+  KB none; // no HBM tensor: one page
+  EXPECT_EQ(Machine::hbm_size(none.m, {}), 4096u);
+  KB exact;
+  exact.hbm("x", DType::uint8, {2, 4096}, Role::input);
+  EXPECT_EQ(Machine::hbm_size(exact.m, {}), 8192u);
+}
+
+// A line of /proc/self/status in bytes ("VmHWM:  1234 kB").
+long status_bytes(const std::string& key) {
+  std::ifstream st("/proc/self/status");
+  for (std::string line; std::getline(st, line);)
+    if (line.rfind(key + ":", 0) == 0) return std::stol(line.substr(key.size() + 1)) * 1024;
+  return -1;
+}
+
+// Peak RSS of run_module over what the process had before it: the peak is reset first
+// (clear_refs 5, Linux >= 4.0), so nothing the test did before counts.
+TEST(Memory, PeakRssOfARunStaysNearTheMemoryItModels) {
+  TmpDir d;
+  KB k = poison_kernel();
+  const int64_t R = 64, C = 196608; // x: 48 MiB of fp32, where a heap copy would show clearly
+  k.m.tensors.clear();
+  k.hbm_top = 0;
+  k.hbm("x", DType::fp32, {R, C}, Role::input);
+  k.hbm("z", DType::fp32, {8, 32}, Role::scratch);
+  k.hbm("y", DType::fp32, {8, 32}, Role::output);
+  k.hbm("y2", DType::fp32, {8, 32}, Role::output);
+  {
+    std::vector<float> x = random_floats(size_t(R * C), 17);
+    interp::write_npy(d / "x.npy", DType::fp32, {R, C}, as_bytes(x).data());
+  }
+  {
+    std::ofstream clear("/proc/self/clear_refs");
+    clear << "5";
+    clear.flush();
+    if (!clear) GTEST_SKIP() << "cannot reset the peak RSS (/proc/self/clear_refs)";
+  }
+  const long before = status_bytes("VmRSS");
+  ASSERT_GT(before, 0);
+  interp::RunConfig cfg;
+  cfg.inputs = {{"x", d / "x.npy"}};
+  cfg.outputs = {{"y", d / "y.npy"}};
+  std::ostringstream out, err;
+  ASSERT_EQ(interp::run_module(k.m, cfg, out, err), 0) << err.str();
+  const long peak = status_bytes("VmHWM");
+  const uint64_t hbm = Machine::hbm_size(k.m, {});
+  const auto& tp = interp::target_params(Target::trn2);
+  const uint64_t chip = tp.partitions * (tp.sbuf_part_bytes + tp.psum_part_bytes);
+  const double grown = double(peak - before), modelled = double(hbm + chip);
+  // The memory modelled (HBM + one core's SBUF and PSUM) plus slack for the program and the
+  // allocator; a full-size heap copy of x (48 MiB) on the way in would pass the bound.
+  EXPECT_LT(grown, modelled + 24.0 * (1 << 20))
+      << "grew " << grown / (1 << 20) << " MiB for " << modelled / (1 << 20) << " MiB modelled";
+}
+
+} // namespace
+} // namespace nisa::test
