@@ -20,6 +20,7 @@ import json
 import math
 import os
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -97,7 +98,7 @@ def check_norm(tol):
             worst = max(worst, err)
             if err > tol:
                 return False, "%s: max err %.3g of max|ref| > %.3g" % (name, err, tol)
-        return True, "max err %.2g of max|ref| (tol %.0e)" % (worst, tol)
+        return True, "max err %.2g of max|ref| (tol %.2g)" % (worst, tol)
 
     return chk
 
@@ -629,12 +630,14 @@ def run_nisa(cmd, log):
 
 
 def time_torch(fn, reps):
-    best = math.inf
+    """(best wall, best CPU time) of reps calls."""
+    best, cpu = math.inf, math.inf
     for _ in range(reps):
-        t0 = time.perf_counter()
+        c0, t0 = time.process_time(), time.perf_counter()
         fn()
         best = min(best, time.perf_counter() - t0)
-    return best
+        cpu = min(cpu, time.process_time() - c0)
+    return best, cpu
 
 
 def stats_counts(path):
@@ -691,6 +694,8 @@ def main():
         return 0
     np, torch, F = numpy, _torch, _F
     torch.set_num_threads(1)
+    # SIGTERM as an exception, so that the temp dir is removed (finally below)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     if not os.access(args.nisa, os.X_OK):
         print("torch_compare: %s is not an executable (build it: cmake --build build --target nisa)"
               % args.nisa, file=sys.stderr)
@@ -709,9 +714,13 @@ def main():
         return 1
     work = args.workdir or tempfile.mkdtemp(prefix="torch_compare.")
     os.makedirs(work, exist_ok=True)
-    print("torch %s, 1 thread; nisa %s%s; %d nisa runs (median), best of %d torch runs; %s" %
+    print("torch %s, 1 thread; nisa %s%s; %d nisa runs (median), best of %d torch runs; %s; "
+          "load average %.1f on %d CPUs" %
           (torch.__version__, args.nisa, " " + " ".join(threads) if threads else "", args.repeat,
-           args.torch_repeat, time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())))
+           args.torch_repeat, time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+           os.getloadavg()[0], os.cpu_count()))
+    print("ratio = nisa wall / torch wall (the target); CPU ratio = nisa (user + sys) / torch CPU "
+          "time (steadier on a shared host)")
     results = []
     try:
         for name, make in sel:
@@ -768,10 +777,12 @@ def run_row(name, make, args, work, threads):
     ref = {k: v.numpy() for k, v in row.tfn().items()}  # warm-up, and the values checked
     ok, msg = row.check(got, ref)
     del got, ref
-    tt = time_torch(row.tfn, max(1, args.torch_repeat))
+    tt, tc = time_torch(row.tfn, max(1, args.torch_repeat))
     med = lambda i: statistics.median(r[i] for r in runs)
-    res.update(nisa_wall=med(0), nisa_user=med(1), nisa_sys=med(2), nisa_rss_mb=max(r[3] for r in runs),
-               nisa_walls=[r[0] for r in runs], torch_s=tt, ratio=med(0) / tt,
+    cpu = statistics.median(r[1] + r[2] for r in runs)
+    res.update(nisa_wall=med(0), nisa_user=med(1), nisa_sys=med(2), nisa_cpu=cpu,
+               nisa_rss_mb=max(r[3] for r in runs), nisa_walls=[r[0] for r in runs], torch_s=tt,
+               torch_cpu=tc, ratio=med(0) / tt, cpu_ratio=cpu / tc,
                status="pass" if ok and med(0) / tt <= TARGET else ("fail" if ok else "error"),
                check=msg, cmdline=cmd)
     return res
@@ -787,16 +798,17 @@ def fmt_t(s):
 
 def print_row(r, header):
     if header:
-        print("| kernel | shape | flags | nisa wall | torch | ratio | target | result | nisa user / sys | nisa peak RSS | check |")
-        print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+        print("| kernel | shape | flags | nisa wall | torch | ratio | target | result | nisa user / sys | CPU ratio | nisa peak RSS | check |")
+        print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     if r["status"] == "error" and "nisa_wall" not in r:
-        print("| %s | %s | %s | - | - | - | %gx | error | | | %s |" %
+        print("| %s | %s | %s | - | - | - | %gx | error | | | | %s |" %
               (r["name"], r["shape"], r["flags"], TARGET, r["check"]))
         return
-    print("| %s | %s | %s | %s | %s | %.1fx | %gx | %s | %s / %s | %.0f MB | %s |" %
+    print("| %s | %s | %s | %s | %s | %.1fx | %gx | %s | %s / %s | %.1fx | %.0f MB | %s |" %
           (r["name"], r["shape"] + (" (" + r["note"] + ")" if r["note"] else ""), r["flags"],
            fmt_t(r["nisa_wall"]), fmt_t(r["torch_s"]), r["ratio"], TARGET, r["status"],
-           fmt_t(r["nisa_user"]), fmt_t(r["nisa_sys"]), r["nisa_rss_mb"], r["check"]))
+           fmt_t(r["nisa_user"]), fmt_t(r["nisa_sys"]), r["cpu_ratio"], r["nisa_rss_mb"],
+           r["check"]))
 
 
 def floor(results, args, work, threads):
