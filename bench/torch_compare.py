@@ -565,6 +565,30 @@ def row_tkg(rng):
                "bench/tkg's shard at TP 2, 2 layers (bench/tkg: TP 8, 4 layers, 6.8 GB)")
 
 
+def row_tiny_cumsum(rng):  # --self-test: two row tiles and two free tiles, a second
+    x = rand(rng, (130, 2100))
+    tx = T(x)
+    return Row("self_test_cumsum", "cumsum.nasm", "130x2100 fp32", dict(ROWS=130, COLS=2100,
+               DT="fp32"), ["--lnc", "1"], {"x": x}, {"y": None},
+               lambda: {"y": torch.cumsum(tx, dim=1)}, check_norm(1e-5), "normwise 1e-5")
+
+
+def row_tiny_topk(rng):  # --self-test: the rotational path on a small row
+    B, V, K = 4, 1000, 16
+    x = rand(rng, (B, V))
+    tx = T(x)
+
+    def tfn():
+        v, i = torch.topk(tx, K, dim=1)
+        return {"values": v, "indices": i}
+
+    return Row("self_test_topk", "topk.nasm", "4x1000 K=16 fp32",
+               dict(BXS=B, V=V, K=K, METHOD="rotational", DT="fp32"), ["--lnc", "2"], {"x": x},
+               {"values": None, "indices": None}, tfn, topk_check(x), "exact")
+
+
+SELF_TEST = [("self_test_cumsum", row_tiny_cumsum), ("self_test_topk", row_tiny_topk)]
+
 ROWS = [
     ("cumsum", lambda r: row_cumsum(r)),
     ("cumsum_after", lambda r: row_cumsum(r, "cumsum_after")),
@@ -682,6 +706,9 @@ def main():
     ap.add_argument("--keep", action="store_true", help="keep the .npy files")
     ap.add_argument("--no-floor", action="store_true",
                     help="skip the two extra traced runs of the rotational top-K floor")
+    ap.add_argument("--self-test", action="store_true",
+                    help="two tiny rows (cumsum, rotational top-K), one run each: checks the "
+                    "script and nisa against torch, no timing target; exit 1 on a mismatch")
     args = ap.parse_args()
 
     global np, torch, F
@@ -706,7 +733,9 @@ def main():
             threads = ["--threads", str(args.threads)]
         else:
             print("torch_compare: %s has no --threads; running without it" % args.nisa)
-    sel = [(n, f) for n, f in ROWS
+    if args.self_test:
+        args.repeat, args.torch_repeat, args.no_floor, args.only = 1, 1, True, []
+    sel = [(n, f) for n, f in (SELF_TEST if args.self_test else ROWS)
            if (not args.only or any(n == o or n.startswith(o) for o in args.only))
            and n not in args.skip]
     if not sel:
@@ -739,6 +768,7 @@ def main():
     bad = [r["name"] for r in results if r["status"] == "error"]
     if bad:
         print("torch_compare: nisa failed or disagreed with torch: " + ", ".join(bad))
+        return 1
     return 0
 
 
