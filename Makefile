@@ -3,7 +3,7 @@ BUILD ?= build
 JOBS  ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all bootstrap build demo test bench asan format clean
+.PHONY: all bootstrap build demo test bench bench-torch asan format clean
 
 all: build
 
@@ -24,6 +24,13 @@ test: build
 
 bench: build
 	@bash scripts/bench.sh $(BUILD)
+
+# Whole kernels against PyTorch CPU at one thread (bench/torch_compare.py, docs/performance.md
+# issue 16): the only target that installs python3-torch. Options: TORCH_ARGS="--only topk ...".
+bench-torch: $(BUILD)/CMakeCache.txt
+	@bash scripts/bootstrap.sh --bench
+	cmake --build $(BUILD) -j $(JOBS) --target nisa
+	/usr/bin/python3 bench/torch_compare.py --nisa $(BUILD)/cli/nisa $(TORCH_ARGS)
 
 # Whole test suite under AddressSanitizer + UndefinedBehaviorSanitizer, less the two
 # long-context end-to-end tests (AttnLarge, TkgLarge: ~100 s each optimised, far longer in a

@@ -1,10 +1,19 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages nisa needs, only those missing.
 # Called by `make demo` / `make test`; safe to run repeatedly.
+# `--bench` adds the optional benchmark packages (python3-torch for bench/torch_compare.py;
+# Debian 12 has 1.13.1): only `make bench-torch` asks for them, never `make test`.
 set -euo pipefail
 PKGS=(cmake make g++ antlr4 libantlr4-runtime-dev libfmt-dev libboost-program-options-dev
       googletest libgtest-dev libgmock-dev libbenchmark-dev libopenblas-dev libreadline-dev
       clang-format tmux nlohmann-json3-dev pybind11-dev python3-dev python3-numpy python3-pytest)
+BENCH_PKGS=(python3-torch)
+for a in "$@"; do
+  case "$a" in
+    --bench) PKGS+=("${BENCH_PKGS[@]}") ;;
+    *) echo "bootstrap: unknown option '$a' (known: --bench)" >&2; exit 1 ;;
+  esac
+done
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
