@@ -15,6 +15,7 @@
 
 #include "asm/asm.h"
 #include "asm/diagnostics_json.h"
+#include "interp/host_pool.h"
 #include "interp/machine.h"
 #include "interp/npy.h"
 #include "interp/race.h"
@@ -141,7 +142,7 @@ std::string dtype_expect(DType t) {
 py::dict run_kernel(const Kernel& k, int lnc, int ranks, const std::string& schedule, uint64_t seed,
                     bool check_races, py::dict inputs, uint64_t max_steps,
                     const std::string& target, py::object bf16,
-                    const std::vector<std::string>& fetch) {
+                    const std::vector<std::string>& fetch, int threads) {
   const Module& mod = *k.mod;
   interp::MachineOptions mo;
   mo.target = mod.target;
@@ -161,6 +162,11 @@ py::dict run_kernel(const Kernel& k, int lnc, int ranks, const std::string& sche
     throw py::value_error(fmt::format("unknown schedule '{}' (fixed or random)", schedule));
   so.seed = seed;
   if (max_steps) so.max_steps = max_steps;
+  if (threads < 0 || threads > interp::kMaxHostThreads)
+    throw py::value_error(
+        fmt::format("threads={}: expected 1..{} (0: the host's cores)", threads,
+                    interp::kMaxHostThreads));
+  so.threads = threads ? threads : std::min(interp::default_host_threads(), interp::kMaxHostThreads);
 
   // Every input bound once, dtype and shape checked before anything is allocated.
   struct Bound {
@@ -314,5 +320,6 @@ PYBIND11_MODULE(_nisa, m) {
         py::arg("includes"));
   m.def("run", &run_kernel, py::arg("kernel"), py::arg("lnc"), py::arg("ranks"),
         py::arg("schedule"), py::arg("seed"), py::arg("check_races"), py::arg("inputs"),
-        py::arg("max_steps"), py::arg("target"), py::arg("bf16"), py::arg("fetch"));
+        py::arg("max_steps"), py::arg("target"), py::arg("bf16"), py::arg("fetch"),
+        py::arg("threads"));
 }

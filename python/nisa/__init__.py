@@ -114,15 +114,16 @@ class Kernel:
         self.tensors = k.tensors()
 
     def run(self, lnc=1, ranks=1, schedule="fixed", seed=0, check_races=False, *,
-            max_steps=0, target="", fetch=(), raise_on_error=True, **inputs):
+            max_steps=0, target="", fetch=(), threads=0, raise_on_error=True, **inputs):
         """Runs the kernel on the inputs (numpy arrays by tensor name) and returns a Result.
         Its outputs are the kernel's output tensors plus the HBM tensors named in fetch (e.g.
         a cache updated in place, as `nisa run --out` saves it).
         Raises DeadlockError, FaultError, RaceError or BudgetError (with the report `nisa run`
-        prints) unless raise_on_error=False; InputError for bad arguments."""
+        prints) unless raise_on_error=False; InputError for bad arguments. threads: host
+        threads (0: the host's cores); the results are the same for every value."""
         try:
             d = _nisa.run(self._k, lnc, ranks, schedule, seed, check_races, inputs, max_steps,
-                          target, bf16_dtype, list(fetch))
+                          target, bf16_dtype, list(fetch), threads)
         except (ValueError, TypeError) as e:
             raise InputError(str(e)) from None
         r = Result(d)
@@ -155,8 +156,8 @@ def assemble(path, target=None, include=(), **params):
 
 
 def run(path, params=None, *, target=None, lnc=1, ranks=1, schedule="fixed", seed=0,
-        check_races=False, fetch=(), **inputs):
+        check_races=False, fetch=(), threads=0, **inputs):
     """assemble(path, target, **params).run(lnc, ranks, schedule, seed, check_races, **inputs)."""
     return assemble(path, target=target, **(params or {})).run(
         lnc=lnc, ranks=ranks, schedule=schedule, seed=seed, check_races=check_races,
-        fetch=fetch, **inputs)
+        fetch=fetch, threads=threads, **inputs)

@@ -140,6 +140,21 @@ def test_non_contiguous_input(rng):
     np.testing.assert_allclose(r.y, np.cumsum(x, axis=1), rtol=1e-5, atol=1e-5)
 
 
+def test_threads_same_results(rng):
+    # Two cores (--lnc 2) and large rows: the cores and the row ranges go to host threads.
+    x = rng.standard_normal((6, 5000)).astype(np.float32)
+    k = nisa.assemble(kernel("cascaded_max.nasm"), BXS=6, V=5000)
+    one = k.run(lnc=2, threads=1, x=x)
+    four = k.run(lnc=2, threads=4, x=x)
+    np.testing.assert_array_equal(one.values[:, 0], x.max(axis=1))
+    np.testing.assert_array_equal(one.indices[:, 0], x.argmax(axis=1))
+    for name in ("values", "indices"):
+        np.testing.assert_array_equal(getattr(one, name), getattr(four, name))
+    assert one.stats["makespan_ns"] == four.stats["makespan_ns"]
+    with pytest.raises(nisa.InputError, match="threads=-1"):
+        k.run(lnc=2, threads=-1, x=x)
+
+
 def test_bf16_dtypes(rng):
     k = nisa.assemble(kernel("cumsum.nasm"), ROWS=2, COLS=4, DT="bf16")
     x = np.array([[1, 2, 3, 4], [0.5, 0.25, -1, 8]], np.float32)
