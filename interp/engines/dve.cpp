@@ -7,6 +7,7 @@
 
 #include "interp/engines/elementwise.h"
 #include "interp/engines/engines.h"
+#include "interp/engines/simd.h"
 
 namespace nisa::interp {
 using namespace ew;
@@ -184,11 +185,16 @@ template <class F> bool with_scan_op(AluOp op, F&& f) {
   }
 }
 
-// Total order for max8: NaN above +inf, otherwise numeric.
-inline bool ranks_above(float a, float b) {
-  if (a != a) return b == b;
-  if (b != b) return false;
-  return a > b;
+// The operators the across-partition lane kernels run (simd_lanes.cpp).
+bool lane_op(AluOp op, simd::LaneOp* out) {
+  switch (op) {
+  case AluOp::add: *out = simd::LaneOp::add; return true;
+  case AluOp::subtract: *out = simd::LaneOp::subtract; return true;
+  case AluOp::multiply: *out = simd::LaneOp::multiply; return true;
+  case AluOp::max: *out = simd::LaneOp::max; return true;
+  case AluOp::min: *out = simd::LaneOp::min; return true;
+  default: return false;
+  }
 }
 
 } // namespace
@@ -196,58 +202,15 @@ inline bool ranks_above(float a, float b) {
 // ---- pure row algorithms ---------------------------------------------------------------------
 namespace ew {
 
+// The search kernels live in simd_search.cpp, one form per vector level.
 void max8_row(const float* x, uint64_t n, float out[8]) {
-  // Insertion into a sorted top-8; an element enters only if it ranks strictly above the
-  // current 8th, so among equal values the earlier ones stay (index order).
-  float top[8];
-  uint64_t filled = std::min<uint64_t>(n, 8);
-  for (uint64_t i = 0; i < filled; ++i) {
-    uint64_t k = i;
-    while (k > 0 && ranks_above(x[i], top[k - 1])) {
-      top[k] = top[k - 1];
-      --k;
-    }
-    top[k] = x[i];
-  }
-  for (uint64_t i = filled; i < n; ++i) {
-    const float v = x[i];
-    if (v <= top[7]) continue; // the common case; NaN falls through to the exact test
-    if (!ranks_above(v, top[7])) continue;
-    int k = 7;
-    while (k > 0 && ranks_above(v, top[k - 1])) {
-      top[k] = top[k - 1];
-      --k;
-    }
-    top[k] = v;
-  }
-  for (uint64_t i = 0; i < 8; ++i) out[i] = i < filled ? top[i] : -INFINITY;
+  simd::max8_row(simd::level(), x, n, out);
 }
-
 void find_index8_row(const float* data, uint64_t n, const float vals[8], int64_t out[8]) {
-  for (int j = 0; j < 8; ++j) {
-    int rank = 0; // how many earlier slots ask for the same value
-    for (int i = 0; i < j; ++i) rank += vals[i] == vals[j];
-    out[j] = -1;
-    for (uint64_t k = 0; k < n; ++k)
-      if (data[k] == vals[j] && rank-- == 0) {
-        out[j] = static_cast<int64_t>(k);
-        break;
-      }
-  }
+  simd::find_index8_row(simd::level(), data, n, vals, out);
 }
-
 void match_replace8_row(const float* data, uint64_t n, const float vals[8], int64_t out[8]) {
-  for (int j = 7; j >= 0; --j) {
-    out[j] = -1;
-    for (uint64_t k = 0; k < n; ++k) {
-      if (data[k] != vals[j]) continue;
-      bool taken = false;
-      for (int i = j + 1; i < 8; ++i) taken |= out[i] == static_cast<int64_t>(k);
-      if (taken) continue;
-      out[j] = static_cast<int64_t>(k);
-      break;
-    }
-  }
+  simd::match_replace8_row(simd::level(), data, n, vals, out);
 }
 
 void scan_row(const float* d0, const float* d1, uint64_t n, float init, AluOp op0, AluOp op1,
@@ -454,8 +417,29 @@ void sem_tensor_reduce(ExecCtx& cx, const Inst& in) {
       }
     });
   } else {
-    F32Rows rs(s, views_overlap(cx, d, s));
+    const simd::Level lv = simd::level();
+    simd::LaneOp lop = simd::LaneOp::add;
+    // add / multiply keep the sequential order: rows (partition x outer group) in lanes.
+    // Every level takes this path (the scalar one too), so NaN payloads agree (simd_lanes.cpp).
+    const bool lanes = (op == AluOp::add || op == AluOp::multiply) && inner >= 8 &&
+                       uint64_t(s.parts) * outer >= 8 && lane_op(op, &lop);
+    F32Rows rs(s, views_overlap(cx, d, s) || (lanes && !fp32_direct(s)));
     F32Out o(d);
+    if (lanes) {
+      std::vector<const float*> rows(size_t(s.parts) * outer);
+      for (uint32_t p = 0; p < s.parts; ++p)
+        for (uint64_t g = 0; g < outer; ++g) rows[p * outer + g] = rs.get(p) + g * inner;
+      std::vector<float> acc(rows.size());
+      simd::fold_rows(lv, rows.data(), acc.data(), uint32_t(rows.size()), inner, lop);
+      for (uint32_t p = 0; p < d.parts; ++p) {
+        float* out = o.get(p);
+        for (uint64_t g = 0; g < outer; ++g)
+          out[g] = negate ? -acc[p * outer + g] : acc[p * outer + g];
+        o.commit(p);
+      }
+      note_psum_write(cx, operand(in, "dst").ap);
+      return;
+    }
     with_alu(op, [&](auto oc) {
       constexpr AluOp O = decltype(oc)::value;
       for (uint32_t p = 0; p < d.parts; ++p) {
@@ -463,6 +447,13 @@ void sem_tensor_reduce(ExecCtx& cx, const Inst& in) {
         float* out = o.get(p);
         for (uint64_t g = 0; g < outer; ++g) {
           const float* r = x + g * inner;
+          if constexpr (O == AluOp::max || O == AluOp::min) {
+            float m;
+            if (simd::reduce_maxmin_row(lv, O == AluOp::max, r, inner, &m)) {
+              out[g] = negate ? -m : m;
+              continue;
+            }
+          }
           float acc = r[0]; // sequential fp32 accumulation
           for (uint64_t k = 1; k < inner; ++k) acc = alu<O>(acc, r[k]);
           out[g] = negate ? -acc : acc;
@@ -506,6 +497,31 @@ void sem_scan(ExecCtx& cx, const Inst& in) {
   check_alu_op(cx, in, "op1", op1, false);
   const auto [d, a, b] = two_input_views(cx, in);
   const ScalarOp init = scalar_operand(cx, in, "init", d.parts);
+  const simd::Level lv = simd::level();
+  simd::LaneOp l0 = simd::LaneOp::add, l1 = simd::LaneOp::add;
+  if (lane_op(op0, &l0) && lane_op(op1, &l1)) {
+    // Rows in lanes (simd_lanes.cpp), at every level (the scalar one runs the same NaN rule):
+    // every source row is needed at once.
+    F32Rows ra(a, needs_snapshot(cx, d, a) || !fp32_direct(a));
+    F32Rows rb(b, needs_snapshot(cx, d, b) || !fp32_direct(b));
+    const uint64_t n = d.free_elems;
+    const bool direct = fp32_direct(d);
+    std::vector<float> obuf(direct ? 0 : d.parts * n), iv(d.parts);
+    std::vector<const float*> pa(d.parts), pb(d.parts);
+    std::vector<float*> po(d.parts);
+    for (uint32_t p = 0; p < d.parts; ++p) {
+      pa[p] = ra.get(p);
+      pb[p] = rb.get(p);
+      po[p] = direct ? reinterpret_cast<float*>(d.row(p)) : obuf.data() + p * n;
+      iv[p] = init.at(p);
+    }
+    simd::scan_rows(lv, pa.data(), pb.data(), po.data(), iv.data(), d.parts, n, l0, l1,
+                    flag(in, "rev0"), flag(in, "rev1"));
+    if (!direct)
+      for (uint32_t p = 0; p < d.parts; ++p) store_row(d, p, obuf.data() + p * n);
+    note_psum_write(cx, operand(in, "dst").ap);
+    return;
+  }
   F32Rows ra(a, needs_snapshot(cx, d, a)), rb(b, needs_snapshot(cx, d, b));
   F32Out o(d);
   for (uint32_t p = 0; p < d.parts; ++p) {

@@ -1,0 +1,341 @@
+// Vector forms of the DVE search instructions (max8, find_index8, match_replace8) and of the
+// max / min row fold of tensor_reduce. Each vector form tests 16 (AVX-512) or 8 (AVX2)
+// elements at once for "could this element matter" and hands the few that could to the
+// same scalar step as the scalar form, in index order: the results are the scalar form's,
+// bit for bit (values are copied, never recomputed).
+#pragma GCC optimize("O3")
+// GCC 12 reports the intrinsics' internal _mm512_undefined_*() as maybe-uninitialized at O3.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "interp/engines/simd.h"
+
+namespace nisa::interp::simd {
+
+namespace {
+
+// Total order for max8: NaN above +inf, otherwise numeric.
+inline bool ranks_above(float a, float b) {
+  if (a != a) return b == b;
+  if (b != b) return false;
+  return a > b;
+}
+
+// One element into the descending top-8: enters only if it ranks strictly above the 8th, so
+// among equal values the earlier ones stay (index order).
+inline void top8_insert(float top[8], float v) {
+  if (!ranks_above(v, top[7])) return;
+  int k = 7;
+  while (k > 0 && ranks_above(v, top[k - 1])) {
+    top[k] = top[k - 1];
+    --k;
+  }
+  top[k] = v;
+}
+
+// The first min(n, 8) elements sorted; returns how many.
+inline uint64_t top8_fill(const float* x, uint64_t n, float top[8]) {
+  const uint64_t filled = std::min<uint64_t>(n, 8);
+  for (uint64_t i = 0; i < filled; ++i) {
+    uint64_t k = i;
+    while (k > 0 && ranks_above(x[i], top[k - 1])) {
+      top[k] = top[k - 1];
+      --k;
+    }
+    top[k] = x[i];
+  }
+  return filled;
+}
+
+inline void top8_out(const float top[8], uint64_t filled, float out[8]) {
+  for (uint64_t i = 0; i < 8; ++i) out[i] = i < filled ? top[i] : -INFINITY;
+}
+
+void max8_scalar(const float* x, uint64_t n, float out[8]) {
+  float top[8];
+  const uint64_t filled = top8_fill(x, n, top);
+  for (uint64_t i = filled; i < n; ++i) {
+    const float v = x[i];
+    if (v <= top[7]) continue; // the common case; NaN falls through to the exact test
+    top8_insert(top, v);
+  }
+  top8_out(top, filled, out);
+}
+
+// Candidates: not (x <= 8th), i.e. x > 8th or unordered (NaN either side). Four blocks are
+// tested per step so the common no-candidate case costs one branch per 64 elements.
+NISA_AVX512 void max8_avx512(const float* x, uint64_t n, float out[8]) {
+  float top[8];
+  const uint64_t filled = top8_fill(x, n, top);
+  uint64_t i = filled;
+  for (; i + 64 <= n; i += 64) {
+    const __m512 t = _mm512_set1_ps(top[7]);
+    const __mmask16 m0 = _mm512_cmp_ps_mask(_mm512_loadu_ps(x + i), t, _CMP_NLE_UQ);
+    const __mmask16 m1 = _mm512_cmp_ps_mask(_mm512_loadu_ps(x + i + 16), t, _CMP_NLE_UQ);
+    const __mmask16 m2 = _mm512_cmp_ps_mask(_mm512_loadu_ps(x + i + 32), t, _CMP_NLE_UQ);
+    const __mmask16 m3 = _mm512_cmp_ps_mask(_mm512_loadu_ps(x + i + 48), t, _CMP_NLE_UQ);
+    uint64_t m = uint64_t(m0) | uint64_t(m1) << 16 | uint64_t(m2) << 32 | uint64_t(m3) << 48;
+    for (; m; m &= m - 1) top8_insert(top, x[i + __builtin_ctzll(m)]);
+  }
+  for (; i + 16 <= n; i += 16) {
+    uint32_t m = _mm512_cmp_ps_mask(_mm512_loadu_ps(x + i), _mm512_set1_ps(top[7]), _CMP_NLE_UQ);
+    for (; m; m &= m - 1) top8_insert(top, x[i + __builtin_ctz(m)]);
+  }
+  for (; i < n; ++i) top8_insert(top, x[i]);
+  top8_out(top, filled, out);
+}
+
+NISA_AVX2 void max8_avx2(const float* x, uint64_t n, float out[8]) {
+  float top[8];
+  const uint64_t filled = top8_fill(x, n, top);
+  uint64_t i = filled;
+  for (; i + 32 <= n; i += 32) {
+    const __m256 t = _mm256_set1_ps(top[7]);
+    const uint32_t m0 = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(x + i), t, _CMP_NLE_UQ));
+    const uint32_t m1 =
+        _mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(x + i + 8), t, _CMP_NLE_UQ));
+    const uint32_t m2 =
+        _mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(x + i + 16), t, _CMP_NLE_UQ));
+    const uint32_t m3 =
+        _mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(x + i + 24), t, _CMP_NLE_UQ));
+    for (uint32_t m = m0 | m1 << 8 | m2 << 16 | m3 << 24; m; m &= m - 1)
+      top8_insert(top, x[i + __builtin_ctz(m)]);
+  }
+  for (; i < n; ++i) top8_insert(top, x[i]);
+  top8_out(top, filled, out);
+}
+
+// ---- find_index8 / match_replace8 -------------------------------------------------------------
+// Position of the (skip+1)-th element equal (fp32 ==: -0 matches +0, NaN matches nothing) to
+// v at or after `from`, or -1.
+inline int64_t nth_equal_scalar(const float* x, uint64_t from, uint64_t n, float v, int skip) {
+  for (uint64_t k = from; k < n; ++k)
+    if (x[k] == v && skip-- == 0) return int64_t(k);
+  return -1;
+}
+
+NISA_AVX512 inline uint64_t eq64_avx512(const float* x, __m512 v) {
+  const uint64_t m0 = _mm512_cmp_ps_mask(_mm512_loadu_ps(x), v, _CMP_EQ_OQ);
+  const uint64_t m1 = _mm512_cmp_ps_mask(_mm512_loadu_ps(x + 16), v, _CMP_EQ_OQ);
+  const uint64_t m2 = _mm512_cmp_ps_mask(_mm512_loadu_ps(x + 32), v, _CMP_EQ_OQ);
+  const uint64_t m3 = _mm512_cmp_ps_mask(_mm512_loadu_ps(x + 48), v, _CMP_EQ_OQ);
+  return m0 | m1 << 16 | m2 << 32 | m3 << 48;
+}
+NISA_AVX2 inline uint64_t eq64_avx2(const float* x, __m256 v) {
+  uint64_t m = 0;
+  for (int b = 0; b < 8; ++b)
+    m |= uint64_t(
+             uint32_t(_mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(x + 8 * b), v, _CMP_EQ_OQ))))
+         << (8 * b);
+  return m;
+}
+
+// Applies the taken list to a 64-lane block mask at i: those positions never count.
+inline uint64_t drop_taken(uint64_t m, uint64_t i, const int64_t* taken, int ntaken) {
+  for (int t = 0; t < ntaken; ++t)
+    if (taken[t] >= int64_t(i) && taken[t] < int64_t(i + 64))
+      m &= ~(uint64_t{1} << (taken[t] - int64_t(i)));
+  return m;
+}
+// Elements from `from` on, one by one (the tail of the vector forms).
+inline int64_t nth_equal_tail(const float* x, uint64_t from, uint64_t n, float v, int skip,
+                              const int64_t* taken, int ntaken) {
+  for (uint64_t i = from; i < n; ++i) {
+    if (!(x[i] == v)) continue;
+    bool is_taken = false;
+    for (int t = 0; t < ntaken; ++t) is_taken |= taken[t] == int64_t(i);
+    if (!is_taken && skip-- == 0) return int64_t(i);
+  }
+  return -1;
+}
+
+// Position of the (skip+1)-th element equal to v (fp32 ==: -0 matches +0, NaN matches
+// nothing) that is not listed in `taken` (ntaken entries, -1 allowed), or -1.
+#define NISA_NTH_EQUAL_BODY(EQ)                                                                    \
+  uint64_t i = 0;                                                                                  \
+  for (; i + 64 <= n; i += 64) {                                                                   \
+    uint64_t m = EQ(x + i, vv);                                                                    \
+    if (!m) continue;                                                                              \
+    m = drop_taken(m, i, taken, ntaken);                                                           \
+    const int c = __builtin_popcountll(m);                                                         \
+    if (c <= skip) {                                                                               \
+      skip -= c;                                                                                   \
+      continue;                                                                                    \
+    }                                                                                              \
+    for (; skip > 0; --skip) m &= m - 1;                                                           \
+    return int64_t(i + __builtin_ctzll(m));                                                        \
+  }                                                                                                \
+  return nth_equal_tail(x, i, n, v, skip, taken, ntaken);
+
+NISA_AVX512 int64_t nth_equal_avx512(const float* x, uint64_t n, float v, int skip,
+                                     const int64_t* taken, int ntaken) {
+  const __m512 vv = _mm512_set1_ps(v);
+  NISA_NTH_EQUAL_BODY(eq64_avx512)
+}
+NISA_AVX2 int64_t nth_equal_avx2(const float* x, uint64_t n, float v, int skip,
+                                 const int64_t* taken, int ntaken) {
+  const __m256 vv = _mm256_set1_ps(v);
+  NISA_NTH_EQUAL_BODY(eq64_avx2)
+}
+#undef NISA_NTH_EQUAL_BODY
+
+// j-th slot: skip as many matches as earlier slots ask for the same value.
+inline int dup_rank(const float vals[8], int j) {
+  int rank = 0;
+  for (int i = 0; i < j; ++i) rank += vals[i] == vals[j];
+  return rank;
+}
+
+void find_index8_scalar(const float* data, uint64_t n, const float vals[8], int64_t out[8]) {
+  for (int j = 0; j < 8; ++j) out[j] = nth_equal_scalar(data, 0, n, vals[j], dup_rank(vals, j));
+}
+NISA_AVX512 void find_index8_avx512(const float* data, uint64_t n, const float vals[8],
+                                    int64_t out[8]) {
+  for (int j = 0; j < 8; ++j)
+    out[j] = nth_equal_avx512(data, n, vals[j], dup_rank(vals, j), nullptr, 0);
+}
+NISA_AVX2 void find_index8_avx2(const float* data, uint64_t n, const float vals[8],
+                                int64_t out[8]) {
+  for (int j = 0; j < 8; ++j)
+    out[j] = nth_equal_avx2(data, n, vals[j], dup_rank(vals, j), nullptr, 0);
+}
+
+// Slots 7..0, each taking the first position equal to its value that no later slot took.
+void match_replace8_scalar(const float* data, uint64_t n, const float vals[8], int64_t out[8]) {
+  for (int j = 7; j >= 0; --j) {
+    out[j] = -1;
+    for (uint64_t k = 0; k < n; ++k) {
+      if (data[k] != vals[j]) continue;
+      bool taken = false;
+      for (int i = j + 1; i < 8; ++i) taken |= out[i] == static_cast<int64_t>(k);
+      if (taken) continue;
+      out[j] = static_cast<int64_t>(k);
+      break;
+    }
+  }
+}
+NISA_AVX512 void match_replace8_avx512(const float* data, uint64_t n, const float vals[8],
+                                       int64_t out[8]) {
+  for (int j = 7; j >= 0; --j) out[j] = nth_equal_avx512(data, n, vals[j], 0, out + j + 1, 7 - j);
+}
+NISA_AVX2 void match_replace8_avx2(const float* data, uint64_t n, const float vals[8],
+                                   int64_t out[8]) {
+  for (int j = 7; j >= 0; --j) out[j] = nth_equal_avx2(data, n, vals[j], 0, out + j + 1, 7 - j);
+}
+
+// ---- tensor_reduce max / min ------------------------------------------------------------------
+// The sequential fold acc = fmax_nan(acc, x[k]) ends on a NaN sum if any element is NaN, and
+// otherwise on the last element equal to the maximum M: that is M's own bits unless M is a
+// zero (then +0 / -0 depends on order). Lanes find M; those two cases go back to the fold.
+bool maxmin_scalar(bool is_max, const float* x, uint64_t n, float* out) {
+  (void)is_max, (void)x, (void)n, (void)out;
+  return false;
+}
+
+NISA_AVX512 bool maxmin_avx512(bool is_max, const float* x, uint64_t n, float* out) {
+  if (n < 64) return false;
+  __m512 a0 = _mm512_loadu_ps(x), a1 = a0, a2 = a0, a3 = a0;
+  __mmask16 nan = 0;
+  uint64_t i = 0;
+  for (; i + 64 <= n; i += 64) {
+    const __m512 v0 = _mm512_loadu_ps(x + i), v1 = _mm512_loadu_ps(x + i + 16);
+    const __m512 v2 = _mm512_loadu_ps(x + i + 32), v3 = _mm512_loadu_ps(x + i + 48);
+    nan |= _mm512_cmp_ps_mask(v0, v1, _CMP_UNORD_Q) | _mm512_cmp_ps_mask(v2, v3, _CMP_UNORD_Q);
+    if (is_max) {
+      a0 = _mm512_max_ps(a0, v0), a1 = _mm512_max_ps(a1, v1);
+      a2 = _mm512_max_ps(a2, v2), a3 = _mm512_max_ps(a3, v3);
+    } else {
+      a0 = _mm512_min_ps(a0, v0), a1 = _mm512_min_ps(a1, v1);
+      a2 = _mm512_min_ps(a2, v2), a3 = _mm512_min_ps(a3, v3);
+    }
+  }
+  if (nan) return false;
+  a0 = is_max ? _mm512_max_ps(_mm512_max_ps(a0, a1), _mm512_max_ps(a2, a3))
+              : _mm512_min_ps(_mm512_min_ps(a0, a1), _mm512_min_ps(a2, a3));
+  float m = is_max ? _mm512_reduce_max_ps(a0) : _mm512_reduce_min_ps(a0);
+  for (; i < n; ++i) {
+    if (x[i] != x[i]) return false;
+    m = is_max ? std::max(m, x[i]) : std::min(m, x[i]);
+  }
+  if (m == 0.0f) return false;
+  *out = m;
+  return true;
+}
+
+NISA_AVX2 bool maxmin_avx2(bool is_max, const float* x, uint64_t n, float* out) {
+  if (n < 32) return false;
+  __m256 a0 = _mm256_loadu_ps(x), a1 = a0, a2 = a0, a3 = a0;
+  __m256 nan = _mm256_setzero_ps();
+  uint64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    const __m256 v0 = _mm256_loadu_ps(x + i), v1 = _mm256_loadu_ps(x + i + 8);
+    const __m256 v2 = _mm256_loadu_ps(x + i + 16), v3 = _mm256_loadu_ps(x + i + 24);
+    nan = _mm256_or_ps(nan, _mm256_or_ps(_mm256_cmp_ps(v0, v1, _CMP_UNORD_Q),
+                                         _mm256_cmp_ps(v2, v3, _CMP_UNORD_Q)));
+    if (is_max) {
+      a0 = _mm256_max_ps(a0, v0), a1 = _mm256_max_ps(a1, v1);
+      a2 = _mm256_max_ps(a2, v2), a3 = _mm256_max_ps(a3, v3);
+    } else {
+      a0 = _mm256_min_ps(a0, v0), a1 = _mm256_min_ps(a1, v1);
+      a2 = _mm256_min_ps(a2, v2), a3 = _mm256_min_ps(a3, v3);
+    }
+  }
+  if (_mm256_movemask_ps(nan)) return false;
+  a0 = is_max ? _mm256_max_ps(_mm256_max_ps(a0, a1), _mm256_max_ps(a2, a3))
+              : _mm256_min_ps(_mm256_min_ps(a0, a1), _mm256_min_ps(a2, a3));
+  alignas(32) float l[8];
+  _mm256_store_ps(l, a0);
+  float m = l[0];
+  for (int k = 1; k < 8; ++k) m = is_max ? std::max(m, l[k]) : std::min(m, l[k]);
+  for (; i < n; ++i) {
+    if (x[i] != x[i]) return false;
+    m = is_max ? std::max(m, x[i]) : std::min(m, x[i]);
+  }
+  if (m == 0.0f) return false;
+  *out = m;
+  return true;
+}
+
+} // namespace
+
+void max8_row(Level l, const float* x, uint64_t n, float out[8]) {
+  switch (l) {
+  case Level::avx512: return max8_avx512(x, n, out);
+  case Level::avx2: return max8_avx2(x, n, out);
+  case Level::scalar: break;
+  }
+  max8_scalar(x, n, out);
+}
+
+void find_index8_row(Level l, const float* data, uint64_t n, const float vals[8], int64_t out[8]) {
+  switch (l) {
+  case Level::avx512: return find_index8_avx512(data, n, vals, out);
+  case Level::avx2: return find_index8_avx2(data, n, vals, out);
+  case Level::scalar: break;
+  }
+  find_index8_scalar(data, n, vals, out);
+}
+
+void match_replace8_row(Level l, const float* data, uint64_t n, const float vals[8],
+                        int64_t out[8]) {
+  switch (l) {
+  case Level::avx512: return match_replace8_avx512(data, n, vals, out);
+  case Level::avx2: return match_replace8_avx2(data, n, vals, out);
+  case Level::scalar: break;
+  }
+  match_replace8_scalar(data, n, vals, out);
+}
+
+bool reduce_maxmin_row(Level l, bool is_max, const float* x, uint64_t n, float* out) {
+  switch (l) {
+  case Level::avx512: return maxmin_avx512(is_max, x, n, out);
+  case Level::avx2: return maxmin_avx2(is_max, x, n, out);
+  case Level::scalar: break;
+  }
+  return maxmin_scalar(is_max, x, n, out);
+}
+
+} // namespace nisa::interp::simd
