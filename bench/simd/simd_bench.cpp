@@ -73,8 +73,9 @@ NISA_AVX512 uint64_t or_bytes_avx512(const uint8_t* p, uint64_t n) {
     a2 = _mm512_or_si512(a2, _mm512_loadu_si512(p + i + 128));
     a3 = _mm512_or_si512(a3, _mm512_loadu_si512(p + i + 192));
   }
-  uint64_t r =
-      _mm512_reduce_or_epi64(_mm512_or_si512(_mm512_or_si512(a0, a1), _mm512_or_si512(a2, a3)));
+  alignas(64) uint64_t l[8];
+  _mm512_store_si512(l, _mm512_or_si512(_mm512_or_si512(a0, a1), _mm512_or_si512(a2, a3)));
+  uint64_t r = l[0] | l[1] | l[2] | l[3] | l[4] | l[5] | l[6] | l[7];
   for (; i < n; ++i) r |= p[i];
   return r;
 }
