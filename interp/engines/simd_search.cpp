@@ -65,9 +65,117 @@ void max8_scalar(const float* x, uint64_t n, float out[8]) {
   top8_out(top, filled, out);
 }
 
+// One element into a top list that may not be full yet (the fill of top8_fill, then
+// top8_insert).
+inline void top8_add(float top[8], uint64_t& filled, float v) {
+  if (filled == 8) return top8_insert(top, v);
+  uint64_t k = filled++;
+  while (k > 0 && ranks_above(v, top[k - 1])) {
+    top[k] = top[k - 1];
+    --k;
+  }
+  top[k] = v;
+}
+
+// Two passes for rows without NaN (false, nothing written, when there is one): the maxima
+// of 8 disjoint segments are 8 elements >= t0 (their minimum), so an element below t0 has 8
+// elements ranking strictly above it and cannot be in the top 8. The second pass feeds only
+// the elements >= t0 (typically a dozen), in index order, to the insertion: the same stable
+// top 8 as inserting every element, without the ~8 ln(n/8) insertions a single pass makes
+// while its threshold is still low.
+NISA_AVX512 bool max8_two_pass_avx512(const float* x, uint64_t n, float out[8]) {
+  if (n < 512) return false;
+  const uint64_t seg = n / 8 / 16 * 16;
+  __mmask16 nan = 0;
+  float t0 = INFINITY;
+  for (int sg = 0; sg < 8; ++sg) {
+    const float* b = x + sg * seg;
+    __m512 m0 = _mm512_loadu_ps(b), m1 = m0;
+    nan |= _mm512_cmp_ps_mask(m0, m0, _CMP_UNORD_Q);
+    uint64_t i = 16;
+    for (; i + 32 <= seg; i += 32) {
+      const __m512 v0 = _mm512_loadu_ps(b + i), v1 = _mm512_loadu_ps(b + i + 16);
+      nan |= _mm512_cmp_ps_mask(v0, v1, _CMP_UNORD_Q);
+      m0 = _mm512_max_ps(m0, v0);
+      m1 = _mm512_max_ps(m1, v1);
+    }
+    for (; i < seg; i += 16) {
+      const __m512 v = _mm512_loadu_ps(b + i);
+      nan |= _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+      m0 = _mm512_max_ps(m0, v);
+    }
+    alignas(64) float l[16];
+    _mm512_store_ps(l, _mm512_max_ps(m0, m1));
+    float m = l[0];
+    for (int k = 1; k < 16; ++k) m = l[k] > m ? l[k] : m;
+    t0 = m < t0 ? m : t0;
+  }
+  for (uint64_t i = 8 * seg; i < n; ++i) nan |= x[i] != x[i];
+  if (nan) return false;
+  float top[8];
+  uint64_t filled = 0;
+  const __m512 t = _mm512_set1_ps(t0);
+  uint64_t i = 0;
+  for (; i + 64 <= n; i += 64) {
+    const uint64_t m0 = _mm512_cmp_ps_mask(_mm512_loadu_ps(x + i), t, _CMP_GE_OQ);
+    const uint64_t m1 = _mm512_cmp_ps_mask(_mm512_loadu_ps(x + i + 16), t, _CMP_GE_OQ);
+    const uint64_t m2 = _mm512_cmp_ps_mask(_mm512_loadu_ps(x + i + 32), t, _CMP_GE_OQ);
+    const uint64_t m3 = _mm512_cmp_ps_mask(_mm512_loadu_ps(x + i + 48), t, _CMP_GE_OQ);
+    for (uint64_t m = m0 | m1 << 16 | m2 << 32 | m3 << 48; m; m &= m - 1)
+      top8_add(top, filled, x[i + __builtin_ctzll(m)]);
+  }
+  for (; i < n; ++i)
+    if (x[i] >= t0) top8_add(top, filled, x[i]);
+  top8_out(top, filled, out);
+  return true;
+}
+
+NISA_AVX2 bool max8_two_pass_avx2(const float* x, uint64_t n, float out[8]) {
+  if (n < 512) return false;
+  const uint64_t seg = n / 8 / 16 * 16;
+  __m256 nan = _mm256_setzero_ps();
+  float t0 = INFINITY;
+  for (int sg = 0; sg < 8; ++sg) {
+    const float* b = x + sg * seg;
+    __m256 m0 = _mm256_loadu_ps(b), m1 = _mm256_loadu_ps(b + 8);
+    nan = _mm256_or_ps(nan, _mm256_cmp_ps(m0, m1, _CMP_UNORD_Q));
+    for (uint64_t i = 16; i < seg; i += 16) {
+      const __m256 v0 = _mm256_loadu_ps(b + i), v1 = _mm256_loadu_ps(b + i + 8);
+      nan = _mm256_or_ps(nan, _mm256_cmp_ps(v0, v1, _CMP_UNORD_Q));
+      m0 = _mm256_max_ps(m0, v0);
+      m1 = _mm256_max_ps(m1, v1);
+    }
+    alignas(32) float l[8];
+    _mm256_store_ps(l, _mm256_max_ps(m0, m1));
+    float m = l[0];
+    for (int k = 1; k < 8; ++k) m = l[k] > m ? l[k] : m;
+    t0 = m < t0 ? m : t0;
+  }
+  bool any_nan = _mm256_movemask_ps(nan) != 0;
+  for (uint64_t i = 8 * seg; i < n; ++i) any_nan |= x[i] != x[i];
+  if (any_nan) return false;
+  float top[8];
+  uint64_t filled = 0;
+  const __m256 t = _mm256_set1_ps(t0);
+  uint64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    uint32_t m = 0;
+    for (int b = 0; b < 4; ++b)
+      m |=
+          uint32_t(_mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(x + i + 8 * b), t, _CMP_GE_OQ)))
+          << (8 * b);
+    for (; m; m &= m - 1) top8_add(top, filled, x[i + __builtin_ctz(m)]);
+  }
+  for (; i < n; ++i)
+    if (x[i] >= t0) top8_add(top, filled, x[i]);
+  top8_out(top, filled, out);
+  return true;
+}
+
 // Candidates: not (x <= 8th), i.e. x > 8th or unordered (NaN either side). Four blocks are
 // tested per step so the common no-candidate case costs one branch per 64 elements.
 NISA_AVX512 void max8_avx512(const float* x, uint64_t n, float out[8]) {
+  if (max8_two_pass_avx512(x, n, out)) return;
   float top[8];
   const uint64_t filled = top8_fill(x, n, top);
   uint64_t i = filled;
@@ -89,6 +197,7 @@ NISA_AVX512 void max8_avx512(const float* x, uint64_t n, float out[8]) {
 }
 
 NISA_AVX2 void max8_avx2(const float* x, uint64_t n, float out[8]) {
+  if (max8_two_pass_avx2(x, n, out)) return;
   float top[8];
   const uint64_t filled = top8_fill(x, n, top);
   uint64_t i = filled;
