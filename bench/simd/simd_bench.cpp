@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -226,6 +227,113 @@ void BM_tensor_reduce(benchmark::State& s) {
   run(s, c, 0, n * dtype_bytes(t), [&] { sem_tensor_reduce(c.cx, in); });
 }
 
+// ---- scan (cumsum form: in0 = ones, op0 = multiply, op1 = add) ---------------------------------
+void BM_scan(benchmark::State& s) {
+  Core c;
+  const DType t = dt_of(s.range(1));
+  const uint32_t n = uint32_t(s.range(2));
+  c.fill(t, 0, n, 5);
+  for (uint32_t p = 0; p < kP; ++p)
+    for (uint32_t j = 0; j < n; ++j) store_from_f32(DType::fp32, c.row(p, 40000) + 4 * j, 1.0f);
+  Inst in = make_inst(Opcode::scan, Engine::dve);
+  set_ap(in, "dst", tile(t, 80000, n));
+  set_ap(in, "in0", tile(DType::fp32, 40000, n));
+  set_ap(in, "in1", tile(t, 0, n));
+  set_i(in, "op0", int64_t(AluOp::multiply));
+  set_i(in, "op1", int64_t(AluOp::add));
+  // bytes read: in0 (fp32) + in1
+  run(s, c, 0, n * (4 + dtype_bytes(t)), [&] { sem_scan(c.cx, in); });
+}
+
+// ---- activation exp
+// -------------------------------------------------------------------------------
+void BM_exp(benchmark::State& s) {
+  Core c;
+  const DType t = dt_of(s.range(1));
+  const uint32_t n = uint32_t(s.range(2));
+  c.fill(t, 0, n, 6, -10.0f, 10.0f);
+  Inst in = make_inst(Opcode::activation, Engine::act);
+  set_ap(in, "dst", tile(t, 80000, n));
+  set_ap(in, "src", tile(t, 0, n));
+  set_i(in, "func", int64_t(ActFunc::exp));
+  Operand& sc = in.ops[ew::operand_index(in, "scale")];
+  sc.is_ap = false;
+  sc.f = 1.0f;
+  c.cx.engine = Engine::act;
+  run(s, c, 0, n * dtype_bytes(t), [&] { sem_activation(c.cx, in); });
+}
+
+// The native exp baselines over the same fp32 [128, n]: glibc's libmvec AVX-512 expf (the
+// best native vector exp at hand; fp32 accuracy, ~4 ulp) and a std::exp loop in double
+// rounded to fp32 (what activation computed before issue 16).
+#ifdef NISA_HAVE_MVEC
+extern "C" __m512 _ZGVeN16v_expf(__m512);
+#endif
+NISA_AVX512 void mvec_rows(Core& c, uint32_t n) {
+  for (uint32_t p = 0; p < kP; ++p) {
+    const float* x = reinterpret_cast<const float*>(c.row(p, 0));
+    float* o = reinterpret_cast<float*>(c.row(p, 80000));
+#ifdef NISA_HAVE_MVEC
+    for (uint32_t j = 0; j + 16 <= n; j += 16)
+      _mm512_storeu_ps(o + j, _ZGVeN16v_expf(_mm512_loadu_ps(x + j)));
+#else
+    (void)x, (void)o, (void)n; // without libmvec: no baseline (skipped below)
+#endif
+  }
+}
+void BM_native_exp(benchmark::State& s) {
+  Core c;
+  const uint32_t n = uint32_t(s.range(2));
+  const bool mvec = s.range(0) == 2;
+#ifndef NISA_HAVE_MVEC
+  if (mvec) return s.SkipWithError("libmvec not found at configure time");
+#endif
+  c.fill(DType::fp32, 0, n, 6, -10.0f, 10.0f);
+  run(s, c, 0, n * 4, [&] {
+    if (mvec) return mvec_rows(c, n);
+    for (uint32_t p = 0; p < kP; ++p) {
+      const float* x = reinterpret_cast<const float*>(c.row(p, 0));
+      float* o = reinterpret_cast<float*>(c.row(p, 80000));
+      for (uint32_t j = 0; j < n; ++j) o[j] = static_cast<float>(std::exp(double(x[j])));
+    }
+  });
+  s.SetLabel(mvec ? "libmvec _ZGVeN16v_expf" : "std::exp(double) loop");
+}
+
+// ---- DMA copy fp32 -> bf16 and bf16 -> fp32, SBUF to SBUF
+// -----------------------------------------
+void BM_dma_convert(benchmark::State& s) {
+  Core c;
+  const DType t = dt_of(s.range(1)); // source dtype; the destination is the other one
+  const DType o = t == DType::fp32 ? DType::bf16 : DType::fp32;
+  const uint32_t n = uint32_t(s.range(2));
+  c.fill(t, 0, n, 7);
+  Inst in = make_inst(Opcode::dma, Engine::sp);
+  in.ops[1].present = in.ops[1].is_ap = true;
+  in.ops[1].ap = tile(o, 80000, n);
+  in.ops[2].present = in.ops[2].is_ap = true;
+  in.ops[2].ap = tile(t, 0, n);
+  run(s, c, 0, n * dtype_bytes(t), [&] { sem_dma(c.cx, in); });
+}
+
+// ---- iota into int32 / fp32
+// ------------------------------------------------------------------------
+void BM_iota(benchmark::State& s) {
+  Core c;
+  const DType t = s.range(1) ? DType::fp32 : DType::int32;
+  const uint32_t n = uint32_t(s.range(2));
+  Inst in = make_inst(Opcode::iota, Engine::pool);
+  set_ap(in, "dst", tile(t, 0, n));
+  AffinePattern& pat = in.ops[ew::operand_index(in, "pattern")].pat;
+  pat.n = 1;
+  pat.d[0][0] = 1;
+  pat.d[0][1] = int32_t(n);
+  set_i(in, "pmul", int64_t(n));
+  c.cx.engine = Engine::pool;
+  // bytes written (the baseline reads as many)
+  run(s, c, 0, n * 4, [&] { sem_iota(c.cx, in); });
+}
+
 void levels_and_tiles(benchmark::internal::Benchmark* b) {
   for (int64_t l : {2, 1, 0})
     for (int64_t dt : {0, 1})
@@ -243,6 +351,17 @@ BENCHMARK(BM_max8)->Name("max8")->Apply(levels_and_tiles);
 BENCHMARK(BM_find_index8)->Name("find_index8")->Apply(levels_and_tiles);
 BENCHMARK(BM_match_replace8)->Name("match_replace8")->Apply(levels_and_tiles);
 BENCHMARK(BM_tensor_reduce)->Name("tensor_reduce")->Apply(reduce_args);
+BENCHMARK(BM_scan)->Name("scan_cumsum")->Apply(levels_and_tiles);
+BENCHMARK(BM_exp)->Name("activation_exp")->Apply(levels_and_tiles);
+BENCHMARK(BM_native_exp)
+    ->Name("native_exp_fp32")
+    ->Args({2, 0, 2048})
+    ->Args({2, 0, 8192})
+    ->Args({0, 0, 2048})
+    ->Args({0, 0, 8192})
+    ->ArgNames({"mvec", "bf16", "n"});
+BENCHMARK(BM_dma_convert)->Name("dma_convert_from")->Apply(levels_and_tiles);
+BENCHMARK(BM_iota)->Name("iota_int32_or_fp32")->Apply(levels_and_tiles);
 
 } // namespace
 } // namespace nisa::interp

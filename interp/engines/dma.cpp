@@ -15,8 +15,17 @@
 namespace nisa::interp {
 
 namespace {
-// Whether the byte extents (lowest to highest row, contiguous rows) of two views meet.
+// Whether two views of contiguous rows may share a byte. On-chip rows repeat every pstride
+// bytes: rows that sit in disjoint byte ranges of a partition never meet. Otherwise compare
+// the whole extents (lowest to highest row).
 bool extents_overlap(const View& a, const View& b) {
+  const int64_t la = int64_t(a.free_elems) * dtype_bytes(a.dtype);
+  const int64_t lb = int64_t(b.free_elems) * dtype_bytes(b.dtype);
+  const int64_t ps = a.pstride;
+  if (!a.rows && !b.rows && ps > 0 && b.pstride == ps && la <= ps && lb <= ps) {
+    const int64_t r = (((b.base - a.base) % ps) + ps) % ps; // b's row start within a's period
+    if (r >= la && r + lb <= ps) return false;
+  }
   auto extent = [](const View& v) {
     const uint8_t* lo = v.row(0);
     const uint8_t* hi = lo;

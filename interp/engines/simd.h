@@ -65,7 +65,7 @@ void fold_rows(Level l, const float* const* x, float* acc, uint32_t nrows, uint6
 // ---- activation --------------------------------------------------------------------------
 namespace nisa::interp::simd {
 // e^x rounded to fp32, evaluated in double by one algorithm in all three forms (range
-// reduction by ln 2, a degree-11 Taylor polynomial, scaling by 2^k through the exponent
+// reduction by ln 2, a degree-9 Taylor polynomial, scaling by 2^k through the exponent
 // bits), so every level gives the same bits; within 1 fp32 ulp of (float)std::exp(double).
 float exp_f32(float x);
 // out[i] = exp_f32(x[i] * scale + bias) (the affine part in fp32, no fma).
