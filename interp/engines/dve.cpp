@@ -185,6 +185,9 @@ template <class F> bool with_scan_op(AluOp op, F&& f) {
   }
 }
 
+// Partitions per call of the lane kernels (2 groups of 8 lanes; bounds the converted rows).
+constexpr uint32_t kChunk = 16;
+
 // The operators the across-partition lane kernels run (simd_lanes.cpp).
 bool lane_op(AluOp op, simd::LaneOp* out) {
   switch (op) {
@@ -423,19 +426,35 @@ void sem_tensor_reduce(ExecCtx& cx, const Inst& in) {
     // Every level takes this path (the scalar one too), so NaN payloads agree (simd_lanes.cpp).
     const bool lanes = (op == AluOp::add || op == AluOp::multiply) && inner >= 8 &&
                        uint64_t(s.parts) * outer >= 8 && lane_op(op, &lop);
-    F32Rows rs(s, views_overlap(cx, d, s) || (lanes && !fp32_direct(s)));
+    F32Rows rs(s, views_overlap(cx, d, s));
     F32Out o(d);
     if (lanes) {
-      std::vector<const float*> rows(size_t(s.parts) * outer);
-      for (uint32_t p = 0; p < s.parts; ++p)
-        for (uint64_t g = 0; g < outer; ++g) rows[p * outer + g] = rs.get(p) + g * inner;
+      // kChunk partitions at a time: converted rows stay small and cache-resident.
+      const bool direct = fp32_direct(s) || views_overlap(cx, d, s);
+      thread_local std::vector<float> conv;
+      std::vector<const float*> rows(size_t(kChunk) * outer);
       std::vector<float> acc(rows.size());
-      simd::fold_rows(lv, rows.data(), acc.data(), uint32_t(rows.size()), inner, lop);
-      for (uint32_t p = 0; p < d.parts; ++p) {
-        float* out = o.get(p);
-        for (uint64_t g = 0; g < outer; ++g)
-          out[g] = negate ? -acc[p * outer + g] : acc[p * outer + g];
-        o.commit(p);
+      for (uint32_t p0 = 0; p0 < s.parts; p0 += kChunk) {
+        const uint32_t p1 = std::min<uint32_t>(s.parts, p0 + kChunk);
+        if (!direct) conv.resize(size_t(p1 - p0) * s.free_elems);
+        for (uint32_t p = p0; p < p1; ++p) {
+          const float* r = conv.data() + size_t(p - p0) * s.free_elems;
+          if (direct)
+            r = rs.get(p);
+          else
+            load_row(s, p, conv.data() + size_t(p - p0) * s.free_elems);
+          for (uint64_t g = 0; g < outer; ++g) rows[(p - p0) * outer + g] = r + g * inner;
+        }
+        const uint32_t nr = uint32_t((p1 - p0) * outer);
+        simd::fold_rows(lv, rows.data(), acc.data(), nr, inner, lop);
+        for (uint32_t p = p0; p < p1; ++p) {
+          float* out = o.get(p);
+          for (uint64_t g = 0; g < outer; ++g) {
+            const float a = acc[(p - p0) * outer + g];
+            out[g] = negate ? -a : a;
+          }
+          o.commit(p);
+        }
       }
       note_psum_write(cx, operand(in, "dst").ap);
       return;
@@ -500,25 +519,45 @@ void sem_scan(ExecCtx& cx, const Inst& in) {
   const simd::Level lv = simd::level();
   simd::LaneOp l0 = simd::LaneOp::add, l1 = simd::LaneOp::add;
   if (lane_op(op0, &l0) && lane_op(op1, &l1)) {
-    // Rows in lanes (simd_lanes.cpp), at every level (the scalar one runs the same NaN rule):
-    // every source row is needed at once.
-    F32Rows ra(a, needs_snapshot(cx, d, a) || !fp32_direct(a));
-    F32Rows rb(b, needs_snapshot(cx, d, b) || !fp32_direct(b));
+    // Rows in lanes (simd_lanes.cpp), at every level (the scalar one runs the same NaN rule),
+    // kChunk partitions at a time: every source row of a chunk is needed at once.
+    const bool snap_a = needs_snapshot(cx, d, a), snap_b = needs_snapshot(cx, d, b);
+    F32Rows ra(a, snap_a), rb(b, snap_b);
+    const bool da = fp32_direct(a) || snap_a, db = fp32_direct(b) || snap_b;
     const uint64_t n = d.free_elems;
     const bool direct = fp32_direct(d);
-    std::vector<float> obuf(direct ? 0 : d.parts * n), iv(d.parts);
-    std::vector<const float*> pa(d.parts), pb(d.parts);
-    std::vector<float*> po(d.parts);
-    for (uint32_t p = 0; p < d.parts; ++p) {
-      pa[p] = ra.get(p);
-      pb[p] = rb.get(p);
-      po[p] = direct ? reinterpret_cast<float*>(d.row(p)) : obuf.data() + p * n;
-      iv[p] = init.at(p);
+    thread_local std::vector<float> ca, cb, co;
+    const uint32_t ch = std::min<uint32_t>(d.parts, kChunk);
+    if (!da) ca.resize(size_t(ch) * n);
+    if (!db) cb.resize(size_t(ch) * n);
+    if (!direct) co.resize(size_t(ch) * n);
+    std::vector<float> iv(ch);
+    std::vector<const float*> pa(ch), pb(ch);
+    std::vector<float*> po(ch);
+    for (uint32_t p0 = 0; p0 < d.parts; p0 += kChunk) {
+      const uint32_t p1 = std::min<uint32_t>(d.parts, p0 + kChunk);
+      for (uint32_t p = p0; p < p1; ++p) {
+        const uint32_t k = p - p0;
+        if (da) {
+          pa[k] = ra.get(p);
+        } else {
+          load_row(a, p, ca.data() + size_t(k) * n);
+          pa[k] = ca.data() + size_t(k) * n;
+        }
+        if (db) {
+          pb[k] = rb.get(p);
+        } else {
+          load_row(b, p, cb.data() + size_t(k) * n);
+          pb[k] = cb.data() + size_t(k) * n;
+        }
+        po[k] = direct ? reinterpret_cast<float*>(d.row(p)) : co.data() + size_t(k) * n;
+        iv[k] = init.at(p);
+      }
+      simd::scan_rows(lv, pa.data(), pb.data(), po.data(), iv.data(), p1 - p0, n, l0, l1,
+                      flag(in, "rev0"), flag(in, "rev1"));
+      if (!direct)
+        for (uint32_t p = p0; p < p1; ++p) store_row(d, p, co.data() + size_t(p - p0) * n);
     }
-    simd::scan_rows(lv, pa.data(), pb.data(), po.data(), iv.data(), d.parts, n, l0, l1,
-                    flag(in, "rev0"), flag(in, "rev1"));
-    if (!direct)
-      for (uint32_t p = 0; p < d.parts; ++p) store_row(d, p, obuf.data() + p * n);
     note_psum_write(cx, operand(in, "dst").ap);
     return;
   }
