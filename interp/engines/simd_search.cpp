@@ -301,13 +301,127 @@ inline int dup_rank(const float vals[8], int j) {
 void find_index8_scalar(const float* data, uint64_t n, const float vals[8], int64_t out[8]) {
   for (int j = 0; j < 8; ++j) out[j] = nth_equal_scalar(data, 0, n, vals[j], dup_rank(vals, j));
 }
+// ---- one-pass form: only elements inside [min, max] of the slot values can match ------------
+// (fp32 ordered compares: -0 and +0 are both inside a range holding either; NaN never is.)
+// When the values are a row's top 8 (a topk step), a dozen positions qualify and one pass
+// over the row replaces the 8 per-slot scans; too many candidates fall back to those.
+constexpr int kMaxCand = 256;
+
+// The range of the non-NaN slot values; false when every slot is NaN (nothing can match).
+inline bool slot_range(const float vals[8], float* lo, float* hi) {
+  bool any = false;
+  for (int j = 0; j < 8; ++j) {
+    if (vals[j] != vals[j]) continue;
+    *lo = any && *lo < vals[j] ? *lo : vals[j];
+    *hi = any && *hi > vals[j] ? *hi : vals[j];
+    any = true;
+  }
+  return any;
+}
+
+// Ascending positions of x[i] in [lo, hi]; false when more than kMaxCand.
+NISA_AVX512 bool candidates_avx512(const float* x, uint64_t n, float lo, float hi, uint32_t* c,
+                                   int* nc) {
+  const __m512 vl = _mm512_set1_ps(lo), vh = _mm512_set1_ps(hi);
+  int k = 0;
+  uint64_t i = 0;
+  for (; i + 64 <= n; i += 64) {
+    uint64_t m = 0;
+    for (int b = 0; b < 4; ++b) {
+      const __m512 v = _mm512_loadu_ps(x + i + 16 * b);
+      m |= uint64_t(
+               _mm512_mask_cmp_ps_mask(_mm512_cmp_ps_mask(v, vl, _CMP_GE_OQ), v, vh, _CMP_LE_OQ))
+           << (16 * b);
+    }
+    if (!m) continue;
+    if (k + __builtin_popcountll(m) > kMaxCand) return false;
+    for (; m; m &= m - 1) c[k++] = uint32_t(i + __builtin_ctzll(m));
+  }
+  for (; i < n; ++i)
+    if (x[i] >= lo && x[i] <= hi) {
+      if (k == kMaxCand) return false;
+      c[k++] = uint32_t(i);
+    }
+  *nc = k;
+  return true;
+}
+NISA_AVX2 bool candidates_avx2(const float* x, uint64_t n, float lo, float hi, uint32_t* c,
+                               int* nc) {
+  const __m256 vl = _mm256_set1_ps(lo), vh = _mm256_set1_ps(hi);
+  int k = 0;
+  uint64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    uint32_t m = 0;
+    for (int b = 0; b < 4; ++b) {
+      const __m256 v = _mm256_loadu_ps(x + i + 8 * b);
+      const __m256 in =
+          _mm256_and_ps(_mm256_cmp_ps(v, vl, _CMP_GE_OQ), _mm256_cmp_ps(v, vh, _CMP_LE_OQ));
+      m |= uint32_t(_mm256_movemask_ps(in)) << (8 * b);
+    }
+    if (!m) continue;
+    if (k + __builtin_popcount(m) > kMaxCand) return false;
+    for (; m; m &= m - 1) c[k++] = uint32_t(i + __builtin_ctz(m));
+  }
+  for (; i < n; ++i)
+    if (x[i] >= lo && x[i] <= hi) {
+      if (k == kMaxCand) return false;
+      c[k++] = uint32_t(i);
+    }
+  *nc = k;
+  return true;
+}
+
+// find_index8 / match_replace8 restricted to the candidate positions (same rules, same
+// order: the positions left out equal no slot value).
+inline void find_index8_on(const float* data, const uint32_t* c, int nc, const float vals[8],
+                           int64_t out[8]) {
+  for (int j = 0; j < 8; ++j) {
+    int skip = dup_rank(vals, j);
+    out[j] = -1;
+    for (int k = 0; k < nc; ++k)
+      if (data[c[k]] == vals[j] && skip-- == 0) {
+        out[j] = c[k];
+        break;
+      }
+  }
+}
+inline void match_replace8_on(const float* data, const uint32_t* c, int nc, const float vals[8],
+                              int64_t out[8]) {
+  for (int j = 7; j >= 0; --j) {
+    out[j] = -1;
+    for (int k = 0; k < nc; ++k) {
+      if (data[c[k]] != vals[j]) continue;
+      bool taken = false;
+      for (int i = j + 1; i < 8; ++i) taken |= out[i] == int64_t(c[k]);
+      if (taken) continue;
+      out[j] = c[k];
+      break;
+    }
+  }
+}
+
+// Candidates at level L, or false (fall back to the per-slot scans).
+#define NISA_CANDIDATES(FN)                                                                        \
+  float lo = 0, hi = 0;                                                                            \
+  uint32_t c[kMaxCand];                                                                            \
+  int nc = 0;                                                                                      \
+  if (!slot_range(vals, &lo, &hi)) {                                                               \
+    for (int j = 0; j < 8; ++j) out[j] = -1;                                                       \
+    return;                                                                                        \
+  }                                                                                                \
+  const bool few = FN(data, n, lo, hi, c, &nc);
+
 NISA_AVX512 void find_index8_avx512(const float* data, uint64_t n, const float vals[8],
                                     int64_t out[8]) {
+  NISA_CANDIDATES(candidates_avx512)
+  if (few) return find_index8_on(data, c, nc, vals, out);
   for (int j = 0; j < 8; ++j)
     out[j] = nth_equal_avx512(data, n, vals[j], dup_rank(vals, j), nullptr, 0);
 }
 NISA_AVX2 void find_index8_avx2(const float* data, uint64_t n, const float vals[8],
                                 int64_t out[8]) {
+  NISA_CANDIDATES(candidates_avx2)
+  if (few) return find_index8_on(data, c, nc, vals, out);
   for (int j = 0; j < 8; ++j)
     out[j] = nth_equal_avx2(data, n, vals[j], dup_rank(vals, j), nullptr, 0);
 }
@@ -328,10 +442,14 @@ void match_replace8_scalar(const float* data, uint64_t n, const float vals[8], i
 }
 NISA_AVX512 void match_replace8_avx512(const float* data, uint64_t n, const float vals[8],
                                        int64_t out[8]) {
+  NISA_CANDIDATES(candidates_avx512)
+  if (few) return match_replace8_on(data, c, nc, vals, out);
   for (int j = 7; j >= 0; --j) out[j] = nth_equal_avx512(data, n, vals[j], 0, out + j + 1, 7 - j);
 }
 NISA_AVX2 void match_replace8_avx2(const float* data, uint64_t n, const float vals[8],
                                    int64_t out[8]) {
+  NISA_CANDIDATES(candidates_avx2)
+  if (few) return match_replace8_on(data, c, nc, vals, out);
   for (int j = 7; j >= 0; --j) out[j] = nth_equal_avx2(data, n, vals[j], 0, out + j + 1, 7 - j);
 }
 

@@ -105,7 +105,19 @@ TEST(Simd, Max8EveryLevelMatchesStableSortBitForBit) {
 
 // ---- find_index8 / match_replace8 --------------------------------------------------------------
 // Slot values: present values (duplicated, so ranks matter), absent ones, NaN, -0.
+// seed % 4 == 3: the row's 8 largest non-NaN values (a topk step: few positions lie in their
+// range, the one-pass form), with slot 2 repeating slot 1.
 std::vector<float> slot_values(const std::vector<float>& x, uint32_t seed) {
+  if (seed % 4 == 3) {
+    std::vector<float> s;
+    for (float f : x)
+      if (!std::isnan(f)) s.push_back(f);
+    s.resize(std::max<size_t>(s.size(), 8), 0.0f);
+    std::partial_sort(s.begin(), s.begin() + 8, s.end(), std::greater<>());
+    s.resize(8);
+    s[2] = s[1];
+    return s;
+  }
   std::mt19937 g(seed);
   std::uniform_int_distribution<uint64_t> at(0, x.size() - 1);
   std::vector<float> v(8);
