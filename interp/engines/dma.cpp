@@ -1,12 +1,45 @@
 // DMA semantics: copy, transpose, compute (sum of two sources), and the LNC send/receive.
 // They run when the transfer completes on its queue (the scheduler calls them).
+// O3: vectorise the row conversion loops of the typed paths.
+#pragma GCC optimize("O3")
 #include <fmt/format.h>
 
+#include <algorithm>
+
+#include "interp/engines/elementwise.h"
 #include "interp/engines/engines.h"
+#include "interp/engines/simd.h"
 #include "interp/engines/xfer.h"
 #include "interp/scheduler.h"
 
 namespace nisa::interp {
+
+namespace {
+// Whether two views of contiguous rows may share a byte. On-chip rows repeat every pstride
+// bytes: rows that sit in disjoint byte ranges of a partition never meet. Otherwise compare
+// the whole extents (lowest to highest row).
+bool extents_overlap(const View& a, const View& b) {
+  const int64_t la = int64_t(a.free_elems) * dtype_bytes(a.dtype);
+  const int64_t lb = int64_t(b.free_elems) * dtype_bytes(b.dtype);
+  const int64_t ps = a.pstride;
+  if (!a.rows && !b.rows && ps > 0 && b.pstride == ps && la <= ps && lb <= ps) {
+    const int64_t r = (((b.base - a.base) % ps) + ps) % ps; // b's row start within a's period
+    if (r >= la && r + lb <= ps) return false;
+  }
+  auto extent = [](const View& v) {
+    const uint8_t* lo = v.row(0);
+    const uint8_t* hi = lo;
+    for (uint32_t p = 1; p < v.parts; ++p) {
+      lo = std::min<const uint8_t*>(lo, v.row(p));
+      hi = std::max<const uint8_t*>(hi, v.row(p));
+    }
+    return std::pair{lo, hi + v.free_elems * dtype_bytes(v.dtype)};
+  };
+  const auto [a0, a1] = extent(a);
+  const auto [b0, b1] = extent(b);
+  return a0 < b1 && b0 < a1;
+}
+} // namespace
 
 void copy_elems(const View& dst, const View& src) {
   const int dw = dtype_bytes(dst.dtype);
@@ -16,6 +49,22 @@ void copy_elems(const View& dst, const View& src) {
       src.contiguous() && dst.row_skip.empty() && src.row_skip.empty()) {
     for (uint32_t p = 0; p < dst.parts; ++p)
       std::memmove(dst.row(p), src.row(p), dst.free_elems * dw);
+    return;
+  }
+  // Conversion of equal-shaped contiguous rows that do not overlap: a row at a time (the
+  // element-wise order below only matters when they overlap).
+  if (!same && dst.parts == src.parts && dst.free_elems == src.free_elems && dst.contiguous() &&
+      src.contiguous() && dst.row_skip.empty() && src.row_skip.empty() &&
+      !extents_overlap(dst, src)) {
+    const simd::Level lv = simd::level();
+    thread_local std::vector<float> buf;
+    for (uint32_t p = 0; p < dst.parts; ++p) {
+      if (simd::convert_row(lv, src.dtype, src.row(p), dst.dtype, dst.row(p), dst.free_elems))
+        continue;
+      buf.resize(src.free_elems);
+      ew::load_row(src, p, buf.data());
+      ew::store_row(dst, p, buf.data());
+    }
     return;
   }
   Cursor d(dst), s(src);

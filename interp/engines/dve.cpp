@@ -7,6 +7,7 @@
 
 #include "interp/engines/elementwise.h"
 #include "interp/engines/engines.h"
+#include "interp/engines/simd.h"
 #include "interp/host_pool.h"
 
 namespace nisa::interp {
@@ -192,11 +193,19 @@ template <class F> bool with_scan_op(AluOp op, F&& f) {
   }
 }
 
-// Total order for max8: NaN above +inf, otherwise numeric.
-inline bool ranks_above(float a, float b) {
-  if (a != a) return b == b;
-  if (b != b) return false;
-  return a > b;
+// Partitions per call of the lane kernels (2 groups of 8 lanes; bounds the converted rows).
+constexpr uint32_t kChunk = 16;
+
+// The operators the across-partition lane kernels run (simd_lanes.cpp).
+bool lane_op(AluOp op, simd::LaneOp* out) {
+  switch (op) {
+  case AluOp::add: *out = simd::LaneOp::add; return true;
+  case AluOp::subtract: *out = simd::LaneOp::subtract; return true;
+  case AluOp::multiply: *out = simd::LaneOp::multiply; return true;
+  case AluOp::max: *out = simd::LaneOp::max; return true;
+  case AluOp::min: *out = simd::LaneOp::min; return true;
+  default: return false;
+  }
 }
 
 } // namespace
@@ -204,58 +213,15 @@ inline bool ranks_above(float a, float b) {
 // ---- pure row algorithms ---------------------------------------------------------------------
 namespace ew {
 
+// The search kernels live in simd_search.cpp, one form per vector level.
 void max8_row(const float* x, uint64_t n, float out[8]) {
-  // Insertion into a sorted top-8; an element enters only if it ranks strictly above the
-  // current 8th, so among equal values the earlier ones stay (index order).
-  float top[8];
-  uint64_t filled = std::min<uint64_t>(n, 8);
-  for (uint64_t i = 0; i < filled; ++i) {
-    uint64_t k = i;
-    while (k > 0 && ranks_above(x[i], top[k - 1])) {
-      top[k] = top[k - 1];
-      --k;
-    }
-    top[k] = x[i];
-  }
-  for (uint64_t i = filled; i < n; ++i) {
-    const float v = x[i];
-    if (v <= top[7]) continue; // the common case; NaN falls through to the exact test
-    if (!ranks_above(v, top[7])) continue;
-    int k = 7;
-    while (k > 0 && ranks_above(v, top[k - 1])) {
-      top[k] = top[k - 1];
-      --k;
-    }
-    top[k] = v;
-  }
-  for (uint64_t i = 0; i < 8; ++i) out[i] = i < filled ? top[i] : -INFINITY;
+  simd::max8_row(simd::level(), x, n, out);
 }
-
 void find_index8_row(const float* data, uint64_t n, const float vals[8], int64_t out[8]) {
-  for (int j = 0; j < 8; ++j) {
-    int rank = 0; // how many earlier slots ask for the same value
-    for (int i = 0; i < j; ++i) rank += vals[i] == vals[j];
-    out[j] = -1;
-    for (uint64_t k = 0; k < n; ++k)
-      if (data[k] == vals[j] && rank-- == 0) {
-        out[j] = static_cast<int64_t>(k);
-        break;
-      }
-  }
+  simd::find_index8_row(simd::level(), data, n, vals, out);
 }
-
 void match_replace8_row(const float* data, uint64_t n, const float vals[8], int64_t out[8]) {
-  for (int j = 7; j >= 0; --j) {
-    out[j] = -1;
-    for (uint64_t k = 0; k < n; ++k) {
-      if (data[k] != vals[j]) continue;
-      bool taken = false;
-      for (int i = j + 1; i < 8; ++i) taken |= out[i] == static_cast<int64_t>(k);
-      if (taken) continue;
-      out[j] = static_cast<int64_t>(k);
-      break;
-    }
-  }
+  simd::match_replace8_row(simd::level(), data, n, vals, out);
 }
 
 void scan_row(const float* d0, const float* d1, uint64_t n, float init, AluOp op0, AluOp op1,
@@ -474,8 +440,45 @@ void sem_tensor_reduce(ExecCtx& cx, const Inst& in) {
       }
     });
   } else {
+    const simd::Level lv = simd::level();
+    simd::LaneOp lop = simd::LaneOp::add;
+    // add / multiply keep the sequential order: rows (partition x outer group) in lanes.
+    // Every level takes this path (the scalar one too), so NaN payloads agree (simd_lanes.cpp).
+    const bool lanes = (op == AluOp::add || op == AluOp::multiply) && inner >= 8 &&
+                       uint64_t(s.parts) * outer >= 8 && lane_op(op, &lop);
     F32Rows rs(s, views_overlap(cx, d, s));
     F32Out o(d);
+    if (lanes) {
+      // kChunk partitions at a time: converted rows stay small and cache-resident.
+      const bool direct = fp32_direct(s) || views_overlap(cx, d, s);
+      thread_local std::vector<float> conv;
+      std::vector<const float*> rows(size_t(kChunk) * outer);
+      std::vector<float> acc(rows.size());
+      for (uint32_t p0 = 0; p0 < s.parts; p0 += kChunk) {
+        const uint32_t p1 = std::min<uint32_t>(s.parts, p0 + kChunk);
+        if (!direct) conv.resize(size_t(p1 - p0) * s.free_elems);
+        for (uint32_t p = p0; p < p1; ++p) {
+          const float* r = conv.data() + size_t(p - p0) * s.free_elems;
+          if (direct)
+            r = rs.get(p);
+          else
+            load_row(s, p, conv.data() + size_t(p - p0) * s.free_elems);
+          for (uint64_t g = 0; g < outer; ++g) rows[(p - p0) * outer + g] = r + g * inner;
+        }
+        const uint32_t nr = uint32_t((p1 - p0) * outer);
+        simd::fold_rows(lv, rows.data(), acc.data(), nr, inner, lop);
+        for (uint32_t p = p0; p < p1; ++p) {
+          float* out = o.get(p);
+          for (uint64_t g = 0; g < outer; ++g) {
+            const float a = acc[(p - p0) * outer + g];
+            out[g] = negate ? -a : a;
+          }
+          o.commit(p);
+        }
+      }
+      note_psum_write(cx, operand(in, "dst").ap);
+      return;
+    }
     with_alu(op, [&](auto oc) {
       constexpr AluOp O = decltype(oc)::value;
       for (uint32_t p = 0; p < d.parts; ++p) {
@@ -483,6 +486,13 @@ void sem_tensor_reduce(ExecCtx& cx, const Inst& in) {
         float* out = o.get(p);
         for (uint64_t g = 0; g < outer; ++g) {
           const float* r = x + g * inner;
+          if constexpr (O == AluOp::max || O == AluOp::min) {
+            float m;
+            if (simd::reduce_maxmin_row(lv, O == AluOp::max, r, inner, &m)) {
+              out[g] = negate ? -m : m;
+              continue;
+            }
+          }
           float acc = r[0]; // sequential fp32 accumulation
           for (uint64_t k = 1; k < inner; ++k) acc = alu<O>(acc, r[k]);
           out[g] = negate ? -acc : acc;
@@ -526,6 +536,51 @@ void sem_scan(ExecCtx& cx, const Inst& in) {
   check_alu_op(cx, in, "op1", op1, false);
   const auto [d, a, b] = two_input_views(cx, in);
   const ScalarOp init = scalar_operand(cx, in, "init", d.parts);
+  const simd::Level lv = simd::level();
+  simd::LaneOp l0 = simd::LaneOp::add, l1 = simd::LaneOp::add;
+  if (lane_op(op0, &l0) && lane_op(op1, &l1)) {
+    // Rows in lanes (simd_lanes.cpp), at every level (the scalar one runs the same NaN rule),
+    // kChunk partitions at a time: every source row of a chunk is needed at once.
+    const bool snap_a = needs_snapshot(cx, d, a), snap_b = needs_snapshot(cx, d, b);
+    F32Rows ra(a, snap_a), rb(b, snap_b);
+    const bool da = fp32_direct(a) || snap_a, db = fp32_direct(b) || snap_b;
+    const uint64_t n = d.free_elems;
+    const bool direct = fp32_direct(d);
+    thread_local std::vector<float> ca, cb, co;
+    const uint32_t ch = std::min<uint32_t>(d.parts, kChunk);
+    if (!da) ca.resize(size_t(ch) * n);
+    if (!db) cb.resize(size_t(ch) * n);
+    if (!direct) co.resize(size_t(ch) * n);
+    std::vector<float> iv(ch);
+    std::vector<const float*> pa(ch), pb(ch);
+    std::vector<float*> po(ch);
+    for (uint32_t p0 = 0; p0 < d.parts; p0 += kChunk) {
+      const uint32_t p1 = std::min<uint32_t>(d.parts, p0 + kChunk);
+      for (uint32_t p = p0; p < p1; ++p) {
+        const uint32_t k = p - p0;
+        if (da) {
+          pa[k] = ra.get(p);
+        } else {
+          load_row(a, p, ca.data() + size_t(k) * n);
+          pa[k] = ca.data() + size_t(k) * n;
+        }
+        if (db) {
+          pb[k] = rb.get(p);
+        } else {
+          load_row(b, p, cb.data() + size_t(k) * n);
+          pb[k] = cb.data() + size_t(k) * n;
+        }
+        po[k] = direct ? reinterpret_cast<float*>(d.row(p)) : co.data() + size_t(k) * n;
+        iv[k] = init.at(p);
+      }
+      simd::scan_rows(lv, pa.data(), pb.data(), po.data(), iv.data(), p1 - p0, n, l0, l1,
+                      flag(in, "rev0"), flag(in, "rev1"));
+      if (!direct)
+        for (uint32_t p = p0; p < p1; ++p) store_row(d, p, co.data() + size_t(p - p0) * n);
+    }
+    note_psum_write(cx, operand(in, "dst").ap);
+    return;
+  }
   F32Rows ra(a, needs_snapshot(cx, d, a)), rb(b, needs_snapshot(cx, d, b));
   F32Out o(d);
   for (uint32_t p = 0; p < d.parts; ++p) {

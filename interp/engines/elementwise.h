@@ -19,6 +19,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "interp/engines/simd.h"
 #include "interp/exec.h"
 
 namespace nisa::interp::ew {
@@ -161,10 +162,21 @@ template <DType T> void store_row_t(const View& v, uint32_t p, const float* in) 
   }
   for_each_elem(v, p, [&](uint8_t* q) { st<S>(q, Tr::from(*in++)); });
 }
+// Contiguous bf16 rows convert in the vector kernels (simd.h convert_row; the same bits).
 inline void load_row(const View& v, uint32_t p, float* out) {
+  if (v.dtype == DType::bf16 && v.contiguous()) {
+    simd::convert_row(simd::level(), DType::bf16, v.row(p), DType::fp32,
+                      reinterpret_cast<uint8_t*>(out), v.free_elems);
+    return;
+  }
   with_dtype(v.dtype, [&](auto t) { load_row_t<decltype(t)::value>(v, p, out); });
 }
 inline void store_row(const View& v, uint32_t p, const float* in) {
+  if (v.dtype == DType::bf16 && v.contiguous()) {
+    simd::convert_row(simd::level(), DType::fp32, reinterpret_cast<const uint8_t*>(in), DType::bf16,
+                      v.row(p), v.free_elems);
+    return;
+  }
   with_dtype(v.dtype, [&](auto t) { store_row_t<decltype(t)::value>(v, p, in); });
 }
 // Raw integer view (sign-extended for signed dtypes) and truncating stores.

@@ -1,7 +1,10 @@
 // GpSimd (POOL) semantics: iota, affine_select, n_gather (isa-facts 4.4, 4.6, 11 ex. 2-3).
 // copy, tensor_scalar, tensor_tensor and memset on POOL share dve.cpp's functions; the
 // "never PSUM" rule is enforced for every POOL operand by ew::operand_view.
+// O3: vectorise the typed iota row stores.
+#pragma GCC optimize("O3")
 #include <algorithm>
+#include <limits>
 
 #include "interp/engines/elementwise.h"
 #include "interp/engines/engines.h"
@@ -55,6 +58,18 @@ void store_int_value(DType t, uint8_t* p, int32_t v) {
   store_from_int(t, p, std::clamp<int64_t>(v, lo, hi));
 }
 
+// store_int_value over a contiguous row, dtype known at compile time (the same conversions).
+template <DType T> void store_int_row(uint8_t* out, const int32_t* v, uint64_t n) {
+  using S = typename Traits<T>::S;
+  if constexpr (info(T).is_float) {
+    for (uint64_t j = 0; j < n; ++j) st<S>(out + j * sizeof(S), Traits<T>::from(float(v[j])));
+  } else {
+    constexpr int64_t lo = std::numeric_limits<S>::min(), hi = std::numeric_limits<S>::max();
+    for (uint64_t j = 0; j < n; ++j)
+      st<S>(out + j * sizeof(S), S(std::clamp<int64_t>(v[j], lo, hi)));
+  }
+}
+
 } // namespace
 
 void sem_iota(ExecCtx& cx, const Inst& in) {
@@ -70,6 +85,10 @@ void sem_iota(ExecCtx& cx, const Inst& in) {
   for (uint32_t p = 0; p < d.parts; ++p) {
     affine_row(pat, offset, pmul, p, vals);
     const int32_t* v = vals.data();
+    if (d.contiguous()) { // one dtype switch per row, then a loop the compiler vectorises
+      with_dtype(d.dtype, [&](auto t) { store_int_row<decltype(t)::value>(d.row(p), v, n); });
+      continue;
+    }
     for_each_elem(d, p, [&](uint8_t* q) { store_int_value(d.dtype, q, *v++); });
   }
 }

@@ -1,0 +1,369 @@
+// Issue 16: the instructions with vector kernels (interp/engines/simd.h), each at every
+// dispatch level the host has, on a realistic tile (128 partitions x 2048 / 8192 elements,
+// fp32 and bf16), next to a streaming-read baseline measured in the same run: an AVX-512 (or
+// AVX2) loop OR-ing the bytes the instruction must read. Counters: bytes_per_second (the
+// instruction's bytes over its time) and ratio = that / the baseline's bytes per second
+// (target >= 0.4).
+#include <benchmark/benchmark.h>
+#include <immintrin.h>
+
+#include <time.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "interp/engines/elementwise.h"
+#include "interp/engines/engines.h"
+#include "interp/engines/simd.h"
+
+namespace nisa::interp {
+namespace {
+
+using simd::Level;
+constexpr uint64_t kPartBytes = 212984; // trn2 usable SBUF per partition
+constexpr uint32_t kP = 128;
+
+struct Core {
+  std::vector<uint8_t> sbuf = std::vector<uint8_t>(kNumPartitions * kPartBytes);
+  CoreState st;
+  ExecCtx cx;
+  Core() {
+    st.sbuf = sbuf.data();
+    st.sbuf_part_bytes = kPartBytes;
+    cx.state = &st;
+    cx.target = Target::trn2;
+    cx.engine = Engine::dve;
+  }
+  uint8_t* row(uint32_t p, uint64_t off) { return sbuf.data() + p * kPartBytes + off; }
+  // Random values in [lo, hi) into a [kP, n] tile of dtype t at byte offset off.
+  void fill(DType t, uint64_t off, uint32_t n, uint32_t seed, float lo = -2.0f, float hi = 2.0f) {
+    std::mt19937 g(seed);
+    std::uniform_real_distribution<float> d(lo, hi);
+    for (uint32_t p = 0; p < kP; ++p)
+      for (uint32_t j = 0; j < n; ++j) store_from_f32(t, row(p, off) + j * dtype_bytes(t), d(g));
+  }
+};
+
+AccessPattern tile(DType dt, uint64_t off, uint32_t free, uint16_t parts = kP) {
+  AccessPattern ap;
+  ap.space = MemSpace::sbuf;
+  ap.dtype = dt;
+  ap.part_count = parts;
+  ap.offset = off;
+  ap.dims[0] = {1, free};
+  return ap;
+}
+void set_ap(Inst& in, std::string_view name, const AccessPattern& ap) {
+  Operand& o = in.ops[ew::operand_index(in, name)];
+  o.present = o.is_ap = true;
+  o.ap = ap;
+}
+void set_i(Inst& in, std::string_view name, int64_t v) {
+  in.ops[ew::operand_index(in, name)].i = v;
+}
+
+// ---- the streaming-read baseline
+// -----------------------------------------------------------------
+NISA_AVX512 uint64_t or_bytes_avx512(const uint8_t* p, uint64_t n) {
+  __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;
+  uint64_t i = 0;
+  for (; i + 256 <= n; i += 256) {
+    a0 = _mm512_or_si512(a0, _mm512_loadu_si512(p + i));
+    a1 = _mm512_or_si512(a1, _mm512_loadu_si512(p + i + 64));
+    a2 = _mm512_or_si512(a2, _mm512_loadu_si512(p + i + 128));
+    a3 = _mm512_or_si512(a3, _mm512_loadu_si512(p + i + 192));
+  }
+  alignas(64) uint64_t l[8];
+  _mm512_store_si512(l, _mm512_or_si512(_mm512_or_si512(a0, a1), _mm512_or_si512(a2, a3)));
+  uint64_t r = l[0] | l[1] | l[2] | l[3] | l[4] | l[5] | l[6] | l[7];
+  for (; i < n; ++i) r |= p[i];
+  return r;
+}
+NISA_AVX2 uint64_t or_bytes_avx2(const uint8_t* p, uint64_t n) {
+  __m256i a0 = _mm256_setzero_si256(), a1 = a0;
+  uint64_t i = 0;
+  for (; i + 64 <= n; i += 64) {
+    a0 = _mm256_or_si256(a0, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i)));
+    a1 = _mm256_or_si256(a1, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i + 32)));
+  }
+  alignas(32) uint64_t l[4];
+  _mm256_store_si256(reinterpret_cast<__m256i*>(l), _mm256_or_si256(a0, a1));
+  uint64_t r = l[0] | l[1] | l[2] | l[3];
+  for (; i < n; ++i) r |= p[i];
+  return r;
+}
+uint64_t or_rows(Core& c, uint64_t off, uint64_t row_bytes) {
+  uint64_t r = 0;
+  for (uint32_t p = 0; p < kP; ++p)
+    r |= simd::supported(Level::avx512) ? or_bytes_avx512(c.row(p, off), row_bytes)
+                                        : or_bytes_avx2(c.row(p, off), row_bytes);
+  return r;
+}
+
+// This thread's CPU seconds: the machine is shared, so both sides are timed in CPU time.
+double cpu_now() {
+  timespec t;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return double(t.tv_sec) + 1e-9 * double(t.tv_nsec);
+}
+
+// Bytes per CPU second of the streaming read of kP rows of row_bytes (best of 5 batches of
+// 20 ms, measured when a benchmark starts: the same run and the same cache state).
+double stream_rate(Core& c, uint64_t off, uint64_t row_bytes) {
+  double best = 0;
+  for (int rep = 0; rep < 5; ++rep) {
+    const double t0 = cpu_now();
+    int iters = 0;
+    uint64_t sink = 0;
+    do {
+      sink |= or_rows(c, off, row_bytes);
+      ++iters;
+    } while (cpu_now() - t0 < 0.02);
+    benchmark::DoNotOptimize(sink);
+    const double s = cpu_now() - t0;
+    best = std::max(best, iters * double(kP * row_bytes) / s);
+  }
+  return best;
+}
+
+// Runs `body` under the benchmark loop at level l; `bytes` per iteration.
+template <class F>
+void run(benchmark::State& s, Core& c, uint64_t off, uint64_t row_bytes, F&& body) {
+  const Level l = static_cast<Level>(s.range(0));
+  if (!simd::set_level(l)) {
+    s.SkipWithError("level not supported by this host");
+    return;
+  }
+  const double base = stream_rate(c, off, row_bytes);
+  const double t0 = cpu_now();
+  for (auto _ : s) {
+    body();
+    benchmark::ClobberMemory();
+  }
+  const double secs = cpu_now() - t0;
+  const double rate = s.iterations() * double(kP * row_bytes) / secs;
+  s.SetBytesProcessed(int64_t(s.iterations() * kP * row_bytes));
+  s.counters["ratio"] = rate / base;
+  s.counters["stream_GBps"] = base / 1e9;
+  s.SetLabel(simd::name(l));
+  simd::set_level(simd::best());
+}
+
+DType dt_of(int64_t a) { return a ? DType::bf16 : DType::fp32; }
+
+// ---- max8 / find_index8 / match_replace8 --------------------------------------------------------
+void BM_max8(benchmark::State& s) {
+  Core c;
+  const DType t = dt_of(s.range(1));
+  const uint32_t n = uint32_t(s.range(2));
+  c.fill(t, 0, n, 1);
+  Inst in = make_inst(Opcode::max8, Engine::dve);
+  set_ap(in, "dst", tile(DType::fp32, 100000, 8));
+  set_ap(in, "src", tile(t, 0, n));
+  run(s, c, 0, n * dtype_bytes(t), [&] { sem_max8(c.cx, in); });
+}
+
+// vals = each row's top 8 (what a topk step searches for).
+void put_top8(Core& c, DType t, uint32_t n, uint64_t vals_off) {
+  Inst in = make_inst(Opcode::max8, Engine::dve);
+  set_ap(in, "dst", tile(DType::fp32, vals_off, 8));
+  set_ap(in, "src", tile(t, 0, n));
+  sem_max8(c.cx, in);
+}
+
+void BM_find_index8(benchmark::State& s) {
+  Core c;
+  const DType t = dt_of(s.range(1));
+  const uint32_t n = uint32_t(s.range(2));
+  c.fill(t, 0, n, 2);
+  put_top8(c, t, n, 100000);
+  Inst in = make_inst(Opcode::find_index8, Engine::dve);
+  set_ap(in, "dst", tile(DType::uint32, 100100, 8));
+  set_ap(in, "data", tile(t, 0, n));
+  set_ap(in, "vals", tile(DType::fp32, 100000, 8));
+  run(s, c, 0, n * dtype_bytes(t), [&] { sem_find_index8(c.cx, in); });
+}
+
+// In place, as topk: the top 8 are replaced by -inf, so each iteration restores them first
+// from a saved copy (a memcpy of 32 bytes per row, included in the time).
+void BM_match_replace8(benchmark::State& s) {
+  Core c;
+  const DType t = dt_of(s.range(1));
+  const uint32_t n = uint32_t(s.range(2));
+  c.fill(t, 0, n, 3);
+  put_top8(c, t, n, 100000);
+  Inst in = make_inst(Opcode::match_replace8, Engine::dve);
+  set_ap(in, "dst", tile(t, 0, n));
+  set_ap(in, "data", tile(t, 0, n));
+  set_ap(in, "vals", tile(DType::fp32, 100000, 8));
+  set_ap(in, "idx", tile(DType::uint32, 100100, 8));
+  in.ops[ew::operand_index(in, "imm")].f = -INFINITY;
+  const uint64_t eb = dtype_bytes(t);
+  run(s, c, 0, n * eb, [&] {
+    sem_match_replace8(c.cx, in);
+    for (uint32_t p = 0; p < kP; ++p) { // put the 8 winners back at the positions idx names
+      const uint32_t* idx = reinterpret_cast<const uint32_t*>(c.row(p, 100100));
+      const float* v = reinterpret_cast<const float*>(c.row(p, 100000));
+      for (int k = 0; k < 8; ++k) store_from_f32(t, c.row(p, 0) + idx[k] * eb, v[k]);
+    }
+  });
+}
+
+// ---- tensor_reduce ------------------------------------------------------------------------------
+void BM_tensor_reduce(benchmark::State& s) {
+  Core c;
+  const DType t = dt_of(s.range(1));
+  const uint32_t n = uint32_t(s.range(2));
+  const AluOp op = static_cast<AluOp>(s.range(3));
+  c.fill(t, 0, n, 4);
+  Inst in = make_inst(Opcode::tensor_reduce, Engine::dve);
+  set_ap(in, "dst", tile(DType::fp32, 100000, 1));
+  set_ap(in, "src", tile(t, 0, n));
+  set_i(in, "op", int64_t(op));
+  set_i(in, "axes", 1);
+  run(s, c, 0, n * dtype_bytes(t), [&] { sem_tensor_reduce(c.cx, in); });
+}
+
+// ---- scan (cumsum form: in0 = ones, op0 = multiply, op1 = add) ---------------------------------
+void BM_scan(benchmark::State& s) {
+  Core c;
+  const DType t = dt_of(s.range(1));
+  const uint32_t n = uint32_t(s.range(2));
+  c.fill(t, 0, n, 5);
+  for (uint32_t p = 0; p < kP; ++p)
+    for (uint32_t j = 0; j < n; ++j) store_from_f32(DType::fp32, c.row(p, 40000) + 4 * j, 1.0f);
+  Inst in = make_inst(Opcode::scan, Engine::dve);
+  set_ap(in, "dst", tile(t, 80000, n));
+  set_ap(in, "in0", tile(DType::fp32, 40000, n));
+  set_ap(in, "in1", tile(t, 0, n));
+  set_i(in, "op0", int64_t(AluOp::multiply));
+  set_i(in, "op1", int64_t(AluOp::add));
+  // bytes read: in0 (fp32) + in1
+  run(s, c, 0, n * (4 + dtype_bytes(t)), [&] { sem_scan(c.cx, in); });
+}
+
+// ---- activation exp
+// -------------------------------------------------------------------------------
+void BM_exp(benchmark::State& s) {
+  Core c;
+  const DType t = dt_of(s.range(1));
+  const uint32_t n = uint32_t(s.range(2));
+  c.fill(t, 0, n, 6, -10.0f, 10.0f);
+  Inst in = make_inst(Opcode::activation, Engine::act);
+  set_ap(in, "dst", tile(t, 80000, n));
+  set_ap(in, "src", tile(t, 0, n));
+  set_i(in, "func", int64_t(ActFunc::exp));
+  Operand& sc = in.ops[ew::operand_index(in, "scale")];
+  sc.is_ap = false;
+  sc.f = 1.0f;
+  c.cx.engine = Engine::act;
+  run(s, c, 0, n * dtype_bytes(t), [&] { sem_activation(c.cx, in); });
+}
+
+// The native exp baselines over the same fp32 [128, n]: glibc's libmvec AVX-512 expf (the
+// best native vector exp at hand; fp32 accuracy, ~4 ulp) and a std::exp loop in double
+// rounded to fp32 (what activation computed before issue 16).
+#ifdef NISA_HAVE_MVEC
+extern "C" __m512 _ZGVeN16v_expf(__m512);
+#endif
+NISA_AVX512 void mvec_rows(Core& c, uint32_t n) {
+  for (uint32_t p = 0; p < kP; ++p) {
+    const float* x = reinterpret_cast<const float*>(c.row(p, 0));
+    float* o = reinterpret_cast<float*>(c.row(p, 80000));
+#ifdef NISA_HAVE_MVEC
+    for (uint32_t j = 0; j + 16 <= n; j += 16)
+      _mm512_storeu_ps(o + j, _ZGVeN16v_expf(_mm512_loadu_ps(x + j)));
+#else
+    (void)x, (void)o, (void)n; // without libmvec: no baseline (skipped below)
+#endif
+  }
+}
+void BM_native_exp(benchmark::State& s) {
+  Core c;
+  const uint32_t n = uint32_t(s.range(2));
+  const bool mvec = s.range(0) == 2;
+#ifndef NISA_HAVE_MVEC
+  if (mvec) return s.SkipWithError("libmvec not found at configure time");
+#endif
+  c.fill(DType::fp32, 0, n, 6, -10.0f, 10.0f);
+  run(s, c, 0, n * 4, [&] {
+    if (mvec) return mvec_rows(c, n);
+    for (uint32_t p = 0; p < kP; ++p) {
+      const float* x = reinterpret_cast<const float*>(c.row(p, 0));
+      float* o = reinterpret_cast<float*>(c.row(p, 80000));
+      for (uint32_t j = 0; j < n; ++j) o[j] = static_cast<float>(std::exp(double(x[j])));
+    }
+  });
+  s.SetLabel(mvec ? "libmvec _ZGVeN16v_expf" : "std::exp(double) loop");
+}
+
+// ---- DMA copy fp32 -> bf16 and bf16 -> fp32, SBUF to SBUF
+// -----------------------------------------
+void BM_dma_convert(benchmark::State& s) {
+  Core c;
+  const DType t = dt_of(s.range(1)); // source dtype; the destination is the other one
+  const DType o = t == DType::fp32 ? DType::bf16 : DType::fp32;
+  const uint32_t n = uint32_t(s.range(2));
+  c.fill(t, 0, n, 7);
+  Inst in = make_inst(Opcode::dma, Engine::sp);
+  in.ops[1].present = in.ops[1].is_ap = true;
+  in.ops[1].ap = tile(o, 80000, n);
+  in.ops[2].present = in.ops[2].is_ap = true;
+  in.ops[2].ap = tile(t, 0, n);
+  run(s, c, 0, n * dtype_bytes(t), [&] { sem_dma(c.cx, in); });
+}
+
+// ---- iota into int32 / fp32
+// ------------------------------------------------------------------------
+void BM_iota(benchmark::State& s) {
+  Core c;
+  const DType t = s.range(1) ? DType::fp32 : DType::int32;
+  const uint32_t n = uint32_t(s.range(2));
+  Inst in = make_inst(Opcode::iota, Engine::pool);
+  set_ap(in, "dst", tile(t, 0, n));
+  AffinePattern& pat = in.ops[ew::operand_index(in, "pattern")].pat;
+  pat.n = 1;
+  pat.d[0][0] = 1;
+  pat.d[0][1] = int32_t(n);
+  set_i(in, "pmul", int64_t(n));
+  c.cx.engine = Engine::pool;
+  // bytes written (the baseline reads as many)
+  run(s, c, 0, n * 4, [&] { sem_iota(c.cx, in); });
+}
+
+void levels_and_tiles(benchmark::internal::Benchmark* b) {
+  for (int64_t l : {2, 1, 0})
+    for (int64_t dt : {0, 1})
+      for (int64_t n : {2048, 8192}) b->Args({l, dt, n});
+  b->ArgNames({"level", "bf16", "n"});
+}
+void reduce_args(benchmark::internal::Benchmark* b) {
+  for (int64_t op : {int64_t(AluOp::max), int64_t(AluOp::add)})
+    for (int64_t l : {2, 1, 0})
+      for (int64_t dt : {0, 1})
+        for (int64_t n : {2048, 8192}) b->Args({l, dt, n, op});
+  b->ArgNames({"level", "bf16", "n", "op"});
+}
+BENCHMARK(BM_max8)->Name("max8")->Apply(levels_and_tiles);
+BENCHMARK(BM_find_index8)->Name("find_index8")->Apply(levels_and_tiles);
+BENCHMARK(BM_match_replace8)->Name("match_replace8")->Apply(levels_and_tiles);
+BENCHMARK(BM_tensor_reduce)->Name("tensor_reduce")->Apply(reduce_args);
+BENCHMARK(BM_scan)->Name("scan_cumsum")->Apply(levels_and_tiles);
+BENCHMARK(BM_exp)->Name("activation_exp")->Apply(levels_and_tiles);
+BENCHMARK(BM_native_exp)
+    ->Name("native_exp_fp32")
+    ->Args({2, 0, 2048})
+    ->Args({2, 0, 8192})
+    ->Args({0, 0, 2048})
+    ->Args({0, 0, 8192})
+    ->ArgNames({"mvec", "bf16", "n"});
+BENCHMARK(BM_dma_convert)->Name("dma_convert_from")->Apply(levels_and_tiles);
+BENCHMARK(BM_iota)->Name("iota_int32_or_fp32")->Apply(levels_and_tiles);
+
+} // namespace
+} // namespace nisa::interp
+
+BENCHMARK_MAIN();

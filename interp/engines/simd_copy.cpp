@@ -1,0 +1,64 @@
+// fp32 <-> bf16 row conversion of the DMA copies (simd.h convert_row): the same per-element
+// code (isa/dtype.h f32_to_bf16 / bf16_to_f32) compiled once per target and vectorised by the
+// compiler at that width.
+#pragma GCC optimize("O3")
+// GCC 12 reports the intrinsics' internal _mm512_undefined_*() as maybe-uninitialized at O3.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <cstring>
+
+#include "interp/engines/simd.h"
+#include "isa/dtype.h"
+
+namespace nisa::interp::simd {
+
+namespace {
+
+__attribute__((always_inline)) inline void to_bf16(const uint8_t* s, uint8_t* d, uint64_t n) {
+  for (uint64_t j = 0; j < n; ++j) {
+    float f;
+    std::memcpy(&f, s + 4 * j, 4);
+    const uint16_t h = f32_to_bf16(f);
+    std::memcpy(d + 2 * j, &h, 2);
+  }
+}
+__attribute__((always_inline)) inline void from_bf16(const uint8_t* s, uint8_t* d, uint64_t n) {
+  for (uint64_t j = 0; j < n; ++j) {
+    uint16_t h;
+    std::memcpy(&h, s + 2 * j, 2);
+    const float f = bf16_to_f32(h);
+    std::memcpy(d + 4 * j, &f, 4);
+  }
+}
+
+NISA_AVX512 void to_bf16_avx512(const uint8_t* s, uint8_t* d, uint64_t n) { to_bf16(s, d, n); }
+NISA_AVX512 void from_bf16_avx512(const uint8_t* s, uint8_t* d, uint64_t n) { from_bf16(s, d, n); }
+NISA_AVX2 void to_bf16_avx2(const uint8_t* s, uint8_t* d, uint64_t n) { to_bf16(s, d, n); }
+NISA_AVX2 void from_bf16_avx2(const uint8_t* s, uint8_t* d, uint64_t n) { from_bf16(s, d, n); }
+void to_bf16_scalar(const uint8_t* s, uint8_t* d, uint64_t n) { to_bf16(s, d, n); }
+void from_bf16_scalar(const uint8_t* s, uint8_t* d, uint64_t n) { from_bf16(s, d, n); }
+
+} // namespace
+
+bool convert_row(Level l, DType st, const uint8_t* src, DType dt, uint8_t* dst, uint64_t n) {
+  if (st == DType::fp32 && dt == DType::bf16) {
+    if (l == Level::avx512)
+      to_bf16_avx512(src, dst, n);
+    else if (l == Level::avx2)
+      to_bf16_avx2(src, dst, n);
+    else
+      to_bf16_scalar(src, dst, n);
+    return true;
+  }
+  if (st == DType::bf16 && dt == DType::fp32) {
+    if (l == Level::avx512)
+      from_bf16_avx512(src, dst, n);
+    else if (l == Level::avx2)
+      from_bf16_avx2(src, dst, n);
+    else
+      from_bf16_scalar(src, dst, n);
+    return true;
+  }
+  return false;
+}
+
+} // namespace nisa::interp::simd

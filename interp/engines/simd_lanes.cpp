@@ -1,0 +1,243 @@
+// Across-partition vector kernels: scan and the sequential reduce fold keep their per-row
+// order (the recurrence is sequential along the free axis), so they put 8 rows in the 8
+// lanes of a ymm register instead: 8x8 blocks are loaded row-wise, transposed, stepped one
+// column at a time, and (scan) transposed back. Each lane runs exactly the scalar sequence of
+// IEEE operations of its row, so results are bit-identical at every level. The AVX-512 level
+// runs the same 8-lane code (two groups of 8 rows interleaved measured slower: spills).
+#pragma GCC optimize("O3")
+// GCC 12 reports the intrinsics' internal _mm512_undefined_*() as maybe-uninitialized at O3.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+
+#include "interp/engines/simd.h"
+
+namespace nisa::interp::simd {
+
+namespace {
+
+// A NaN operand propagates by an explicit rule, the x86 one for a + b: a's NaN if a is NaN,
+// else b's (quieted by adding it to itself). Compilers treat + and * as commutative, so
+// without the rule which of two NaN payloads survives would depend on code generation.
+// max / min are ew::fmax_nan / fmin_nan (a + b when either is NaN) under the same rule.
+inline float s_op(LaneOp o, float a, float b) {
+  if (a != a) return a + a;
+  if (b != b) return b + b;
+  switch (o) {
+  case LaneOp::add: return a + b;
+  case LaneOp::subtract: return a - b;
+  case LaneOp::multiply: return a * b;
+  case LaneOp::max: return a > b ? a : b;
+  case LaneOp::min: return a < b ? a : b;
+  }
+  return a;
+}
+
+template <LaneOp O> NISA_AVX2 inline __m256 v_op(__m256 a, __m256 b) {
+  __m256 r;
+  if constexpr (O == LaneOp::add)
+    r = _mm256_add_ps(a, b);
+  else if constexpr (O == LaneOp::subtract)
+    r = _mm256_sub_ps(a, b);
+  else if constexpr (O == LaneOp::multiply)
+    r = _mm256_mul_ps(a, b);
+  else if constexpr (O == LaneOp::max)
+    r = _mm256_blendv_ps(b, a, _mm256_cmp_ps(a, b, _CMP_GT_OQ));
+  else
+    r = _mm256_blendv_ps(b, a, _mm256_cmp_ps(a, b, _CMP_LT_OQ));
+  r = _mm256_blendv_ps(r, _mm256_add_ps(b, b), _mm256_cmp_ps(b, b, _CMP_UNORD_Q));
+  return _mm256_blendv_ps(r, _mm256_add_ps(a, a), _mm256_cmp_ps(a, a, _CMP_UNORD_Q));
+}
+
+NISA_AVX2 inline void transpose8(__m256 r[8]) {
+  const __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
+  const __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
+  const __m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
+  const __m256 t6 = _mm256_unpacklo_ps(r[6], r[7]), t7 = _mm256_unpackhi_ps(r[6], r[7]);
+  const __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+  const __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+  const __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+  const __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+  r[0] = _mm256_permute2f128_ps(u0, u4, 0x20);
+  r[1] = _mm256_permute2f128_ps(u1, u5, 0x20);
+  r[2] = _mm256_permute2f128_ps(u2, u6, 0x20);
+  r[3] = _mm256_permute2f128_ps(u3, u7, 0x20);
+  r[4] = _mm256_permute2f128_ps(u0, u4, 0x31);
+  r[5] = _mm256_permute2f128_ps(u1, u5, 0x31);
+  r[6] = _mm256_permute2f128_ps(u2, u6, 0x31);
+  r[7] = _mm256_permute2f128_ps(u3, u7, 0x31);
+}
+
+// Columns [0, n8) of G groups of 8 rows (n8 % 8 == 0); acc holds each lane's state.
+template <LaneOp O0, LaneOp O1, int G>
+NISA_AVX2 inline void scan_block(const float* const* d0, const float* const* d1, float* const* out,
+                                 uint64_t n8, bool rev0, bool rev1, __m256 acc[G]) {
+  for (uint64_t i = 0; i < n8; i += 8) {
+    __m256 a[G][8], b[G][8];
+    for (int g = 0; g < G; ++g) {
+      for (int k = 0; k < 8; ++k) {
+        a[g][k] = _mm256_loadu_ps(d0[8 * g + k] + i);
+        b[g][k] = _mm256_loadu_ps(d1[8 * g + k] + i);
+      }
+      transpose8(a[g]);
+      transpose8(b[g]);
+    }
+    for (int j = 0; j < 8; ++j)
+      for (int g = 0; g < G; ++g) {
+        const __m256 t = rev0 ? v_op<O0>(acc[g], a[g][j]) : v_op<O0>(a[g][j], acc[g]);
+        acc[g] = rev1 ? v_op<O1>(b[g][j], t) : v_op<O1>(t, b[g][j]);
+        a[g][j] = acc[g];
+      }
+    for (int g = 0; g < G; ++g) {
+      transpose8(a[g]);
+      for (int k = 0; k < 8; ++k) _mm256_storeu_ps(out[8 * g + k] + i, a[g][k]);
+    }
+  }
+}
+
+// The scalar recurrence of one row from column `from` with state r.
+inline void scan_tail(const float* d0, const float* d1, float* out, uint64_t from, uint64_t n,
+                      float r, LaneOp op0, LaneOp op1, bool rev0, bool rev1) {
+  for (uint64_t i = from; i < n; ++i) {
+    const float t = rev0 ? s_op(op0, r, d0[i]) : s_op(op0, d0[i], r);
+    r = rev1 ? s_op(op1, d1[i], t) : s_op(op1, t, d1[i]);
+    out[i] = r;
+  }
+}
+
+// Rows that alias (an in-place scan: out row == input row) are fine: a block reads its
+// 8 columns of every row before it writes them.
+template <int G, LaneOp O0, LaneOp O1>
+NISA_AVX2 inline void scan_groups(const float* const* d0, const float* const* d1, float* const* out,
+                                  const float* init, uint32_t nrows, uint64_t n, bool rev0,
+                                  bool rev1, uint32_t& r0) {
+  const uint64_t n8 = n / 8 * 8;
+  for (; r0 + 8 * G <= nrows; r0 += 8 * G) {
+    __m256 acc[G];
+    for (int g = 0; g < G; ++g) acc[g] = _mm256_loadu_ps(init + r0 + 8 * g);
+    scan_block<O0, O1, G>(d0 + r0, d1 + r0, out + r0, n8, rev0, rev1, acc);
+    alignas(32) float st[8 * G];
+    for (int g = 0; g < G; ++g) _mm256_store_ps(st + 8 * g, acc[g]);
+    for (int k = 0; k < 8 * G; ++k)
+      scan_tail(d0[r0 + k], d1[r0 + k], out[r0 + k], n8, n, st[k], O0, O1, rev0, rev1);
+  }
+}
+
+template <int G>
+NISA_AVX2 inline void scan_dispatch(const float* const* d0, const float* const* d1,
+                                    float* const* out, const float* init, uint32_t nrows,
+                                    uint64_t n, LaneOp op0, LaneOp op1, bool rev0, bool rev1,
+                                    uint32_t& r0) {
+  switch (op0) {
+#define NISA_O0(o0)                                                                                \
+  case LaneOp::o0:                                                                                 \
+    switch (op1) {                                                                                 \
+    case LaneOp::add:                                                                              \
+      return scan_groups<G, LaneOp::o0, LaneOp::add>(d0, d1, out, init, nrows, n, rev0, rev1, r0); \
+    case LaneOp::subtract:                                                                         \
+      return scan_groups<G, LaneOp::o0, LaneOp::subtract>(d0, d1, out, init, nrows, n, rev0, rev1, \
+                                                          r0);                                     \
+    case LaneOp::multiply:                                                                         \
+      return scan_groups<G, LaneOp::o0, LaneOp::multiply>(d0, d1, out, init, nrows, n, rev0, rev1, \
+                                                          r0);                                     \
+    case LaneOp::max:                                                                              \
+      return scan_groups<G, LaneOp::o0, LaneOp::max>(d0, d1, out, init, nrows, n, rev0, rev1, r0); \
+    case LaneOp::min:                                                                              \
+      return scan_groups<G, LaneOp::o0, LaneOp::min>(d0, d1, out, init, nrows, n, rev0, rev1, r0); \
+    }                                                                                              \
+    return;
+    NISA_O0(add)
+    NISA_O0(subtract)
+    NISA_O0(multiply)
+    NISA_O0(max)
+    NISA_O0(min)
+#undef NISA_O0
+  }
+}
+
+NISA_AVX512 void scan_avx512(const float* const* d0, const float* const* d1, float* const* out,
+                             const float* init, uint32_t nrows, uint64_t n, LaneOp op0, LaneOp op1,
+                             bool rev0, bool rev1, uint32_t& r0) {
+
+  scan_dispatch<1>(d0, d1, out, init, nrows, n, op0, op1, rev0, rev1, r0);
+}
+NISA_AVX2 void scan_avx2(const float* const* d0, const float* const* d1, float* const* out,
+                         const float* init, uint32_t nrows, uint64_t n, LaneOp op0, LaneOp op1,
+                         bool rev0, bool rev1, uint32_t& r0) {
+  scan_dispatch<1>(d0, d1, out, init, nrows, n, op0, op1, rev0, rev1, r0);
+}
+
+// ---- fold
+// ----------------------------------------------------------------------------------------
+template <LaneOp O, int G>
+NISA_AVX2 inline void fold_groups(const float* const* x, float* acc_out, uint32_t nrows, uint64_t n,
+                                  uint32_t& r0) {
+  // Columns 1..n-1 in blocks of 8 from column 1; the rest one by one.
+  const uint64_t nb = (n - 1) / 8 * 8;
+  for (; r0 + 8 * G <= nrows; r0 += 8 * G) {
+    alignas(32) float st[8 * G];
+    for (int k = 0; k < 8 * G; ++k) st[k] = x[r0 + k][0];
+    __m256 acc[G];
+    for (int g = 0; g < G; ++g) acc[g] = _mm256_load_ps(st + 8 * g);
+    for (uint64_t i = 1; i < 1 + nb; i += 8) {
+      __m256 a[G][8];
+      for (int g = 0; g < G; ++g) {
+        for (int k = 0; k < 8; ++k) a[g][k] = _mm256_loadu_ps(x[r0 + 8 * g + k] + i);
+        transpose8(a[g]);
+      }
+      for (int j = 0; j < 8; ++j)
+        for (int g = 0; g < G; ++g) acc[g] = v_op<O>(acc[g], a[g][j]);
+    }
+    for (int g = 0; g < G; ++g) _mm256_store_ps(st + 8 * g, acc[g]);
+    for (int k = 0; k < 8 * G; ++k) {
+      float r = st[k];
+      for (uint64_t i = 1 + nb; i < n; ++i) r = s_op(O, r, x[r0 + k][i]);
+      acc_out[r0 + k] = r;
+    }
+  }
+}
+
+template <int G>
+NISA_AVX2 inline void fold_dispatch(const float* const* x, float* acc, uint32_t nrows, uint64_t n,
+                                    LaneOp op, uint32_t& r0) {
+  switch (op) {
+  case LaneOp::add: return fold_groups<LaneOp::add, G>(x, acc, nrows, n, r0);
+  case LaneOp::subtract: return fold_groups<LaneOp::subtract, G>(x, acc, nrows, n, r0);
+  case LaneOp::multiply: return fold_groups<LaneOp::multiply, G>(x, acc, nrows, n, r0);
+  case LaneOp::max: return fold_groups<LaneOp::max, G>(x, acc, nrows, n, r0);
+  case LaneOp::min: return fold_groups<LaneOp::min, G>(x, acc, nrows, n, r0);
+  }
+}
+NISA_AVX512 void fold_avx512(const float* const* x, float* acc, uint32_t nrows, uint64_t n,
+                             LaneOp op, uint32_t& r0) {
+
+  fold_dispatch<1>(x, acc, nrows, n, op, r0);
+}
+NISA_AVX2 void fold_avx2(const float* const* x, float* acc, uint32_t nrows, uint64_t n, LaneOp op,
+                         uint32_t& r0) {
+  fold_dispatch<1>(x, acc, nrows, n, op, r0);
+}
+
+} // namespace
+
+void scan_rows(Level l, const float* const* d0, const float* const* d1, float* const* out,
+               const float* init, uint32_t nrows, uint64_t n, LaneOp op0, LaneOp op1, bool rev0,
+               bool rev1) {
+  uint32_t r0 = 0;
+  if (l == Level::avx512) scan_avx512(d0, d1, out, init, nrows, n, op0, op1, rev0, rev1, r0);
+  if (l == Level::avx2) scan_avx2(d0, d1, out, init, nrows, n, op0, op1, rev0, rev1, r0);
+  for (; r0 < nrows; ++r0) // rows left over (and the scalar level)
+    scan_tail(d0[r0], d1[r0], out[r0], 0, n, init[r0], op0, op1, rev0, rev1);
+}
+
+void fold_rows(Level l, const float* const* x, float* acc, uint32_t nrows, uint64_t n, LaneOp op) {
+  uint32_t r0 = 0;
+  if (l == Level::avx512) fold_avx512(x, acc, nrows, n, op, r0);
+  if (l == Level::avx2) fold_avx2(x, acc, nrows, n, op, r0);
+  for (; r0 < nrows; ++r0) {
+    float r = x[r0][0];
+    for (uint64_t i = 1; i < n; ++i) r = s_op(op, r, x[r0][i]);
+    acc[r0] = r;
+  }
+}
+
+} // namespace nisa::interp::simd

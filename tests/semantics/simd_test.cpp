@@ -1,0 +1,512 @@
+// The vector kernels of issue 16 (interp/engines/simd.h): every level the host has gives the
+// same bits as the scalar level and as an independent plain-loop reference from the
+// definitions, on seeded inputs with NaN (several payloads), +-inf, -0.0 / +0.0, ties,
+// denormals and lengths that are not multiples of the vector width.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+
+#include "harness.h"
+#include "interp/engines/simd.h"
+
+namespace nisa::interp::test {
+namespace {
+
+using simd::Level;
+
+uint32_t bits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+float from_bits(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+std::vector<Level> levels() {
+  std::vector<Level> out;
+  for (Level l : {Level::scalar, Level::avx2, Level::avx512})
+    if (simd::supported(l)) out.push_back(l);
+  return out;
+}
+
+// Restores the process-wide level when a test ends.
+struct LevelGuard {
+  Level saved = simd::level();
+  ~LevelGuard() { simd::set_level(saved); }
+};
+
+// A row of awkward values: ties (rounded values), specials sprinkled at random positions.
+std::vector<float> nasty_row(uint64_t n, uint32_t seed, bool specials) {
+  std::mt19937 g(seed);
+  std::uniform_real_distribution<float> d(-8.0f, 8.0f);
+  std::uniform_int_distribution<int> pick(0, 99);
+  const float kSpecial[] = {from_bits(0x7fc00000u),
+                            from_bits(0xffc00001u),
+                            from_bits(0x7f800123u),
+                            INFINITY,
+                            -INFINITY,
+                            0.0f,
+                            -0.0f,
+                            from_bits(1u),
+                            from_bits(0x80000005u),
+                            std::numeric_limits<float>::max()};
+  std::vector<float> v(n);
+  for (auto& x : v) {
+    x = d(g);
+    const int k = pick(g);
+    if (k < 30) x = std::round(x); // ties
+    if (specials && k >= 97) x = kSpecial[pick(g) % 10];
+  }
+  return v;
+}
+
+const uint64_t kLengths[] = {8,  9,  15,  16,  17,  31,   33,   63,
+                             64, 65, 100, 127, 129, 1000, 4097, 16384};
+
+// ---- max8 --------------------------------------------------------------------------------------
+// Reference: stable sort by rank (NaN first, then descending; NaNs tie, -0 ties +0).
+std::vector<uint32_t> max8_reference(const std::vector<float>& x) {
+  auto rank_gt = [](float a, float b) {
+    if (std::isnan(a)) return !std::isnan(b);
+    if (std::isnan(b)) return false;
+    return a > b;
+  };
+  std::vector<float> s = x;
+  std::stable_sort(s.begin(), s.end(), rank_gt);
+  std::vector<uint32_t> out;
+  for (size_t k = 0; k < 8; ++k) out.push_back(k < s.size() ? bits(s[k]) : bits(-INFINITY));
+  return out;
+}
+
+TEST(Simd, Max8EveryLevelMatchesStableSortBitForBit) {
+  int seed = 0;
+  for (uint64_t n : kLengths)
+    for (bool specials : {false, true})
+      for (int rep = 0; rep < 4; ++rep) {
+        std::vector<float> x = nasty_row(n, 1000 + seed++, specials);
+        if (rep == 2) std::sort(x.begin(), x.end()); // ascending: every element is inserted
+        if (rep == 3) // infinities and zeros but no NaN (the two-pass form of max8)
+          for (size_t i = 0; i < x.size(); ++i)
+            if (std::isnan(x[i])) x[i] = i % 2 ? INFINITY : -INFINITY;
+        const auto want = max8_reference(x);
+        for (Level l : levels()) {
+          float out[8];
+          simd::max8_row(l, x.data(), n, out);
+          for (int k = 0; k < 8; ++k)
+            ASSERT_EQ(bits(out[k]), want[k])
+                << simd::name(l) << " n=" << n << " specials=" << specials << " slot " << k;
+        }
+      }
+}
+
+// ---- find_index8 / match_replace8 --------------------------------------------------------------
+// Slot values: present values (duplicated, so ranks matter), absent ones, NaN, -0.
+// seed % 4 == 3: the row's 8 largest non-NaN values (a topk step: few positions lie in their
+// range, the one-pass form), with slot 2 repeating slot 1.
+std::vector<float> slot_values(const std::vector<float>& x, uint32_t seed) {
+  if (seed % 4 == 3) {
+    std::vector<float> s;
+    for (float f : x)
+      if (!std::isnan(f)) s.push_back(f);
+    s.resize(std::max<size_t>(s.size(), 8), 0.0f);
+    std::partial_sort(s.begin(), s.begin() + 8, s.end(), std::greater<>());
+    s.resize(8);
+    s[2] = s[1];
+    return s;
+  }
+  std::mt19937 g(seed);
+  std::uniform_int_distribution<uint64_t> at(0, x.size() - 1);
+  std::vector<float> v(8);
+  for (int j = 0; j < 8; ++j) v[j] = x[at(g)];
+  v[2] = v[1];                   // a duplicate slot
+  v[5] = 1234.5f;                // absent
+  if (seed % 3 == 0) v[6] = NAN; // never matches
+  if (seed % 3 == 1) v[6] = -0.0f;
+  return v;
+}
+
+TEST(Simd, FindIndex8EveryLevelMatchesOccurrenceCount) {
+  int seed = 0;
+  for (uint64_t n : kLengths)
+    for (bool specials : {false, true}) {
+      const std::vector<float> x = nasty_row(n, 2000 + seed, specials);
+      const std::vector<float> v = slot_values(x, 3000 + seed++);
+      int64_t want[8];
+      for (int j = 0; j < 8; ++j) { // slot j takes the (number of equal earlier slots)-th match
+        int rank = 0;
+        for (int i = 0; i < j; ++i) rank += v[i] == v[j];
+        want[j] = -1;
+        int seen = 0;
+        for (uint64_t k = 0; k < n && want[j] < 0; ++k)
+          if (x[k] == v[j] && seen++ == rank) want[j] = int64_t(k);
+      }
+      for (Level l : levels()) {
+        int64_t got[8];
+        simd::find_index8_row(l, x.data(), n, v.data(), got);
+        for (int j = 0; j < 8; ++j)
+          ASSERT_EQ(got[j], want[j]) << simd::name(l) << " n=" << n << " slot " << j;
+      }
+    }
+}
+
+TEST(Simd, MatchReplace8EveryLevelMatchesReverseSlotOrder) {
+  int seed = 0;
+  for (uint64_t n : kLengths)
+    for (bool specials : {false, true}) {
+      const std::vector<float> x = nasty_row(n, 4000 + seed, specials);
+      const std::vector<float> v = slot_values(x, 5000 + seed++);
+      int64_t want[8];
+      std::vector<bool> used(n, false);
+      for (int j = 7; j >= 0; --j) {
+        want[j] = -1;
+        for (uint64_t k = 0; k < n; ++k)
+          if (!used[k] && x[k] == v[j]) {
+            used[k] = true;
+            want[j] = int64_t(k);
+            break;
+          }
+      }
+      for (Level l : levels()) {
+        int64_t got[8];
+        simd::match_replace8_row(l, x.data(), n, v.data(), got);
+        for (int j = 0; j < 8; ++j)
+          ASSERT_EQ(got[j], want[j]) << simd::name(l) << " n=" << n << " slot " << j;
+      }
+    }
+}
+
+// ---- tensor_reduce max / min through the instruction --------------------------------------------
+TEST(Simd, TensorReduceMaxMinEveryLevelMatchesSequentialFold) {
+  LevelGuard guard;
+  const uint32_t P = 16;
+  for (uint64_t n : {uint64_t(7), uint64_t(64), uint64_t(100), uint64_t(1000), uint64_t(2049)}) {
+    std::vector<float> x;
+    for (uint32_t p = 0; p < P; ++p) {
+      std::vector<float> r = nasty_row(n, 6000 + p + uint32_t(n), p % 2 == 1);
+      if (p == 4) std::fill(r.begin(), r.end(), 0.0f), r[n / 2] = -0.0f; // a zero maximum
+      if (p == 6) std::fill(r.begin(), r.end(), -0.0f), r[n / 3] = 0.0f;
+      if (p == 8) r[n - 1] = NAN;
+      x.insert(x.end(), r.begin(), r.end());
+    }
+    Bench b(Target::trn2, 96 * 1024);
+    const auto S = Bench::sb(DType::fp32, P, uint32_t(n));
+    const auto D = Bench::sb(DType::fp32, P, 1, 16384);
+    b.put(S, x);
+    for (AluOp op : {AluOp::max, AluOp::min})
+      for (bool neg : {false, true}) {
+        std::vector<uint32_t> want;
+        for (uint32_t p = 0; p < P; ++p) { // the definition: a left fold, NaN-propagating
+          const float* r = x.data() + p * n;
+          float acc = r[0];
+          for (uint64_t k = 1; k < n; ++k) {
+            const float a = acc, c = r[k];
+            acc = (std::isnan(a) || std::isnan(c)) ? a + c
+                  : op == AluOp::max               ? (a > c ? a : c)
+                                                   : (a < c ? a : c);
+          }
+          want.push_back(bits(neg ? -acc : acc));
+        }
+        for (Level l : levels()) {
+          ASSERT_TRUE(simd::set_level(l));
+          Inst in = make(Opcode::tensor_reduce, Engine::dve);
+          set_ap(in, "dst", D);
+          set_ap(in, "src", S);
+          set_e(in, "op", op);
+          set_i(in, "axes", 1);
+          set_i(in, "negate", neg);
+          b.run(in);
+          const View v = b.cx.view(D, Access::read);
+          for (uint32_t p = 0; p < P; ++p) {
+            uint32_t got;
+            std::memcpy(&got, v.row(p), 4);
+            ASSERT_EQ(got, want[p]) << simd::name(l) << " n=" << n << " row " << p;
+          }
+        }
+      }
+  }
+}
+
+// ---- scan / fold with rows in lanes ------------------------------------------------------------
+// The definitions, with the documented NaN rule: a NaN operand propagates, a's before b's.
+float ref_op(simd::LaneOp o, float a, float b) {
+  if (std::isnan(a)) return a + a;
+  if (std::isnan(b)) return b + b;
+  switch (o) {
+  case simd::LaneOp::add: return a + b;
+  case simd::LaneOp::subtract: return a - b;
+  case simd::LaneOp::multiply: return a * b;
+  case simd::LaneOp::max: return std::max(b, a); // b unless a > b
+  case simd::LaneOp::min: return std::min(b, a);
+  }
+  return NAN;
+}
+const simd::LaneOp kLaneOps[] = {simd::LaneOp::add, simd::LaneOp::subtract, simd::LaneOp::multiply,
+                                 simd::LaneOp::max, simd::LaneOp::min};
+
+TEST(Simd, ScanRowsEveryLevelMatchesTheRecurrence) {
+  int seed = 0;
+  for (uint32_t rows : {1u, 7u, 8u, 16u, 17u, 37u})
+    for (uint64_t n : {uint64_t(1), uint64_t(7), uint64_t(8), uint64_t(9), uint64_t(100)})
+      for (simd::LaneOp o0 : kLaneOps)
+        for (simd::LaneOp o1 : kLaneOps) {
+          const bool rev0 = seed % 2, rev1 = seed % 3 == 0;
+          std::vector<float> a, b;
+          for (uint32_t r = 0; r < rows; ++r) {
+            const auto ra = nasty_row(n, 7000 + seed * 64 + r, r % 3 == 0);
+            const auto rb = nasty_row(n, 9000 + seed * 64 + r, r % 4 == 1);
+            a.insert(a.end(), ra.begin(), ra.end());
+            b.insert(b.end(), rb.begin(), rb.end());
+          }
+          for (auto& x : a) x = x * 0.25f; // keep multiply chains finite for a while
+          const auto init = nasty_row(rows, 11000 + seed++, false);
+          std::vector<uint32_t> want(rows * n);
+          for (uint32_t r = 0; r < rows; ++r) {
+            float acc = init[r];
+            for (uint64_t i = 0; i < n; ++i) {
+              const float x = a[r * n + i], y = b[r * n + i];
+              const float t = rev0 ? ref_op(o0, acc, x) : ref_op(o0, x, acc);
+              acc = rev1 ? ref_op(o1, y, t) : ref_op(o1, t, y);
+              want[r * n + i] = bits(acc);
+            }
+          }
+          for (Level l : levels()) {
+            std::vector<float> out(rows * n, 12345.0f);
+            std::vector<const float*> pa(rows), pb(rows);
+            std::vector<float*> po(rows);
+            for (uint32_t r = 0; r < rows; ++r) {
+              pa[r] = a.data() + r * n;
+              pb[r] = b.data() + r * n;
+              po[r] = out.data() + r * n;
+            }
+            simd::scan_rows(l, pa.data(), pb.data(), po.data(), init.data(), rows, n, o0, o1, rev0,
+                            rev1);
+            for (size_t k = 0; k < out.size(); ++k)
+              ASSERT_EQ(bits(out[k]), want[k])
+                  << simd::name(l) << " rows=" << rows << " n=" << n << " ops " << int(o0) << ","
+                  << int(o1) << " at " << k;
+          }
+        }
+}
+
+TEST(Simd, FoldRowsEveryLevelMatchesTheLeftFold) {
+  int seed = 0;
+  for (uint32_t rows : {1u, 8u, 15u, 16u, 33u})
+    for (uint64_t n : {uint64_t(1), uint64_t(2), uint64_t(9), uint64_t(10), uint64_t(257)})
+      for (simd::LaneOp o : kLaneOps) {
+        std::vector<float> x;
+        for (uint32_t r = 0; r < rows; ++r) {
+          const auto v = nasty_row(n, 12000 + seed * 64 + r, r % 3 == 2);
+          x.insert(x.end(), v.begin(), v.end());
+        }
+        ++seed;
+        std::vector<uint32_t> want(rows);
+        for (uint32_t r = 0; r < rows; ++r) {
+          float acc = x[r * n];
+          for (uint64_t k = 1; k < n; ++k) acc = ref_op(o, acc, x[r * n + k]);
+          want[r] = bits(acc);
+        }
+        for (Level l : levels()) {
+          std::vector<const float*> px(rows);
+          for (uint32_t r = 0; r < rows; ++r) px[r] = x.data() + r * n;
+          std::vector<float> got(rows);
+          simd::fold_rows(l, px.data(), got.data(), rows, n, o);
+          for (uint32_t r = 0; r < rows; ++r)
+            ASSERT_EQ(bits(got[r]), want[r]) << simd::name(l) << " rows=" << rows << " n=" << n;
+        }
+      }
+}
+
+// The instructions on the lane paths: cumsum into bf16 in place of its data operand, and a
+// two-axis add reduce, at every level equal to the scalar level's bits.
+TEST(Simd, ScanAndReduceInstructionsAgreeAcrossLevels) {
+  LevelGuard guard;
+  const uint32_t P = 40, F = 300;
+  const auto x = nasty_row(P * F, 13000, true);
+  std::vector<std::vector<float>> scans, sums;
+  for (Level l : levels()) {
+    ASSERT_TRUE(simd::set_level(l));
+    Bench b;
+    const auto X = Bench::sb(DType::bf16, P, F), ONES = Bench::sb(DType::fp32, P, F, 8192);
+    b.put(X, x);
+    b.put(ONES, std::vector<float>(P * F, 1.0f));
+    Inst in = make(Opcode::scan, Engine::dve);
+    set_ap(in, "dst", X);
+    set_ap(in, "in0", ONES);
+    set_ap(in, "in1", X);
+    set_f(in, "init", 0.5f);
+    set_e(in, "op0", AluOp::multiply);
+    set_e(in, "op1", AluOp::add);
+    b.run(in);
+    scans.push_back(b.get(X));
+    // reduce: src [P, 30 x 10] fp32, axes = 1 -> [P, 30]
+    AccessPattern S = Bench::sb(DType::fp32, P, F, 20000);
+    b.put(S, x);
+    S.ndims = 2;
+    S.dims[0] = {10, 30};
+    S.dims[1] = {1, 10};
+    const auto D = Bench::sb(DType::fp32, P, 30, 40000);
+    Inst r = make(Opcode::tensor_reduce, Engine::dve);
+    set_ap(r, "dst", D);
+    set_ap(r, "src", S);
+    set_e(r, "op", AluOp::add);
+    set_i(r, "axes", 1);
+    set_i(r, "negate", 1);
+    b.run(r);
+    sums.push_back(b.get(D));
+    // the reference for the reduce, from the definition
+    const auto got = sums.back();
+    for (uint32_t p = 0; p < P; ++p)
+      for (uint32_t g = 0; g < 30; ++g) {
+        float acc = x[p * F + g * 10];
+        for (uint32_t k = 1; k < 10; ++k) acc += x[p * F + g * 10 + k];
+        ASSERT_EQ(bits(got[p * 30 + g]), bits(-acc)) << simd::name(l);
+      }
+  }
+  for (size_t k = 1; k < scans.size(); ++k) {
+    for (size_t i = 0; i < scans[0].size(); ++i) ASSERT_EQ(bits(scans[k][i]), bits(scans[0][i]));
+  }
+}
+
+// ---- activation exp -----------------------------------------------------------------------------
+// Distance in fp32 ulps (finite or infinite values of one sign ordered by their bits).
+int64_t ulps(float a, float b) {
+  auto key = [](float f) {
+    const int64_t u = bits(f);
+    return u & 0x80000000 ? -(u & 0x7fffffff) : u;
+  };
+  return std::llabs(key(a) - key(b));
+}
+
+TEST(Simd, ExpWithinOneUlpOfStdExpOverASweep) {
+  // Every 61st fp32 value from -104 to 89 (about 17 million), against std::exp in double.
+  int64_t worst = 0, differ = 0, total = 0;
+  const uint32_t neg_lo = bits(-104.0f), pos_hi = bits(89.0f);
+  auto check = [&](float x) {
+    const float want = static_cast<float>(std::exp(static_cast<double>(x)));
+    const float got = simd::exp_f32(x);
+    const int64_t u = ulps(got, want);
+    worst = std::max(worst, u);
+    differ += u != 0;
+    ++total;
+  };
+  for (uint32_t u = 0x80000000u; u <= neg_lo; u += 61) check(from_bits(u));
+  for (uint32_t u = 0; u <= pos_hi; u += 61) check(from_bits(u));
+  EXPECT_LE(worst, 1) << differ << " of " << total << " differ";
+  EXPECT_LT(differ, total / 1000) << "worst " << worst; // nearly always the same rounding
+  RecordProperty("exp_ulps_worst", int(worst));
+  RecordProperty("exp_ulps_differ", int(differ));
+  std::printf(
+      "exp sweep: %lld of %lld values differ from (float)std::exp(double), worst %lld ulp\n",
+      (long long)differ, (long long)total, (long long)worst);
+  // Limits and specials.
+  EXPECT_EQ(simd::exp_f32(-INFINITY), 0.0f);
+  EXPECT_EQ(simd::exp_f32(INFINITY), INFINITY);
+  EXPECT_EQ(simd::exp_f32(89.0f), INFINITY);
+  EXPECT_EQ(simd::exp_f32(-104.0f), 0.0f);
+  EXPECT_EQ(simd::exp_f32(0.0f), 1.0f);
+  EXPECT_EQ(simd::exp_f32(-0.0f), 1.0f);
+  EXPECT_TRUE(std::isnan(simd::exp_f32(NAN)));
+  EXPECT_LE(ulps(simd::exp_f32(88.72283f), static_cast<float>(std::exp(double(88.72283f)))), 1);
+}
+
+TEST(Simd, ExpRowEveryLevelBitIdentical) {
+  for (uint64_t n : kLengths) {
+    std::vector<float> x = nasty_row(n, 14000 + uint32_t(n), true);
+    for (size_t i = 0; i < x.size(); i += 5) x[i] *= 12.0f; // reach the overflow / underflow ends
+    for (float scale : {1.0f, -0.75f})
+      for (float bias : {0.0f, 0.5f}) {
+        std::vector<uint32_t> want(n);
+        for (uint64_t i = 0; i < n; ++i) want[i] = bits(simd::exp_f32(x[i] * scale + bias));
+        for (Level l : levels()) {
+          std::vector<float> out(n);
+          simd::exp_row(l, x.data(), n, scale, bias, out.data());
+          for (uint64_t i = 0; i < n; ++i) {
+            ASSERT_EQ(bits(out[i]), want[i]) << simd::name(l) << " n=" << n << " x=" << x[i];
+            const float a = x[i] * scale + bias; // and the math: within 1 ulp of std::exp
+            if (std::isnan(a)) {
+              ASSERT_TRUE(std::isnan(out[i]));
+              continue;
+            }
+            ASSERT_LE(ulps(out[i], static_cast<float>(std::exp(static_cast<double>(a)))), 1) << a;
+          }
+        }
+      }
+  }
+}
+
+// ---- DMA dtype conversion ---------------------------------------------------------------------
+TEST(Simd, ConvertRowFp32Bf16EveryLevelMatchesElementwiseRounding) {
+  for (uint64_t n : kLengths) {
+    std::vector<float> x = nasty_row(n, 15000 + uint32_t(n), true);
+    for (size_t i = 0; i < x.size(); i += 4) // rounding ties and carries of bf16 (low half 0x8000)
+      x[i] = from_bits((bits(x[i]) & 0xffff0000u) | (i % 8 == 0 ? 0x8000u : 0x7fffu));
+    std::vector<uint16_t> want(n);
+    std::vector<float> back(n);
+    for (uint64_t i = 0; i < n; ++i) { // the rounding from the definition: RNE, NaN kept quiet
+      const uint32_t u = bits(x[i]);
+      want[i] = (u & 0x7fffffffu) > 0x7f800000u ? uint16_t((u >> 16) | 0x40)
+                                                : uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+      back[i] = from_bits(uint32_t(want[i]) << 16);
+    }
+    for (Level l : levels()) {
+      std::vector<uint16_t> h(n);
+      ASSERT_TRUE(simd::convert_row(l, DType::fp32, reinterpret_cast<const uint8_t*>(x.data()),
+                                    DType::bf16, reinterpret_cast<uint8_t*>(h.data()), n));
+      for (uint64_t i = 0; i < n; ++i) ASSERT_EQ(h[i], want[i]) << simd::name(l) << " " << x[i];
+      std::vector<float> f(n);
+      ASSERT_TRUE(simd::convert_row(l, DType::bf16, reinterpret_cast<const uint8_t*>(h.data()),
+                                    DType::fp32, reinterpret_cast<uint8_t*>(f.data()), n));
+      for (uint64_t i = 0; i < n; ++i) ASSERT_EQ(bits(f[i]), bits(back[i])) << simd::name(l);
+    }
+  }
+  uint8_t b[4] = {};
+  EXPECT_FALSE(simd::convert_row(Level::scalar, DType::fp16, b, DType::fp32, b + 2, 0));
+}
+
+// A DMA copy fp32 -> bf16 between HBM and SBUF (the row path) equals element-wise rounding.
+TEST(Simd, DmaCopyConvertsRowsAtEveryLevel) {
+  LevelGuard guard;
+  const uint32_t P = 24, F = 301;
+  const auto x = nasty_row(P * F, 16000, true);
+  for (Level l : levels()) {
+    ASSERT_TRUE(simd::set_level(l));
+    Bench b;
+    const AccessPattern src = Bench::tile(MemSpace::hbm, DType::fp32, 0, P, 0, F);
+    AccessPattern h = src;
+    h.part_stride = F;
+    b.put(h, x);
+    Inst in = make(Opcode::dma, Engine::sp);
+    in.ops[1].present = in.ops[1].is_ap = true;
+    in.ops[1].ap = Bench::sb(DType::bf16, P, F, 512);
+    in.ops[2].present = in.ops[2].is_ap = true;
+    in.ops[2].ap = h;
+    sem_dma(b.cx, in);
+    const auto got = b.get(Bench::sb(DType::bf16, P, F, 512));
+    for (size_t i = 0; i < x.size(); ++i) {
+      uint8_t h[2]; // the element-wise conversion of the Cursor path
+      store_from_f32(DType::bf16, h, x[i]);
+      const float want = load_as_f32(DType::bf16, h);
+      if (std::isnan(want)) {
+        ASSERT_TRUE(std::isnan(got[i]));
+        continue;
+      }
+      ASSERT_EQ(bits(got[i]), bits(want)) << simd::name(l) << " at " << i;
+    }
+  }
+}
+
+TEST(Simd, LevelOverride) {
+  LevelGuard guard;
+  EXPECT_TRUE(simd::supported(Level::scalar));
+  EXPECT_TRUE(simd::set_level(Level::scalar));
+  EXPECT_EQ(simd::level(), Level::scalar);
+  EXPECT_EQ(simd::set_level(Level::avx512), simd::supported(Level::avx512));
+  EXPECT_STREQ(simd::name(Level::avx2), "avx2");
+}
+
+} // namespace
+} // namespace nisa::interp::test
