@@ -10,6 +10,7 @@
 #include "interp/engines/elementwise.h"
 #include "interp/engines/engines.h"
 #include "interp/engines/simd.h"
+#include "interp/host_pool.h"
 
 namespace nisa::interp {
 using namespace ew;
@@ -134,18 +135,22 @@ void sem_activation(ExecCtx& cx, const Inst& in) {
     for (uint32_t p = 0; p < d.parts; ++p) cx.state->act_acc[lane0 + p] = 0.0f;
   const bool accumulate = cmd == ReduceCmd::reduce || cmd == ReduceCmd::reset_reduce;
 
-  F32Rows rs(s, needs_snapshot(cx, d, s));
-  F32Out o(d);
-  for (uint32_t p = 0; p < d.parts; ++p) {
-    float* out = o.get(p);
-    act_row(func, rs.get(p), d.free_elems, scale.at(p), bias.at(p), out);
-    if (accumulate) { // fp32 row sum of the function outputs, before rounding to dst
-      float sum = 0.0f;
-      for (uint64_t j = 0; j < d.free_elems; ++j) sum += out[j];
-      cx.state->act_acc[lane0 + p] += sum;
+  // Rows (and their accumulators) are independent: ranges on the host threads.
+  const bool snap = needs_snapshot(cx, d, s);
+  for_row_ranges(snap ? nullptr : cx.pool, d.parts, d.free_elems, [&](uint32_t p0, uint32_t p1) {
+    F32Rows rs(s, snap);
+    F32Out o(d);
+    for (uint32_t p = p0; p < p1; ++p) {
+      float* out = o.get(p);
+      act_row(func, rs.get(p), d.free_elems, scale.at(p), bias.at(p), out);
+      if (accumulate) { // fp32 row sum of the function outputs, before rounding to dst
+        float sum = 0.0f;
+        for (uint64_t j = 0; j < d.free_elems; ++j) sum += out[j];
+        cx.state->act_acc[lane0 + p] += sum;
+      }
+      o.commit(p);
     }
-    o.commit(p);
-  }
+  });
   note_psum_write(cx, operand(in, "dst").ap);
 
   if (present(in, "reduce_res")) { // written after dst: if they alias, reduce_res wins

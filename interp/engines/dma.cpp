@@ -10,6 +10,7 @@
 #include "interp/engines/engines.h"
 #include "interp/engines/simd.h"
 #include "interp/engines/xfer.h"
+#include "interp/host_pool.h"
 #include "interp/scheduler.h"
 
 namespace nisa::interp {
@@ -41,14 +42,18 @@ bool extents_overlap(const View& a, const View& b) {
 }
 } // namespace
 
-void copy_elems(const View& dst, const View& src) {
+void copy_elems(const View& dst, const View& src, HostPool* pool) {
   const int dw = dtype_bytes(dst.dtype);
   const bool same = dst.dtype == src.dtype;
   // Fast path: same dtype, same row shape, contiguous rows, no skipped rows.
   if (same && dst.parts == src.parts && dst.free_elems == src.free_elems && dst.contiguous() &&
       src.contiguous() && dst.row_skip.empty() && src.row_skip.empty()) {
-    for (uint32_t p = 0; p < dst.parts; ++p)
-      std::memmove(dst.row(p), src.row(p), dst.free_elems * dw);
+    // Rows in order (an overlapping copy depends on it), in ranges when nothing overlaps.
+    for_row_ranges(extents_overlap(dst, src) ? nullptr : pool, dst.parts, dst.free_elems,
+                   [&](uint32_t p0, uint32_t p1) {
+                     for (uint32_t p = p0; p < p1; ++p)
+                       std::memmove(dst.row(p), src.row(p), dst.free_elems * dw);
+                   });
     return;
   }
   // Conversion of equal-shaped contiguous rows that do not overlap: a row at a time (the
@@ -57,14 +62,16 @@ void copy_elems(const View& dst, const View& src) {
       src.contiguous() && dst.row_skip.empty() && src.row_skip.empty() &&
       !extents_overlap(dst, src)) {
     const simd::Level lv = simd::level();
-    thread_local std::vector<float> buf;
-    for (uint32_t p = 0; p < dst.parts; ++p) {
-      if (simd::convert_row(lv, src.dtype, src.row(p), dst.dtype, dst.row(p), dst.free_elems))
-        continue;
-      buf.resize(src.free_elems);
-      ew::load_row(src, p, buf.data());
-      ew::store_row(dst, p, buf.data());
-    }
+    for_row_ranges(pool, dst.parts, dst.free_elems, [&](uint32_t p0, uint32_t p1) {
+      thread_local std::vector<float> buf;
+      for (uint32_t p = p0; p < p1; ++p) {
+        if (simd::convert_row(lv, src.dtype, src.row(p), dst.dtype, dst.row(p), dst.free_elems))
+          continue;
+        buf.resize(src.free_elems);
+        ew::load_row(src, p, buf.data());
+        ew::store_row(dst, p, buf.data());
+      }
+    });
     return;
   }
   Cursor d(dst), s(src);
@@ -126,7 +133,7 @@ void sem_dma(ExecCtx& cx, const Inst& in) {
   View src = cx.view(in.ops[2].ap, Access::read, skip);
   View dst = cx.view(in.ops[1].ap, Access::write, skip);
   same_count(dst, "dst", src, "src");
-  copy_elems(dst, src);
+  copy_elems(dst, src, cx.pool);
 }
 
 // 2-D: src is [rows, cols] (partitions or HBM rows x free elements); dst is [cols, rows].

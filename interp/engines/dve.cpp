@@ -446,59 +446,70 @@ void sem_tensor_reduce(ExecCtx& cx, const Inst& in) {
     // Every level takes this path (the scalar one too), so NaN payloads agree (simd_lanes.cpp).
     const bool lanes = (op == AluOp::add || op == AluOp::multiply) && inner >= 8 &&
                        uint64_t(s.parts) * outer >= 8 && lane_op(op, &lop);
-    F32Rows rs(s, views_overlap(cx, d, s));
-    F32Out o(d);
     if (lanes) {
-      // kChunk partitions at a time: converted rows stay small and cache-resident.
+      F32Rows rs(s, views_overlap(cx, d, s));
+      // kChunk partitions at a time: converted rows stay small and cache-resident; ranges of
+      // chunks on the host threads (rs is only read: direct rows or a snapshot).
       const bool direct = fp32_direct(s) || views_overlap(cx, d, s);
-      thread_local std::vector<float> conv;
-      std::vector<const float*> rows(size_t(kChunk) * outer);
-      std::vector<float> acc(rows.size());
-      for (uint32_t p0 = 0; p0 < s.parts; p0 += kChunk) {
-        const uint32_t p1 = std::min<uint32_t>(s.parts, p0 + kChunk);
-        if (!direct) conv.resize(size_t(p1 - p0) * s.free_elems);
-        for (uint32_t p = p0; p < p1; ++p) {
-          const float* r = conv.data() + size_t(p - p0) * s.free_elems;
-          if (direct)
-            r = rs.get(p);
-          else
-            load_row(s, p, conv.data() + size_t(p - p0) * s.free_elems);
-          for (uint64_t g = 0; g < outer; ++g) rows[(p - p0) * outer + g] = r + g * inner;
-        }
-        const uint32_t nr = uint32_t((p1 - p0) * outer);
-        simd::fold_rows(lv, rows.data(), acc.data(), nr, inner, lop);
-        for (uint32_t p = p0; p < p1; ++p) {
-          float* out = o.get(p);
-          for (uint64_t g = 0; g < outer; ++g) {
-            const float a = acc[(p - p0) * outer + g];
-            out[g] = negate ? -a : a;
-          }
-          o.commit(p);
-        }
-      }
+      const uint32_t nchunks = (s.parts + kChunk - 1) / kChunk;
+      for_row_ranges(
+          cx.pool, nchunks, uint64_t(kChunk) * s.free_elems, [&](uint32_t c0, uint32_t c1) {
+            thread_local std::vector<float> conv;
+            std::vector<const float*> rows(size_t(kChunk) * outer);
+            std::vector<float> acc(rows.size());
+            F32Out o(d);
+            for (uint32_t p0 = c0 * kChunk; p0 < std::min(s.parts, c1 * kChunk); p0 += kChunk) {
+              const uint32_t p1 = std::min<uint32_t>(s.parts, p0 + kChunk);
+              if (!direct) conv.resize(size_t(p1 - p0) * s.free_elems);
+              for (uint32_t p = p0; p < p1; ++p) {
+                const float* r = conv.data() + size_t(p - p0) * s.free_elems;
+                if (direct)
+                  r = rs.get(p);
+                else
+                  load_row(s, p, conv.data() + size_t(p - p0) * s.free_elems);
+                for (uint64_t g = 0; g < outer; ++g) rows[(p - p0) * outer + g] = r + g * inner;
+              }
+              const uint32_t nr = uint32_t((p1 - p0) * outer);
+              simd::fold_rows(lv, rows.data(), acc.data(), nr, inner, lop);
+              for (uint32_t p = p0; p < p1; ++p) {
+                float* out = o.get(p);
+                for (uint64_t g = 0; g < outer; ++g) {
+                  const float a = acc[(p - p0) * outer + g];
+                  out[g] = negate ? -a : a;
+                }
+                o.commit(p);
+              }
+            }
+          });
       note_psum_write(cx, operand(in, "dst").ap);
       return;
     }
+    const bool snap = views_overlap(cx, d, s);
     with_alu(op, [&](auto oc) {
       constexpr AluOp O = decltype(oc)::value;
-      for (uint32_t p = 0; p < d.parts; ++p) {
-        const float* x = rs.get(p);
-        float* out = o.get(p);
-        for (uint64_t g = 0; g < outer; ++g) {
-          const float* r = x + g * inner;
-          if constexpr (O == AluOp::max || O == AluOp::min) {
-            float m;
-            if (simd::reduce_maxmin_row(lv, O == AluOp::max, r, inner, &m)) {
-              out[g] = negate ? -m : m;
-              continue;
-            }
-          }
-          float acc = r[0]; // sequential fp32 accumulation
-          for (uint64_t k = 1; k < inner; ++k) acc = alu<O>(acc, r[k]);
-          out[g] = negate ? -acc : acc;
-        }
-        o.commit(p);
-      }
+      for_row_ranges(snap ? nullptr : cx.pool, d.parts, s.free_elems,
+                     [&](uint32_t p0, uint32_t p1) {
+                       F32Rows rr(s, snap);
+                       F32Out o(d);
+                       for (uint32_t p = p0; p < p1; ++p) {
+                         const float* x = rr.get(p);
+                         float* out = o.get(p);
+                         for (uint64_t g = 0; g < outer; ++g) {
+                           const float* r = x + g * inner;
+                           if constexpr (O == AluOp::max || O == AluOp::min) {
+                             float m;
+                             if (simd::reduce_maxmin_row(lv, O == AluOp::max, r, inner, &m)) {
+                               out[g] = negate ? -m : m;
+                               continue;
+                             }
+                           }
+                           float acc = r[0]; // sequential fp32 accumulation
+                           for (uint64_t k = 1; k < inner; ++k) acc = alu<O>(acc, r[k]);
+                           out[g] = negate ? -acc : acc;
+                         }
+                         o.commit(p);
+                       }
+                     });
     });
   }
   note_psum_write(cx, operand(in, "dst").ap);
@@ -546,38 +557,44 @@ void sem_scan(ExecCtx& cx, const Inst& in) {
     const bool da = fp32_direct(a) || snap_a, db = fp32_direct(b) || snap_b;
     const uint64_t n = d.free_elems;
     const bool direct = fp32_direct(d);
-    thread_local std::vector<float> ca, cb, co;
-    const uint32_t ch = std::min<uint32_t>(d.parts, kChunk);
-    if (!da) ca.resize(size_t(ch) * n);
-    if (!db) cb.resize(size_t(ch) * n);
-    if (!direct) co.resize(size_t(ch) * n);
-    std::vector<float> iv(ch);
-    std::vector<const float*> pa(ch), pb(ch);
-    std::vector<float*> po(ch);
-    for (uint32_t p0 = 0; p0 < d.parts; p0 += kChunk) {
-      const uint32_t p1 = std::min<uint32_t>(d.parts, p0 + kChunk);
-      for (uint32_t p = p0; p < p1; ++p) {
-        const uint32_t k = p - p0;
-        if (da) {
-          pa[k] = ra.get(p);
-        } else {
-          load_row(a, p, ca.data() + size_t(k) * n);
-          pa[k] = ca.data() + size_t(k) * n;
+    const bool rev0 = flag(in, "rev0"), rev1 = flag(in, "rev1");
+    const uint32_t nchunks = (d.parts + kChunk - 1) / kChunk;
+    const View &dv = d, &av = a, &bv = b; // (clang 14 cannot capture a structured binding)
+    // Chunks are independent: ranges of them on the host threads (ra / rb only read).
+    for_row_ranges(cx.pool, nchunks, uint64_t(kChunk) * n, [&](uint32_t c0, uint32_t c1) {
+      thread_local std::vector<float> ca, cb, co;
+      const uint32_t ch = std::min<uint32_t>(dv.parts, kChunk);
+      if (!da) ca.resize(size_t(ch) * n);
+      if (!db) cb.resize(size_t(ch) * n);
+      if (!direct) co.resize(size_t(ch) * n);
+      std::vector<float> iv(ch);
+      std::vector<const float*> pa(ch), pb(ch);
+      std::vector<float*> po(ch);
+      for (uint32_t p0 = c0 * kChunk; p0 < std::min(dv.parts, c1 * kChunk); p0 += kChunk) {
+        const uint32_t p1 = std::min<uint32_t>(dv.parts, p0 + kChunk);
+        for (uint32_t p = p0; p < p1; ++p) {
+          const uint32_t k = p - p0;
+          if (da) {
+            pa[k] = ra.get(p);
+          } else {
+            load_row(av, p, ca.data() + size_t(k) * n);
+            pa[k] = ca.data() + size_t(k) * n;
+          }
+          if (db) {
+            pb[k] = rb.get(p);
+          } else {
+            load_row(bv, p, cb.data() + size_t(k) * n);
+            pb[k] = cb.data() + size_t(k) * n;
+          }
+          po[k] = direct ? reinterpret_cast<float*>(dv.row(p)) : co.data() + size_t(k) * n;
+          iv[k] = init.at(p);
         }
-        if (db) {
-          pb[k] = rb.get(p);
-        } else {
-          load_row(b, p, cb.data() + size_t(k) * n);
-          pb[k] = cb.data() + size_t(k) * n;
-        }
-        po[k] = direct ? reinterpret_cast<float*>(d.row(p)) : co.data() + size_t(k) * n;
-        iv[k] = init.at(p);
+        simd::scan_rows(lv, pa.data(), pb.data(), po.data(), iv.data(), p1 - p0, n, l0, l1, rev0,
+                        rev1);
+        if (!direct)
+          for (uint32_t p = p0; p < p1; ++p) store_row(dv, p, co.data() + size_t(p - p0) * n);
       }
-      simd::scan_rows(lv, pa.data(), pb.data(), po.data(), iv.data(), p1 - p0, n, l0, l1,
-                      flag(in, "rev0"), flag(in, "rev1"));
-      if (!direct)
-        for (uint32_t p = p0; p < p1; ++p) store_row(d, p, co.data() + size_t(p - p0) * n);
-    }
+    });
     note_psum_write(cx, operand(in, "dst").ap);
     return;
   }
@@ -625,12 +642,16 @@ void sem_max8(ExecCtx& cx, const Inst& in) {
   const View s = operand_view(cx, in, "src", Access::read);
   check_search_size(in, "src", s);
   check_eight(in, "dst", d, s.parts);
-  F32Rows rs(s, views_overlap(cx, d, s));
-  for (uint32_t p = 0; p < s.parts; ++p) {
-    float top[8];
-    max8_row(rs.get(p), s.free_elems, top);
-    store_row(d, p, top);
-  }
+  // Rows are independent: ranges of them on the host threads (a snapshot: one range).
+  const bool snap = views_overlap(cx, d, s);
+  for_row_ranges(snap ? nullptr : cx.pool, s.parts, s.free_elems, [&](uint32_t p0, uint32_t p1) {
+    F32Rows rs(s, snap);
+    for (uint32_t p = p0; p < p1; ++p) {
+      float top[8];
+      max8_row(rs.get(p), s.free_elems, top);
+      store_row(d, p, top);
+    }
+  });
   note_psum_write(cx, operand(in, "dst").ap);
 }
 
@@ -644,14 +665,18 @@ void sem_find_index8(ExecCtx& cx, const Inst& in) {
   if (info(d.dtype).is_float)
     fault(in, "dst",
           fmt::format("must be an integer dtype (uint32 or uint16), not {}", dtype_name(d.dtype)));
-  F32Rows rd(data, views_overlap(cx, d, data)), rv(vals, views_overlap(cx, d, vals));
-  for (uint32_t p = 0; p < data.parts; ++p) {
-    float v8[8];
-    std::memcpy(v8, rv.get(p), sizeof v8);
-    int64_t idx[8];
-    find_index8_row(rd.get(p), data.free_elems, v8, idx);
-    store_row_int(d, p, idx); // -1 truncates to all ones: the documented "not found"
-  }
+  const bool snap_d = views_overlap(cx, d, data), snap_v = views_overlap(cx, d, vals);
+  for_row_ranges(snap_d || snap_v ? nullptr : cx.pool, data.parts, data.free_elems,
+                 [&](uint32_t p0, uint32_t p1) {
+                   F32Rows rd(data, snap_d), rv(vals, snap_v);
+                   for (uint32_t p = p0; p < p1; ++p) {
+                     float v8[8];
+                     std::memcpy(v8, rv.get(p), sizeof v8);
+                     int64_t idx[8];
+                     find_index8_row(rd.get(p), data.free_elems, v8, idx);
+                     store_row_int(d, p, idx); // -1 truncates to all ones: "not found"
+                   }
+                 });
   note_psum_write(cx, operand(in, "dst").ap);
 }
 
@@ -676,28 +701,31 @@ void sem_match_replace8(ExecCtx& cx, const Inst& in) {
   // Row p of data and vals is read whole before row p of dst is written; other overlaps
   // snapshot everything first.
   const bool snap = needs_snapshot(cx, d, data) || views_overlap(cx, d, vals);
-  F32Rows rd(data, snap), rv(vals, snap);
   std::vector<uint8_t> data_bits;
   if (bits && snap) data_bits = gather_bits(data);
   const size_t row_bytes = data.free_elems * dtype_bytes(data.dtype);
   uint8_t imm_bytes[4];
   store_from_f32(d.dtype, imm_bytes, imm);
-  for (uint32_t p = 0; p < data.parts; ++p) {
-    const float* x = rd.get(p);
-    float v8[8];
-    std::memcpy(v8, rv.get(p), sizeof v8);
-    int64_t pos[8];
-    match_replace8_row(x, data.free_elems, v8, pos);
-    if (!bits)
-      store_row(d, p, x);
-    else if (snap)
-      scatter_bits_row(d, p, data_bits.data() + p * row_bytes);
-    else if (!same_layout(d, data))
-      copy_row_bits(d, p, data, p);
-    for (int64_t k : pos)
-      if (k >= 0) std::memcpy(d.at(p, k), imm_bytes, dtype_bytes(d.dtype));
-    if (idx) store_row_int(*idx, p, pos);
-  }
+  for_row_ranges(snap ? nullptr : cx.pool, data.parts, data.free_elems,
+                 [&](uint32_t p0, uint32_t p1) {
+                   F32Rows rd(data, snap), rv(vals, snap);
+                   for (uint32_t p = p0; p < p1; ++p) {
+                     const float* x = rd.get(p);
+                     float v8[8];
+                     std::memcpy(v8, rv.get(p), sizeof v8);
+                     int64_t pos[8];
+                     match_replace8_row(x, data.free_elems, v8, pos);
+                     if (!bits)
+                       store_row(d, p, x);
+                     else if (snap)
+                       scatter_bits_row(d, p, data_bits.data() + p * row_bytes);
+                     else if (!same_layout(d, data))
+                       copy_row_bits(d, p, data, p);
+                     for (int64_t k : pos)
+                       if (k >= 0) std::memcpy(d.at(p, k), imm_bytes, dtype_bytes(d.dtype));
+                     if (idx) store_row_int(*idx, p, pos);
+                   }
+                 });
   note_psum_write(cx, operand(in, "dst").ap);
   if (idx) note_psum_write(cx, operand(in, "idx").ap);
 }

@@ -44,8 +44,10 @@ inline uint64_t total_elems(const View& v) { return uint64_t(v.parts) * v.free_e
 
 // Copies src to dst element by element (equal counts checked by the caller): bit-exact when
 // the dtypes are equal, else through fp32. Elements of skipped rows (oob=skip) on either side
-// are not transferred.
-void copy_elems(const View& dst, const View& src);
+// are not transferred. pool: rows of equal-shaped contiguous views that do not overlap are
+// copied in ranges on the host threads.
+class HostPool;
+void copy_elems(const View& dst, const View& src, HostPool* pool = nullptr);
 // Reads every element as raw bytes (dtype width each) / writes them back (same dtype) or with
 // a cast through fp32 (different dtype).
 std::vector<uint8_t> gather_bytes(const View& v);
