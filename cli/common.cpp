@@ -203,6 +203,7 @@ bool MachineArgs::apply(std::string_view cmd, const po::variables_map& vm,
     }
     cfg.sched.threads = int(*n);
   }
+  cfg.machine.threads = cfg.sched.threads;
   for (const auto& s : ins) {
     interp::IoSpec io;
     if (!split_binding(cmd, s, "--in", io)) return false;

@@ -1,5 +1,7 @@
 #include "interp/machine.h"
 
+#include "interp/host_pool.h"
+
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -241,7 +243,7 @@ void Machine::reset(InputFill fill) {
   // of other tensors no input overlaps and the 4 KiB rounding are still poisoned).
   std::vector<std::pair<uint64_t, uint64_t>> keep;
   if (fill == InputFill::caller_writes) keep = input_ranges();
-  for (RankSlot& r : ranks) {
+  auto reset_rank = [&](RankSlot& r) {
     uint64_t at = 0;
     for (const auto& [b, e] : keep) {
       std::memset(r.hbm.data() + at, kPoisonByte, b - at);
@@ -249,8 +251,8 @@ void Machine::reset(InputFill fill) {
     }
     std::memset(r.hbm.data() + at, kPoisonByte, r.hbm.size() - at);
     std::fill(r.hbm_written.begin(), r.hbm_written.end(), 0);
-  }
-  for (CoreSlot& c : cores) {
+  };
+  auto reset_core = [&](CoreSlot& c) {
     c.sbuf.repoison();
     c.psum.repoison();
     std::fill(c.st.psum_written.begin(), c.st.psum_written.end(), 0);
@@ -260,7 +262,20 @@ void Machine::reset(InputFill fill) {
     std::fill(std::begin(c.st.dve_acc), std::end(c.st.dve_acc), 0.0f);
     std::memset(c.st.regs, 0, sizeof c.st.regs);
     for (size_t s = 0; s < mod->sems.size(); ++s) c.st.sems[s] = mod->sems[s].init;
-  }
+  };
+  // Ranks and cores on the host threads: the first touch of fresh pages (the kernel zeroing
+  // them) and the poison fill are most of a small run's set-up.
+  const int t = std::min<int>(opt.threads, int(std::max(ranks.size(), cores.size())));
+  std::unique_ptr<HostPool> pool;
+  if (t > 1) pool = std::make_unique<HostPool>(t);
+  auto each = [&](auto& v, auto&& f) {
+    if (pool)
+      pool->run(int(v.size()), [&](int i) { f(v[size_t(i)]); });
+    else
+      for (auto& x : v) f(x);
+  };
+  each(ranks, reset_rank);
+  each(cores, reset_core);
 }
 
 const TensorDecl* Machine::find_tensor(std::string_view name) const {

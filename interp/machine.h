@@ -69,6 +69,7 @@ struct MachineOptions {
                                      // anything is allocated
   HbmSpill hbm_spill = HbmSpill::automatic;
   std::string spill_dir; // directory of the spill files; empty: $TMPDIR, else /tmp
+  int threads = 1;       // host threads for set-up and reset (the run's --threads)
 };
 
 // Poison pattern of fresh memory: all-ones bytes are NaN in every float dtype (fp32, bf16,

@@ -163,10 +163,11 @@ py::dict run_kernel(const Kernel& k, int lnc, int ranks, const std::string& sche
   so.seed = seed;
   if (max_steps) so.max_steps = max_steps;
   if (threads < 0 || threads > interp::kMaxHostThreads)
-    throw py::value_error(
-        fmt::format("threads={}: expected 1..{} (0: the host's cores)", threads,
-                    interp::kMaxHostThreads));
-  so.threads = threads ? threads : std::min(interp::default_host_threads(), interp::kMaxHostThreads);
+    throw py::value_error(fmt::format("threads={}: expected 1..{} (0: the host's cores)", threads,
+                                      interp::kMaxHostThreads));
+  so.threads =
+      threads ? threads : std::min(interp::default_host_threads(), interp::kMaxHostThreads);
+  mo.threads = so.threads;
 
   // Every input bound once, dtype and shape checked before anything is allocated.
   struct Bound {
