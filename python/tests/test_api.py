@@ -241,7 +241,8 @@ def test_gil_released(rng):
     t.start()
     t0 = time.perf_counter()
     try:
-        k.run(check_races=True, x=x)
+        # One host thread: the other core is left to the ticker (threads=0 would use both).
+        k.run(check_races=True, threads=1, x=x)
     finally:
         t1 = time.perf_counter()
         done.set()
