@@ -109,4 +109,19 @@ std::vector<float> read_f32(const interp::Machine& m, const TensorDecl& t, int r
   return v;
 }
 
+// A .npy file written by hand (independent of format_npy): version 1.0 header.
+std::string handmade(const std::string& descr, bool fortran, const std::string& shape,
+                     const std::vector<uint8_t>& data) {
+  std::string dict = "{'descr': '" + descr + "', 'fortran_order': " + (fortran ? "True" : "False") +
+                     ", 'shape': " + shape + ", }";
+  while ((10 + dict.size() + 1) % 64) dict += ' ';
+  dict += '\n';
+  std::string f = "\x93NUMPY";
+  f += '\x01';
+  f += '\x00';
+  f += char(dict.size() & 0xff);
+  f += char(dict.size() >> 8);
+  return f + dict + std::string(data.begin(), data.end());
+}
+
 } // namespace nisa::test

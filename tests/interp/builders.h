@@ -41,5 +41,8 @@ Inst with_signal(Inst in, uint16_t sem, uint32_t d = 1);
 std::vector<float> random_floats(size_t n, uint32_t seed);
 std::vector<uint8_t> as_bytes(const std::vector<float>& v);
 std::vector<float> read_f32(const interp::Machine& m, const TensorDecl& t, int rank = 0);
+// A .npy file written by hand (independent of format_npy): version 1.0 header.
+std::string handmade(const std::string& descr, bool fortran, const std::string& shape,
+                     const std::vector<uint8_t>& data);
 
 } // namespace nisa::test
