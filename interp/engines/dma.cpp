@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstring>
 
 #include "interp/engines/elementwise.h"
 #include "interp/engines/engines.h"
@@ -40,6 +41,55 @@ bool extents_overlap(const View& a, const View& b) {
   const auto [b0, b1] = extent(b);
   return a0 < b1 && b0 < a1;
 }
+// The bytes [lo, hi) any element of a (possibly strided) view may touch.
+std::pair<const uint8_t*, const uint8_t*> byte_span(const View& v) {
+  int64_t lo = 0, hi = 0;
+  for (int k = 0; k < 4; ++k) {
+    const int64_t r = v.stride[k] * int64_t(v.count[k] - 1);
+    (r < 0 ? lo : hi) += r;
+  }
+  const uint8_t* a = v.row(0);
+  const uint8_t* b = a;
+  for (uint32_t p = 1; p < v.parts; ++p) {
+    a = std::min<const uint8_t*>(a, v.row(p));
+    b = std::max<const uint8_t*>(b, v.row(p));
+  }
+  return {a + lo, b + hi + dtype_bytes(v.dtype)};
+}
+
+// Walks a view in flat element order a run at a time: a run is what is left of the innermost
+// dimension when its elements are adjacent, else one element.
+class RunCursor {
+public:
+  RunCursor(const View& v, int eb) : v_(v), unit_(v.stride[3] == eb) { start_row(); }
+  bool done() const { return p_ >= v_.parts; }
+  uint8_t* ptr() const { return ptr_; }
+  uint32_t run() const { return unit_ ? v_.count[3] - i_[3] : 1; }
+  void advance(uint32_t n) { // n <= run()
+    i_[3] += n - 1;
+    ptr_ += v_.stride[3] * int64_t(n - 1);
+    for (int k = 3; k >= 0; --k) {
+      if (++i_[k] < v_.count[k]) {
+        ptr_ += v_.stride[k];
+        return;
+      }
+      ptr_ -= v_.stride[k] * int64_t(v_.count[k] - 1);
+      i_[k] = 0;
+    }
+    ++p_;
+    start_row();
+  }
+
+private:
+  void start_row() {
+    if (!done()) ptr_ = v_.row(p_);
+  }
+  const View& v_;
+  bool unit_;
+  uint32_t p_ = 0, i_[4] = {0, 0, 0, 0};
+  uint8_t* ptr_ = nullptr;
+};
+
 } // namespace
 
 void copy_elems(const View& dst, const View& src, HostPool* pool) {
@@ -73,6 +123,23 @@ void copy_elems(const View& dst, const View& src, HostPool* pool) {
       }
     });
     return;
+  }
+  // Same dtype, no skipped rows, disjoint bytes: runs of adjacent elements at a time (the
+  // element order matters only when the views share bytes).
+  if (same && dst.row_skip.empty() && src.row_skip.empty() && dst.parts && src.parts &&
+      dst.free_elems && src.free_elems) {
+    const auto [d0, d1] = byte_span(dst);
+    const auto [s0, s1] = byte_span(src);
+    if (d1 <= s0 || s1 <= d0) {
+      RunCursor d(dst, dw), s(src, dw);
+      while (!d.done() && !s.done()) {
+        const uint32_t n = std::min(d.run(), s.run());
+        std::memcpy(d.ptr(), s.ptr(), size_t(n) * size_t(dw));
+        d.advance(n);
+        s.advance(n);
+      }
+      return;
+    }
   }
   Cursor d(dst), s(src);
   for (; !d.done() && !s.done(); d.next(), s.next()) {
