@@ -53,7 +53,8 @@ constexpr int64_t kNever = INT64_MAX;
 // collective transfers take effect, in a fixed order. Each core's events follow (time, key)
 // with keys drawn from per-agent counters, so the outcome is the same for every thread count.
 // The slow path (timeline, observers, --check-uninit, the debugger) runs the same phases on
-// one thread, the events of a phase merged in (time, key) order.
+// one thread with one horizon for all cores (a lower horizon is always safe), the events of a
+// phase merged in (time, key) order: observers see modelled-time order.
 class Sched final : public SchedulerImpl {
 public:
   Sched(Machine& m, const SchedOptions& o) : m_(m), o_(o), mod_(*m.mod) {}
@@ -391,6 +392,11 @@ private:
       for (const CcArrival& w : x.who)
         cores_[w.core].horizon = std::min(cores_[w.core].horizon, x.end);
     });
+    if (slow()) { // one horizon for all: observers see the events in modelled-time order
+      int64_t h = kNever;
+      for (const CoreRt& C : cores_) h = std::min(h, C.horizon);
+      for (CoreRt& C : cores_) C.horizon = h;
+    }
     const uint64_t budget = o_.max_steps ? o_.max_steps : UINT64_MAX;
     uint64_t spent = 0;
     for (const CoreRt& C : cores_) spent += C.steps;
