@@ -127,7 +127,6 @@ private:
 // A core's arrival at a rendezvous (core_barrier: kind 0, send_recv: kind 1), recorded while
 // the core runs alone and matched with the other cores' at the end of the phase.
 struct RdvArrival {
-  int64_t t = 0;
   uint8_t eng = 0;
   uint8_t kind = 0;
   int64_t key = 0;

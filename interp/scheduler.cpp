@@ -333,7 +333,7 @@ private:
     bool any = false;
     for (size_t c = 0; c < cores_.size(); ++c) {
       CoreRt& C = cores_[c];
-      for (const RdvArrival& r : C.rdv) arrive(int(c), r.eng, r.kind, r.key, r.t);
+      for (const RdvArrival& r : C.rdv) arrive(int(c), r.eng, r.kind, r.key);
       any |= !C.rdv.empty();
       C.rdv.clear();
       for (CcArrivalRec& rec : C.cc) cc_pending_.push_back(std::move(rec));
@@ -855,13 +855,13 @@ private:
     EngRt& E = C.eng[e];
     E.st = St::rendezvous;
     E.since = C.now;
-    C.rdv.push_back(RdvArrival{C.now, uint8_t(e), uint8_t(kind), key});
+    C.rdv.push_back(RdvArrival{uint8_t(e), uint8_t(kind), key});
     // The release lands no earlier than the instruction's latency after this arrival.
     const int64_t lat = E.prog[E.pc].lat;
     C.horizon = std::min(C.horizon, C.now > kNever - lat ? kNever : C.now + lat);
   }
 
-  void arrive(int c, int e, int kind, int64_t key, int64_t t) {
+  void arrive(int c, int e, int kind, int64_t key) {
     const CoreSlot& cs = m_.cores[c];
     Party& party = parties_[{cs.rank, kind * 64 + (kind == 0 ? e : 0), key}];
     party.arrived.emplace_back(c, e);
@@ -880,8 +880,8 @@ private:
           party.arrived.erase(it);
           break;
         }
-    // The last arrival of the party releases it (arrivals are matched in any order).
-    int64_t at = t;
+    // The last arrival (its engine's `since`) releases the party: matched in any order.
+    int64_t at = 0;
     for (auto [gc, ge] : go) at = std::max(at, cores_[gc].eng[ge].since);
     release(kind, go, at);
   }

@@ -57,39 +57,6 @@ std::pair<const uint8_t*, const uint8_t*> byte_span(const View& v) {
   return {a + lo, b + hi + dtype_bytes(v.dtype)};
 }
 
-// Walks a view in flat element order a run at a time: a run is what is left of the innermost
-// dimension when its elements are adjacent, else one element.
-class RunCursor {
-public:
-  RunCursor(const View& v, int eb) : v_(v), unit_(v.stride[3] == eb) { start_row(); }
-  bool done() const { return p_ >= v_.parts; }
-  uint8_t* ptr() const { return ptr_; }
-  uint32_t run() const { return unit_ ? v_.count[3] - i_[3] : 1; }
-  void advance(uint32_t n) { // n <= run()
-    i_[3] += n - 1;
-    ptr_ += v_.stride[3] * int64_t(n - 1);
-    for (int k = 3; k >= 0; --k) {
-      if (++i_[k] < v_.count[k]) {
-        ptr_ += v_.stride[k];
-        return;
-      }
-      ptr_ -= v_.stride[k] * int64_t(v_.count[k] - 1);
-      i_[k] = 0;
-    }
-    ++p_;
-    start_row();
-  }
-
-private:
-  void start_row() {
-    if (!done()) ptr_ = v_.row(p_);
-  }
-  const View& v_;
-  bool unit_;
-  uint32_t p_ = 0, i_[4] = {0, 0, 0, 0};
-  uint8_t* ptr_ = nullptr;
-};
-
 } // namespace
 
 void copy_elems(const View& dst, const View& src, HostPool* pool) {
@@ -131,7 +98,7 @@ void copy_elems(const View& dst, const View& src, HostPool* pool) {
     const auto [d0, d1] = byte_span(dst);
     const auto [s0, s1] = byte_span(src);
     if (d1 <= s0 || s1 <= d0) {
-      RunCursor d(dst, dw), s(src, dw);
+      Cursor d(dst), s(src);
       while (!d.done() && !s.done()) {
         const uint32_t n = std::min(d.run(), s.run());
         std::memcpy(d.ptr(), s.ptr(), size_t(n) * size_t(dw));

@@ -16,6 +16,14 @@ public:
   uint32_t row() const { return p_; }
   bool row_skipped() const { return !v_.row_skip.empty() && v_.row_skip[p_]; }
   uint8_t* ptr() const { return ptr_; }
+  // Elements left in the current run: the rest of the innermost dimension when its elements
+  // are adjacent, else 1. advance(n), n <= run(), steps over n elements (next() is one).
+  uint32_t run() const { return unit_ ? v_.count[3] - i_[3] : 1; }
+  void advance(uint32_t n) {
+    i_[3] += n - 1;
+    ptr_ += v_.stride[3] * int64_t(n - 1);
+    next();
+  }
   void next() {
     for (int k = 3; k >= 0; --k) {
       if (++i_[k] < v_.count[k]) {
@@ -35,6 +43,7 @@ private:
     if (!done()) ptr_ = v_.row(p_);
   }
   const View& v_;
+  bool unit_ = v_.stride[3] == dtype_bytes(v_.dtype);
   uint32_t p_ = 0;
   uint32_t i_[4] = {0, 0, 0, 0};
   uint8_t* ptr_ = nullptr;
