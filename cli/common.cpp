@@ -1,5 +1,7 @@
 #include "cli/common.h"
 
+#include "interp/procs.h"
+
 #include "interp/host_pool.h"
 
 #include <cctype>
@@ -192,7 +194,9 @@ bool MachineArgs::apply(std::string_view cmd, const po::variables_map& vm,
     if (!n) return false;
     cfg.sched.max_steps = *n;
   }
-  cfg.sched.threads = std::min(interp::default_host_threads(), interp::kMaxHostThreads);
+  // Under mpirun the host's cores are shared by its processes.
+  cfg.sched.threads = std::min(
+      std::max(1, interp::default_host_threads() / interp::mpi_local_size()), interp::kMaxHostThreads);
   if (vm.count("threads")) {
     auto n = parse_count(cmd, "--threads", threads);
     if (!n) return false;

@@ -1,10 +1,17 @@
 // nisa: one binary, subcommands only; all logic lives in the libraries.
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 #include <string_view>
 
 #include "cli/commands.h"
+#include "interp/procs.h"
+
+#include <exception>
+#include <fcntl.h>
+#include <unistd.h>
 
 namespace {
 struct Command {
@@ -26,6 +33,50 @@ void usage(std::FILE* f) {
   std::fprintf(f, "usage: nisa <command> [options]   (nisa <command> --help)\n\ncommands:\n");
   for (const auto& c : kCommands) std::fprintf(f, "  %-8s %s\n", c.name, c.help);
 }
+// One process of `mpirun -np P nisa run ...` (docs/machine.md "MPI processes"). Only the
+// process of rank 0 prints: the others' output would repeat it. A failure the processes
+// cannot agree on (an exception escaping the run) ends the whole job.
+int mpi_main(std::string_view sub, int argc, char** argv, int job) {
+  if (sub != "run") {
+    if (std::getenv("OMPI_COMM_WORLD_RANK") && std::string_view(std::getenv("OMPI_COMM_WORLD_RANK")) != "0")
+      return 1;
+    std::fprintf(stderr,
+                 "nisa %s: not available under mpirun (%d processes): only `nisa run` spreads "
+                 "ranks over MPI processes; run `nisa %s` without mpirun\n",
+                 std::string(sub).c_str(), job, std::string(sub).c_str());
+    return 1;
+  }
+  if (!nisa::interp::mpi_built()) {
+    std::fprintf(stderr,
+                 "nisa run: this nisa is built without MPI, so it cannot spread ranks over %d "
+                 "processes: install openmpi-bin and libopenmpi-dev (scripts/bootstrap.sh does) "
+                 "and rebuild (cmake -DNISA_MPI=ON)\n",
+                 job);
+    return 1;
+  }
+  nisa::interp::mpi_start(&argc, &argv);
+  nisa::interp::Procs* procs = nisa::interp::procs();
+  int saved_err = -1;
+  if (procs && procs->rank() != 0) {
+    saved_err = dup(2);
+    int null = open("/dev/null", O_WRONLY);
+    if (null >= 0) {
+      dup2(null, 1);
+      dup2(null, 2);
+      close(null);
+    }
+  }
+  try {
+    return nisa::cli::cmd_run(argc - 1, argv + 1);
+  } catch (const std::exception& e) {
+    std::string msg = std::string("nisa run: MPI process failed: ") + e.what() + "\n";
+    if (write(saved_err >= 0 ? saved_err : 2, msg.data(), msg.size()) < 0) {
+    }
+    if (procs) procs->abort(1);
+    return 1;
+  }
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -45,6 +96,8 @@ int main(int argc, char** argv) {
     std::printf("nisa 0.1.0\n");
     return 0;
   }
+  const int job = nisa::interp::mpi_job_size();
+  if (job > 1) return mpi_main(sub, argc, argv, job);
   for (const auto& c : kCommands)
     if (sub == c.name) return c.fn(argc - 1, argv + 1);
   std::fprintf(stderr, "nisa: unknown command '%s'\n", argv[1]);

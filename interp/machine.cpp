@@ -1,5 +1,7 @@
 #include "interp/machine.h"
 
+#include "interp/procs.h"
+
 #include "interp/host_pool.h"
 
 #include <fcntl.h>
@@ -172,7 +174,9 @@ bool Machine::spill_hbm(uint64_t hbm, const MachineOptions& o) {
   if (o.hbm_spill != HbmSpill::automatic) return o.hbm_spill == HbmSpill::on;
   const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
   if (pages <= 0 || page <= 0) return false;
-  const unsigned __int128 total = (unsigned __int128)hbm * unsigned(o.ranks);
+  // Under MPI the ranks of this process (the largest block): each host holds its own.
+  const int here = o.procs ? (o.ranks + o.procs->size() - 1) / o.procs->size() : o.ranks;
+  const unsigned __int128 total = (unsigned __int128)hbm * unsigned(here);
   return total > (unsigned __int128)uint64_t(pages) * uint64_t(page) / 2;
 }
 
@@ -193,19 +197,29 @@ Machine::Machine(const Module& m, const MachineOptions& o, InputFill fill) : mod
     const char* t = std::getenv("TMPDIR");
     dir = t && *t ? t : "/tmp";
   }
+  rank_lo = 0, rank_hi = o.ranks;
+  if (o.procs) {
+    rank_lo = Procs::lo(o.procs->rank(), o.procs->size(), o.ranks);
+    rank_hi = Procs::lo(o.procs->rank() + 1, o.procs->size(), o.ranks);
+  }
   ranks.resize(o.ranks);
-  for (RankSlot& r : ranks) {
-    r.hbm = spilled ? HostBuffer::file_backed(hbm, dir) : HostBuffer(hbm);
+  for (int i = 0; i < o.ranks; ++i) {
+    RankSlot& r = ranks[size_t(i)];
     r.hbm_bytes = hbm;
+    if (!local_rank(i)) continue;
+    r.hbm = spilled ? HostBuffer::file_backed(hbm, dir) : HostBuffer(hbm);
     if (o.check_uninit) r.hbm_written.assign(hbm, 0);
   }
   cores.resize(size_t(o.ranks) * o.lnc);
+  const size_t local_cores = size_t(rank_hi - rank_lo) * size_t(o.lnc);
   for (size_t i = 0; i < cores.size(); ++i) {
     CoreSlot& c = cores[i];
     c.rank = static_cast<int>(i) / o.lnc;
     c.core = static_cast<int>(i) % o.lnc;
+    c.st.sems.assign(m.sems.size(), 0);
+    if (!local_rank(c.rank)) continue;
     // Many cores: SBUF and PSUM cost only the pages a kernel touches (docs/machine.md).
-    const bool lazy = cores.size() > kEagerCores;
+    const bool lazy = local_cores > kEagerCores;
     const size_t sb = tp->partitions * tp->sbuf_part_bytes,
                  ps = tp->partitions * tp->psum_part_bytes;
     c.sbuf = lazy ? HostBuffer::lazy_poison(sb) : HostBuffer(sb);
@@ -215,7 +229,6 @@ Machine::Machine(const Module& m, const MachineOptions& o, InputFill fill) : mod
     c.st.psum = c.psum.data();
     c.st.psum_part_bytes = tp->psum_part_bytes;
     c.st.psum_written.assign(tp->partitions * tp->psum_part_bytes / 4, 0);
-    c.st.sems.assign(m.sems.size(), 0);
     if (o.check_uninit) {
       c.sbuf_written.assign(c.sbuf.size(), 0);
       c.psum_written_bytes.assign(c.psum.size(), 0);
@@ -268,14 +281,15 @@ void Machine::reset(InputFill fill) {
   const int t = std::min<int>(opt.threads, int(std::max(ranks.size(), cores.size())));
   std::unique_ptr<HostPool> pool;
   if (t > 1) pool = std::make_unique<HostPool>(t);
-  auto each = [&](auto& v, auto&& f) {
+  auto each = [&](auto* v, size_t n, auto&& f) {
     if (pool)
-      pool->run(int(v.size()), [&](int i) { f(v[size_t(i)]); });
+      pool->run(int(n), [&](int i) { f(v[size_t(i)]); });
     else
-      for (auto& x : v) f(x);
+      for (size_t i = 0; i < n; ++i) f(v[i]);
   };
-  each(ranks, reset_rank);
-  each(cores, reset_core);
+  const size_t lnc = size_t(opt.lnc), lo = size_t(rank_lo), n = size_t(rank_hi - rank_lo);
+  each(ranks.data() + lo, n, reset_rank);
+  each(cores.data() + lo * lnc, n * lnc, reset_core);
 }
 
 const TensorDecl* Machine::find_tensor(std::string_view name) const {
@@ -285,12 +299,13 @@ const TensorDecl* Machine::find_tensor(std::string_view name) const {
 }
 
 uint8_t* Machine::hbm_tensor(int rank, const TensorDecl& t) const {
+  if (!local_rank(rank)) return nullptr;
   return ranks[rank].hbm.data() + t.address;
 }
 
 void Machine::write_tensor(const TensorDecl& t, const uint8_t* bytes, int rank) {
   uint64_t n = tensor_bytes(t);
-  for (int r = 0; r < opt.ranks; ++r) {
+  for (int r = rank_lo; r < rank_hi; ++r) {
     if (rank >= 0 && r != rank) continue;
     std::memcpy(hbm_tensor(r, t), bytes, n);
     if (opt.check_uninit) std::fill_n(ranks[r].hbm_written.begin() + t.address, n, 1);
@@ -298,7 +313,7 @@ void Machine::write_tensor(const TensorDecl& t, const uint8_t* bytes, int rank) 
 }
 
 void Machine::mark_written(const TensorDecl& t, int rank) {
-  if (opt.check_uninit)
+  if (opt.check_uninit && local_rank(rank))
     std::fill_n(ranks[rank].hbm_written.begin() + t.address, tensor_bytes(t), 1);
 }
 

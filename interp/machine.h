@@ -60,6 +60,8 @@ inline constexpr int kMaxRanks = 128;
 // host's physical memory (docs/machine.md "Memory limits").
 enum class HbmSpill { automatic, off, on };
 
+class Procs; // interp/procs.h
+
 struct MachineOptions {
   Target target = Target::trn2;
   int lnc = 1;                       // cores per logical core (rank): 1 or 2
@@ -70,6 +72,9 @@ struct MachineOptions {
   HbmSpill hbm_spill = HbmSpill::automatic;
   std::string spill_dir; // directory of the spill files; empty: $TMPDIR, else /tmp
   int threads = 1;       // host threads for set-up and reset (the run's --threads)
+  // The MPI processes of the job (interp/procs.h): this process allocates and simulates only
+  // its block of ranks. nullptr: one process, every rank.
+  Procs* procs = nullptr;
 };
 
 // Poison pattern of fresh memory: all-ones bytes are NaN in every float dtype (fp32, bf16,
@@ -97,6 +102,7 @@ struct RankSlot {
 
 struct Program; // the scheduler's pre-decoded streams (interp/scheduler.cpp)
 
+
 struct Machine {
   const Module* mod = nullptr;
   const TargetParams* tp = nullptr;
@@ -116,6 +122,11 @@ struct Machine {
   static bool spill_hbm(uint64_t hbm, const MachineOptions& o);
 
   int num_cores() const { return static_cast<int>(cores.size()); }
+  // The ranks [rank_lo, rank_hi) this process simulates (all of them without MPI). The slots
+  // of the other ranks and their cores hold no memory (null HBM, SBUF and PSUM).
+  int rank_lo = 0, rank_hi = 0;
+  bool local_rank(int r) const { return r >= rank_lo && r < rank_hi; }
+  bool local_core(int c) const { return local_rank(c / opt.lnc); }
   CoreSlot& core(int rank, int c) { return cores[size_t(rank) * opt.lnc + c]; }
 
   // Poisons SBUF, PSUM and the HBM (but for the bytes of the input tensors with
@@ -128,7 +139,7 @@ struct Machine {
 
   const TensorDecl* find_tensor(std::string_view name) const;
   static uint64_t tensor_bytes(const TensorDecl& t);
-  // Start of an HBM tensor in a rank's HBM.
+  // Start of an HBM tensor in a rank's HBM (nullptr for a rank of another process).
   uint8_t* hbm_tensor(int rank, const TensorDecl& t) const;
   // Copies raw little-endian element bytes into an HBM tensor of every rank (or of one rank)
   // and marks them written.

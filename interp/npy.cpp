@@ -164,7 +164,7 @@ public:
   void put(const uint8_t* src, uint64_t n) {
     for (uint64_t i = 0; i < n; i += w_) {
       const uint64_t o = c_ * w_;
-      std::memcpy(pieces_[o / piece_bytes_] + o % piece_bytes_, src + i, w_);
+      if (uint8_t* dst = pieces_[o / piece_bytes_]) std::memcpy(dst + o % piece_bytes_, src + i, w_);
       for (size_t k = 0; k < shape_.size(); ++k) { // the first axis varies fastest
         c_ += cstride_[k];
         if (++idx_[k] < shape_[k]) break;
@@ -349,6 +349,24 @@ size_t NpyReader::fill(uint8_t* dst, size_t n) {
   return got;
 }
 
+void NpyReader::skip(uint64_t n) {
+  const size_t from_pending = size_t(std::min<uint64_t>(n, pending_.size()));
+  pending_.erase(0, from_pending);
+  n -= from_pending;
+  if (n == 0) return;
+  if (regular_) { // the size was checked: the bytes are there
+    if (::lseek(fd_, off_t(n), SEEK_CUR) < 0)
+      throw NpyError(fmt::format("{}: seek failed: {}", path_, std::strerror(errno)));
+    return;
+  }
+  std::vector<uint8_t> buf(size_t(std::min<uint64_t>(n, uint64_t(1) << 20)));
+  while (n > 0) {
+    const size_t k = size_t(std::min<uint64_t>(n, buf.size()));
+    if (fill(buf.data(), k) < k) fail(path_, "truncated data");
+    n -= k;
+  }
+}
+
 void NpyReader::check_size() const {
   const uint64_t end = hd_.data_offset + hd_.data_bytes; // data_bytes < 2^64 - offset: checked
   if (regular_ && file_size_ != end) {
@@ -375,6 +393,11 @@ void NpyReader::read_into(const std::vector<uint8_t*>& pieces) {
   };
   if (!hd_.fortran || a.shape.size() < 2) { // C order: read in place, swap in place
     for (uint8_t* p : pieces) {
+      if (!p) { // another process's slice (MPI): skipped
+        skip(piece);
+        have += piece;
+        continue;
+      }
       need(p, piece);
       if (big_endian(a)) swap_bytes(p, piece, a.item_bytes);
     }
@@ -455,7 +478,6 @@ void check_npy(const NpyArray& a, DType t, const std::vector<int64_t>& shape,
                                shape_text(a.shape), tensor, shape_text(shape)));
 }
 
-namespace {
 std::string npy_header(DType t, const std::vector<int64_t>& shape) {
   std::string dict = fmt::format("{{'descr': '{}', 'fortran_order': False, 'shape': {}, }}",
                                  npy_descr(t), shape_text(shape));
@@ -471,6 +493,8 @@ std::string npy_header(DType t, const std::vector<int64_t>& shape) {
   out += dict;
   return out;
 }
+
+namespace {
 uint64_t npy_bytes(DType t, const std::vector<int64_t>& shape) {
   uint64_t n = dtype_bytes(t);
   for (int64_t d : shape) n *= uint64_t(d);

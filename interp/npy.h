@@ -61,13 +61,15 @@ public:
   void check_size() const;
   // Reads the data, in C order and little-endian, into pieces.size() destinations of
   // header().data_bytes / pieces.size() bytes each: piece i takes the i-th slice of the
-  // array's first axis ([R, ...] per-rank files). Once only. NpyError naming the file on a
-  // truncated file, trailing data or a read error.
+  // array's first axis ([R, ...] per-rank files); a null piece is skipped (the slice of a rank
+  // of another MPI process). Once only. NpyError naming the file on a truncated file, trailing
+  // data or a read error.
   void read_into(const std::vector<uint8_t*>& pieces);
 
 private:
   void read_header();
   size_t fill(uint8_t* dst, size_t n); // the next n data bytes (fewer only at end of file)
+  void skip(uint64_t n);                // passes over n data bytes
   std::string path_;
   int fd_ = -1;
   bool regular_ = false;
@@ -95,6 +97,8 @@ void check_npy(const NpyArray& a, DType t, const std::vector<int64_t>& shape,
 std::string format_npy(DType t, const std::vector<int64_t>& shape, const uint8_t* data);
 void write_npy(const std::string& path, DType t, const std::vector<int64_t>& shape,
                const uint8_t* data);
+// The header of an array of that dtype and shape, padded as numpy pads it.
+std::string npy_header(DType t, const std::vector<int64_t>& shape);
 // Header and data to a stream, the data in pieces (e.g. one per rank) so that a large array is
 // never gathered in memory; the pieces must add up to the shape's bytes.
 void stream_npy(std::ostream& out, DType t, const std::vector<int64_t>& shape,

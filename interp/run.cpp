@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "interp/procs.h"
 #include "isa/output_file.h"
 #include "isa/quote.h"
 
@@ -83,13 +84,17 @@ void bind_inputs(Machine& m, std::vector<InputData>& inputs) {
     const TensorDecl& t = *in.tensor;
     if (!in.file)
       throw std::runtime_error(fmt::format("input '{}': its file was read already", t.name));
+    // Under MPI only this process's ranks: other slices are skipped (null pieces).
     std::vector<uint8_t*> pieces;
-    for (int r = 0; r < (in.per_rank ? m.opt.ranks : 1); ++r) pieces.push_back(m.hbm_tensor(r, t));
+    if (in.per_rank)
+      for (int r = 0; r < m.opt.ranks; ++r) pieces.push_back(m.hbm_tensor(r, t));
+    else
+      pieces.push_back(m.rank_hi > m.rank_lo ? m.hbm_tensor(m.rank_lo, t) : nullptr);
     in.file->read_into(pieces);
     in.file.reset(); // closes it
-    for (int r = 0; r < m.opt.ranks; ++r) {
-      if (!in.per_rank && r > 0)
-        std::memcpy(m.hbm_tensor(r, t), m.hbm_tensor(0, t), Machine::tensor_bytes(t));
+    for (int r = m.rank_lo; r < m.rank_hi; ++r) {
+      if (!in.per_rank && r > m.rank_lo)
+        std::memcpy(m.hbm_tensor(r, t), m.hbm_tensor(m.rank_lo, t), Machine::tensor_bytes(t));
       m.mark_written(t, r);
     }
   }
@@ -111,6 +116,67 @@ void reset_with_inputs(Machine& m, const std::vector<IoSpec>& inputs) {
   }
 }
 
+namespace {
+
+// Under MPI: the process of rank 0 writes every output; the other processes send it their
+// ranks' tensors, in rank order, in pieces (never a whole [R, ...] array in memory). Every
+// process goes through the whole exchange even when rank 0 cannot write (its error is
+// reported after), so that no process waits forever.
+constexpr uint64_t kOutPiece = uint64_t(64) << 20;
+constexpr int kOutTag = 3;
+
+std::vector<std::unique_ptr<OutputFile>> stage_outputs_mpi(const Machine& m, Procs& procs,
+                                                           const std::vector<IoSpec>& outputs) {
+  std::vector<std::unique_ptr<OutputFile>> files;
+  std::string error;
+  std::vector<uint8_t> buf;
+  for (const IoSpec& io : outputs) {
+    const TensorDecl* t = m.find_tensor(io.name); // checked by run_module
+    const uint64_t n = Machine::tensor_bytes(*t);
+    std::unique_ptr<OutputFile> f;
+    if (procs.rank() == 0 && error.empty()) {
+      try {
+        f = std::make_unique<OutputFile>(io.path);
+        f->write(npy_header(t->dtype, m.opt.ranks == 1 ? t->shape : with_ranks(m.opt.ranks, t->shape)));
+      } catch (const std::exception& e) {
+        error = e.what();
+        f.reset();
+      }
+    }
+    for (int r = 0; r < m.opt.ranks; ++r) {
+      const int owner = procs.owner(r, m.opt.ranks);
+      for (uint64_t at = 0; at < n; at += kOutPiece) {
+        const uint64_t k = std::min(kOutPiece, n - at);
+        if (procs.rank() == 0) {
+          const uint8_t* p = m.hbm_tensor(r, *t);
+          if (owner != 0) {
+            buf.resize(size_t(k));
+            procs.recv(owner, buf.data(), k, kOutTag);
+            p = buf.data();
+          } else {
+            p += at;
+          }
+          if (f) f->write({reinterpret_cast<const char*>(p), size_t(k)});
+        } else if (owner == procs.rank()) {
+          procs.send(0, m.hbm_tensor(r, *t) + at, k, kOutTag);
+        }
+      }
+    }
+    if (f) {
+      try {
+        f->finish();
+        files.push_back(std::move(f));
+      } catch (const std::exception& e) {
+        if (error.empty()) error = e.what();
+      }
+    }
+  }
+  if (!error.empty()) throw std::runtime_error(error);
+  return files;
+}
+
+} // namespace
+
 std::vector<std::unique_ptr<OutputFile>> stage_outputs(const Machine& m,
                                                        const std::vector<IoSpec>& outputs) {
   std::vector<std::unique_ptr<OutputFile>> files;
@@ -122,6 +188,7 @@ std::vector<std::unique_ptr<OutputFile>> stage_outputs(const Machine& m,
     if (t->space != MemSpace::hbm)
       throw std::runtime_error(fmt::format("--out {}: tensor '{}' is in {}, not hbm", io.name,
                                            io.name, name_of(t->space)));
+    if (m.opt.procs) continue; // checked here, written below
     const uint64_t n = Machine::tensor_bytes(*t);
     std::vector<std::pair<const uint8_t*, uint64_t>> parts; // each rank's tensor, in place
     for (int r = 0; r < m.opt.ranks; ++r) parts.push_back({m.hbm_tensor(r, *t), n});
@@ -130,6 +197,7 @@ std::vector<std::unique_ptr<OutputFile>> stage_outputs(const Machine& m,
                m.opt.ranks == 1 ? t->shape : with_ranks(m.opt.ranks, t->shape), parts);
     files.back()->finish();
   }
+  if (m.opt.procs) return stage_outputs_mpi(m, *m.opt.procs, outputs);
   return files;
 }
 
@@ -137,10 +205,50 @@ void write_outputs(const Machine& m, const std::vector<IoSpec>& outputs) {
   for (auto& f : stage_outputs(m, outputs)) f->commit();
 }
 
-int run_module(const Module& mod, const RunConfig& cfg, std::ostream& out, std::ostream& err) {
+namespace {
+
+// Under MPI the processes agree on a set-up error (the first process's; each may meet its own,
+// reading its ranks' slices): every process returns, none waits for the others.
+std::string agree(Procs* procs, const std::string& error) {
+  if (!procs) return error;
+  Bytes mine;
+  mine.put_str(error);
+  for (auto& b : procs->allgather(mine.b)) {
+    Bytes in{std::move(b)};
+    std::string e = in.get_str();
+    if (!e.empty()) return e;
+  }
+  return {};
+}
+
+struct NullBuf : std::streambuf {
+  int overflow(int c) override { return c; }
+};
+
+} // namespace
+
+int run_module(const Module& mod, const RunConfig& cfg, std::ostream& out_, std::ostream& err_) {
   MachineOptions mo = cfg.machine;
   if (!cfg.target_given) mo.target = mod.target;
+  // MPI processes (docs/machine.md "MPI processes"): rank 0's process prints and writes.
+  Procs* mp = procs();
+  mo.procs = mp;
+  NullBuf null_buf;
+  std::ostream null_stream(&null_buf);
+  const bool root = !mp || mp->rank() == 0;
+  std::ostream& out = root ? out_ : null_stream;
+  std::ostream& err = root ? err_ : null_stream;
+  if (mp && (cfg.check_races || !cfg.trace_path.empty() || mo.check_uninit)) {
+    err << fmt::format("nisa run: error: {} is not available with ranks spread over {} MPI "
+                       "processes; run it in one process (without mpirun)\n",
+                       cfg.check_races ? "--check-races"
+                       : mo.check_uninit ? "--check-uninit"
+                                         : "--trace",
+                       mp->size());
+    return kExitUsage;
+  }
   std::unique_ptr<Machine> m;
+  std::string setup_error;
   try {
     for (const IoSpec& io : cfg.outputs) {
       const TensorDecl* t = nullptr;
@@ -163,7 +271,12 @@ int run_module(const Module& mod, const RunConfig& cfg, std::ostream& out, std::
     m = std::make_unique<Machine>(mod, mo, InputFill::caller_writes);
     bind_inputs(*m, inputs);
   } catch (const std::exception& e) {
-    err << "nisa run: error: " << e.what() << "\n";
+    setup_error = e.what();
+    if (setup_error.empty()) setup_error = "set-up failed";
+  }
+  setup_error = agree(mp, setup_error);
+  if (!setup_error.empty()) {
+    err << "nisa run: error: " << setup_error << "\n";
     return kExitUsage;
   }
   for (const TensorDecl& t : mod.tensors) {
@@ -227,30 +340,39 @@ int run_module(const Module& mod, const RunConfig& cfg, std::ostream& out, std::
   // All or nothing: every file is written to its temporary and closed before the first
   // rename. The trace and the timeline are kept after a deadlock or fault (they explain it),
   // the tensors only after a clean run.
+  // Under MPI the tensors are staged first: every process takes part in that exchange.
+  std::vector<std::unique_ptr<OutputFile>> tensors;
+  std::string error;
   try {
+    if (r.status == RunStatus::ok) tensors = stage_outputs(*m, cfg.outputs);
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  try {
+    if (!error.empty()) throw std::runtime_error(error);
     std::vector<std::unique_ptr<OutputFile>> files;
     if (trace_file) {
       trace.reset(); // flushes what it buffered
       trace_file->finish();
     }
-    if (!cfg.timeline_path.empty()) {
+    if (!cfg.timeline_path.empty() && root) {
       files.push_back(std::make_unique<OutputFile>(cfg.timeline_path));
       write_timeline(files.back()->stream(), *m, r.timeline);
     }
-    if (!cfg.stats_json_path.empty()) {
+    if (!cfg.stats_json_path.empty() && root) {
       files.push_back(std::make_unique<OutputFile>(cfg.stats_json_path));
       files.back()->stream() << stats_json(*m, r.stats, status_name(r), r.exit_code);
     }
-    if (r.status == RunStatus::ok)
-      for (auto& f : stage_outputs(*m, cfg.outputs)) files.push_back(std::move(f));
+    for (auto& f : tensors) files.push_back(std::move(f));
     for (auto& f : files) f->finish();
     if (trace_file) trace_file->commit();
     for (auto& f : files) f->commit();
   } catch (const std::exception& e) {
     err << "nisa run: error: " << e.what() << "\n";
-    return r.exit_code ? r.exit_code : kExitOutput;
+    const int rc = r.exit_code ? r.exit_code : kExitOutput;
+    return mp ? int(mp->max(rc)) : rc;
   }
-  return r.exit_code;
+  return mp ? int(mp->max(r.exit_code)) : r.exit_code;
 }
 
 } // namespace nisa::interp

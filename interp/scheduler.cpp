@@ -1,6 +1,7 @@
 #include "interp/scheduler.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstring>
 #include <deque>
@@ -15,6 +16,7 @@
 #include "interp/cost.h"
 #include "interp/host_pool.h"
 #include "interp/mem_operands.h"
+#include "interp/procs.h"
 #include "interp/sched_internal.h"
 #include "interp/sched_report.h"
 #include "isa/print.h"
@@ -57,7 +59,7 @@ constexpr int64_t kNever = INT64_MAX;
 // phase merged in (time, key) order: observers see modelled-time order.
 class Sched final : public SchedulerImpl {
 public:
-  Sched(Machine& m, const SchedOptions& o) : m_(m), o_(o), mod_(*m.mod) {}
+  Sched(Machine& m, const SchedOptions& o) : m_(m), o_(o), mod_(*m.mod), procs_(m.opt.procs) {}
 
   RunResult run() {
     auto t0 = std::chrono::steady_clock::now();
@@ -196,6 +198,8 @@ private:
     res_.stats.cores.assign(m_.cores.size(), CoreStats{});
     for (size_t c = 0; c < cores_.size(); ++c) {
       CoreRt& C = cores_[c];
+      if (!m_.local_core(int(c))) continue;
+      cur_tag_ = {0, c, 0};
       try {
         for (int e = 0; e < kNumEngines && !C.stopped; ++e)
           if (slow())
@@ -206,12 +210,18 @@ private:
         core_fault(int(c), Event{0, 0, uint32_t(c * kAgentsPerCore + C.cur_eng)}, f.what());
       }
     }
-    if (any_stopped()) end_phase();
+    if (mpi() || any_stopped()) end_phase();
   }
   void finish_stats(std::chrono::steady_clock::time_point t0) {
     int64_t ms = makespan_sync_;
     uint64_t steps = 0;
-    for (const CoreRt& C : cores_) ms = std::max(ms, C.makespan), steps += C.steps;
+    for (size_t c = 0; c < cores_.size(); ++c)
+      if (m_.local_core(int(c))) ms = std::max(ms, cores_[c].makespan), steps += cores_[c].steps;
+    if (mpi()) {
+      ms = procs_->max(ms);
+      steps = procs_->sum(steps);
+      gather_stats();
+    }
     res_.stats.makespan_ticks = ms;
     res_.steps = steps;
     res_.stats.wall_seconds +=
@@ -221,6 +231,14 @@ private:
   Machine& m_;
   SchedOptions o_;
   const Module& mod_;
+  Procs* procs_ = nullptr; // MPI processes (interp/procs.h); nullptr: this process runs all
+  bool mpi() const { return procs_ != nullptr; }
+  // --timeline under MPI: where each recorded event falls in one process's order (the unit of
+  // work: a phase's event (epoch, time, key), a rendezvous stage's core, a collective's
+  // participant), so that rank 0 merges the processes' timelines into that order.
+  std::array<uint64_t, 3> cur_tag_{};
+  uint64_t epoch_ = 0;
+  std::vector<std::array<uint64_t, 3>> tags_;
   std::shared_ptr<const Program> program_;
   const std::vector<std::string>* msgs_ = nullptr;
   const Wait* waits_ = nullptr;
@@ -317,7 +335,7 @@ private:
     int64_t t = kNever;
     for (const CoreRt& C : cores_)
       if (!C.stopped && !C.heap.empty()) t = std::min(t, C.heap.top().t);
-    return t;
+    return procs_ ? procs_->min(t) : t;
   }
   bool any_stopped() const {
     for (const CoreRt& C : cores_)
@@ -331,13 +349,27 @@ private:
   // parties completed). Returns whether anything was matched.
   bool match_arrivals(int64_t safe) {
     bool any = false;
-    for (size_t c = 0; c < cores_.size(); ++c) {
-      CoreRt& C = cores_[c];
-      for (const RdvArrival& r : C.rdv) arrive(int(c), r.eng, r.kind, r.key);
-      any |= !C.rdv.empty();
-      C.rdv.clear();
-      for (CcArrivalRec& rec : C.cc) cc_pending_.push_back(std::move(rec));
-      C.cc.clear();
+    ++epoch_;
+    std::string rdv_fault; // MPI: a fault of this process's rendezvous, for every process
+    try {
+      for (size_t c = 0; c < cores_.size(); ++c) {
+        CoreRt& C = cores_[c];
+        cur_tag_ = {epoch_, c, 0};
+        for (const RdvArrival& r : C.rdv) arrive(int(c), r.eng, r.kind, r.key);
+        any |= !C.rdv.empty();
+        C.rdv.clear();
+        if (!mpi()) {
+          for (CcArrivalRec& rec : C.cc) cc_pending_.push_back(std::move(rec));
+          C.cc.clear();
+        }
+      }
+    } catch (const Fault& f) {
+      if (!mpi()) throw;
+      rdv_fault = fault_text(cur_core_, cur_eng_, cur_pc_, f.what());
+    }
+    if (mpi()) {
+      any = exchange_arrivals(any, rdv_fault);
+      if (stopped_) return true;
     }
     if (cc_pending_.empty()) return any;
     std::stable_sort(cc_pending_.begin(), cc_pending_.end(),
@@ -395,17 +427,19 @@ private:
     if (slow()) { // one horizon for all: observers see the events in modelled-time order
       int64_t h = kNever;
       for (const CoreRt& C : cores_) h = std::min(h, C.horizon);
+      if (mpi()) h = procs_->min(h);
       for (CoreRt& C : cores_) C.horizon = h;
     }
     const uint64_t budget = o_.max_steps ? o_.max_steps : UINT64_MAX;
     uint64_t spent = 0;
     for (const CoreRt& C : cores_) spent += C.steps;
+    if (mpi()) spent = procs_->sum(spent);
     bool any = false;
     for (CoreRt& C : cores_) {
       set_allowance(C, budget > spent ? budget - spent : 0);
       any |= !C.stopped && !C.heap.empty() && C.heap.top().t < C.horizon;
     }
-    return any;
+    return mpi() ? procs_->any(any) : any;
   }
   template <class F> void for_each_inflight(F&& f) const {
     for (size_t c = 0; c < cores_.size(); ++c)
@@ -443,14 +477,18 @@ private:
 
   // The slow path: the events of the phase on one thread in (time, key) order. With
   // `one_step`, returns after one event (the debugger).
+  // A core that faults or spends its allowance stops; the others run to the end of the phase,
+  // as on the fast path (the same answer whichever process runs which core).
   void run_phase_merged(bool one_step) {
     fill_merged();
+    ++epoch_;
     while (!merged_.empty() && !stopped_) {
       const int c = int(merged_.top().agent);
+      const Event& top = cores_[c].heap.top();
+      cur_tag_ = {epoch_, uint64_t(top.t), top.key};
       merged_.pop();
       step_core(c, cores_[c].heap.pop());
-      if (cores_[c].stopped) return; // the slow path reports a fault at once
-      push_merged(c);
+      if (!cores_[c].stopped) push_merged(c);
       if (one_step) return;
     }
   }
@@ -511,11 +549,31 @@ private:
       if (C.faulted && (!first || first->stop_event > C.stop_event)) first = &C;
       budget |= C.over_budget;
     }
-    if (first) {
+    std::string text = first ? first->fault_text : std::string();
+    bool fault = first != nullptr;
+    if (mpi()) { // the earliest fault of every process's earliest (ties: the lowest core)
+      Bytes mine;
+      mine.put(uint8_t(fault));
+      mine.put(first ? first->stop_event : Event{});
+      mine.put(uint8_t(budget));
+      mine.put_str(text);
+      fault = budget = false;
+      Event best{};
+      for (auto& b : procs_->allgather(mine.b)) {
+        Bytes in{std::move(b)};
+        const bool f = in.get<uint8_t>() != 0;
+        const Event ev = in.get<Event>();
+        budget |= in.get<uint8_t>() != 0;
+        std::string t = in.get_str();
+        if (f && (!fault || best > ev)) fault = true, best = ev, text = std::move(t);
+      }
+      if (!fault && budget) gather_state();
+    }
+    if (fault) {
       stopped_ = true;
       res_.status = RunStatus::fault;
       res_.exit_code = kExitFault;
-      res_.report = first->fault_text;
+      res_.report = text;
     } else if (budget) {
       stopped_ = true;
       res_.status = RunStatus::budget;
@@ -523,7 +581,7 @@ private:
       BudgetWatch watched;
       uint64_t steps = 0;
       int64_t now = 0;
-      for (const CoreRt& C : cores_) {
+      for (const CoreRt& C : cores_) { // (under MPI every core's, gathered)
         for (const auto& [agent, pcs] : C.watched) watched[agent] = pcs;
         steps += C.steps;
         now = std::max(now, C.now);
@@ -800,6 +858,8 @@ private:
     now_ = std::max(now_, sev.t);
     const size_t n = x.who.size();
     cur_core_ = x.who[0].core, cur_eng_ = x.who[0].eng, cur_pc_ = x.who[0].pc;
+    ++epoch_;
+    if (mpi()) return collective_mpi(sev, x, ch);
     std::vector<ExecCtx> cxs(n);
     std::vector<ExecCtx*> cxp(n);
     std::vector<const Inst*> ins(n);
@@ -828,25 +888,263 @@ private:
         record(TimelineEvent::cc, w.core, kTrackChan0 + ch, w.eng, x.begin, x.end - x.begin,
                x.link_bytes, w.pc);
     }
-    for (const CcArrival& w : x.who) {
-      cores_[w.core].makespan = std::max(cores_[w.core].makespan, sev.t);
-      signal_between_phases(w.core, *w.pi);
-    }
+    signal_participants(sev, x);
     if (slow()) {
       if (o_.observer)
         for (const ExecEvent& ev : evs) o_.observer->done(ev);
     }
   }
-  // A signal applied between phases (a collective completing): a fault of an engine it wakes
-  // is that core's, as if it had happened in the core's own run.
-  void signal_between_phases(int c, const PInst& P) {
-    CoreRt& C = cores_[c];
-    try {
-      signal(c, P);
-    } catch (const Fault& f) {
-      core_fault(c, Event{C.now, 0, uint32_t(c * kAgentsPerCore + C.cur_eng)}, f.what());
+  // Every participant's signals (of this process's participants under MPI). A fault of an
+  // engine they wake is that core's, as if it had happened in the core's own run.
+  void signal_participants(const Event& sev, const CcXfer& x) {
+    for (size_t i = 0; i < x.who.size(); ++i) {
+      const CcArrival& w = x.who[i];
+      if (!m_.local_core(w.core)) continue;
+      CoreRt& C = cores_[w.core];
+      C.makespan = std::max(C.makespan, sev.t);
+      cur_tag_ = {epoch_, 1, i};
+      try {
+        signal(w.core, *w.pi);
+      } catch (const Fault& f) {
+        core_fault(w.core, Event{C.now, 0, uint32_t(w.core * kAgentsPerCore + C.cur_eng)},
+                   f.what());
+      }
     }
-    if (C.stopped) end_phase();
+    if (mpi() || any_stopped()) end_phase();
+  }
+
+  // ---- MPI processes (docs/machine.md "MPI processes") ----------------------------------------
+  // A collective whose participants live in several processes: each prepares its own, the
+  // sizes and faults go to all (who run the same checks), the sources go to the processes
+  // whose destinations need them, and each writes its own destinations.
+  void collective_mpi(const Event& sev, CcXfer& x, int ch) {
+    const size_t n = x.who.size();
+    CcParty p;
+    p.mod = &mod_;
+    p.side.resize(n);
+    p.local.resize(n);
+    std::vector<int> owner(n);
+    Bytes mine;
+    for (size_t i = 0; i < n; ++i) {
+      CcArrival& w = x.who[i];
+      p.in.push_back(w.pi->in);
+      p.side[i].rank = m_.cores[w.core].rank;
+      p.local[i] = m_.local_core(w.core);
+      owner[i] = procs_->owner(p.side[i].rank, m_.opt.ranks);
+      cores_[w.core].now = sev.t;
+      if (!p.local[i]) continue;
+      ExecCtx cx = cores_[w.core].eng[w.eng].cx;
+      cx.regs = w.regs; // the registers at the trigger
+      CcSide& sd = p.side[i];
+      cc_prepare(cx, *w.pi->in, sd, true);
+      mine.put(uint64_t(i));
+      mine.put_str(sd.fault);
+      mine.put(sd.src_dtype);
+      mine.put(sd.src_elems);
+      mine.put(sd.dst_elems);
+      mine.put(sd.src_rows);
+      mine.put(sd.src_cols);
+    }
+    for (auto& b : procs_->allgather(mine.b)) {
+      Bytes in{std::move(b)};
+      while (!in.done()) {
+        const size_t i = size_t(in.get<uint64_t>());
+        if (i >= n) throw std::runtime_error("MPI: a bad collective record");
+        CcSide& sd = p.side[i];
+        sd.fault = in.get_str();
+        sd.src_dtype = in.get<DType>();
+        sd.src_elems = in.get<uint64_t>();
+        sd.dst_elems = in.get<uint64_t>();
+        sd.src_rows = in.get<uint32_t>();
+        sd.src_cols = in.get<uint64_t>();
+      }
+    }
+    cc_check(p); // the same Fault in every process
+    // Each source to every other process whose destinations need it, in one global order.
+    const int me = procs_->rank();
+    for (int q = 0; q < procs_->size(); ++q) {
+      std::vector<bool> writes(n);
+      for (size_t i = 0; i < n; ++i) writes[i] = owner[i] == q;
+      const std::vector<bool> needs = cc_sources_needed(p, writes);
+      for (size_t i = 0; i < n; ++i) {
+        if (!needs[i] || owner[i] == q) continue;
+        CcSide& sd = p.side[i];
+        if (owner[i] == me) {
+          procs_->send(q, sd.src.data(), sd.src.size(), 1);
+        } else if (q == me) {
+          sd.src.resize(size_t(sd.src_elems) * dtype_bytes(sd.src_dtype));
+          procs_->recv(owner[i], sd.src.data(), sd.src.size(), 1);
+        }
+      }
+    }
+    cc_apply(p);
+    if (o_.timeline)
+      for (size_t i = 0; i < n; ++i) {
+        const CcArrival& w = x.who[i];
+        cur_tag_ = {epoch_, 0, i};
+        if (p.local[i])
+          record(TimelineEvent::cc, w.core, kTrackChan0 + ch, w.eng, x.begin, x.end - x.begin,
+                 x.link_bytes, w.pc);
+      }
+    signal_participants(sev, x);
+  }
+
+  // Between phases: this process's collective triggers to every process (the matching that
+  // follows is the same everywhere), and whether any process matched a rendezvous or faulted
+  // doing so (the first process's fault is the one a single process meets first).
+  bool exchange_arrivals(bool any, const std::string& rdv_fault) {
+    Bytes mine;
+    mine.put(uint8_t(any));
+    mine.put_str(rdv_fault);
+    for (size_t c = 0; c < cores_.size(); ++c)
+      for (const CcArrivalRec& r : cores_[c].cc) {
+        mine.put(int32_t(r.a.core));
+        mine.put(r.a.eng);
+        mine.put(r.a.pc);
+        mine.put(r.a.at);
+        mine.put(r.a.min_cost);
+        for (int32_t v : r.a.regs) mine.put(v);
+        mine.put(uint32_t(r.members.size()));
+        for (int k : r.members) mine.put(int32_t(k));
+      }
+    for (CoreRt& C : cores_) C.cc.clear();
+    any = false;
+    std::string fault;
+    for (auto& b : procs_->allgather(mine.b)) {
+      Bytes in{std::move(b)};
+      any |= in.get<uint8_t>() != 0;
+      std::string f = in.get_str();
+      if (fault.empty()) fault = std::move(f);
+      while (!in.done()) {
+        CcArrivalRec r;
+        r.a.core = in.get<int32_t>();
+        r.a.eng = in.get<uint8_t>();
+        r.a.pc = in.get<uint32_t>();
+        r.a.at = in.get<int64_t>();
+        r.a.min_cost = in.get<int64_t>();
+        for (int32_t& v : r.a.regs) v = in.get<int32_t>();
+        if (r.a.core < 0 || size_t(r.a.core) >= cores_.size() || r.a.eng >= kNumEngines ||
+            r.a.pc >= program_->prog[r.a.eng].size())
+          throw std::runtime_error("MPI: a bad collective arrival record");
+        r.a.pi = &program_->prog[r.a.eng][r.a.pc];
+        r.members.resize(in.get<uint32_t>());
+        for (int& k : r.members) k = in.get<int32_t>();
+        cc_pending_.push_back(std::move(r));
+      }
+    }
+    if (!fault.empty()) {
+      stopped_ = true;
+      res_.status = RunStatus::fault;
+      res_.exit_code = kExitFault;
+      res_.report = std::move(fault);
+    }
+    return any;
+  }
+
+  // At the end of a run that deadlocked or spent its budget: every core's engines,
+  // semaphores, clock, steps and budget watch, so that the report names every rank.
+  void gather_state() {
+    Bytes mine;
+    for (size_t c = 0; c < cores_.size(); ++c) {
+      if (!m_.local_core(int(c))) continue;
+      const CoreRt& C = cores_[c];
+      for (const EngRt& E : C.eng) {
+        mine.put(E.pc);
+        mine.put(E.st);
+        mine.put(E.since);
+      }
+      for (uint32_t v : m_.cores[c].st.sems) mine.put(v);
+      mine.put(C.now);
+      mine.put(C.steps);
+      mine.put(uint64_t(C.watched.size()));
+      for (const auto& [agent, pcs] : C.watched) {
+        mine.put(agent);
+        mine.put(uint64_t(pcs.size()));
+        for (auto [pc, k] : pcs) mine.put(pc), mine.put(k);
+      }
+    }
+    std::vector<std::vector<uint8_t>> all = procs_->allgather(mine.b);
+    for (int p = 0; p < procs_->size(); ++p) {
+      if (p == procs_->rank()) continue;
+      Bytes in{std::move(all[size_t(p)])};
+      const int lo = Procs::lo(p, procs_->size(), m_.opt.ranks) * m_.opt.lnc,
+                hi = Procs::lo(p + 1, procs_->size(), m_.opt.ranks) * m_.opt.lnc;
+      for (int c = lo; c < hi; ++c) {
+        CoreRt& C = cores_[size_t(c)];
+        for (EngRt& E : C.eng) {
+          E.pc = in.get<int64_t>();
+          E.st = in.get<St>();
+          E.since = in.get<int64_t>();
+        }
+        for (uint32_t& v : m_.cores[size_t(c)].st.sems) v = in.get<uint32_t>();
+        C.now = in.get<int64_t>();
+        C.steps = in.get<uint64_t>();
+        C.watched.clear();
+        for (uint64_t k = in.get<uint64_t>(); k > 0; --k) {
+          auto& pcs = C.watched[in.get<uint32_t>()];
+          for (uint64_t j = in.get<uint64_t>(); j > 0; --j) {
+            const int64_t pc = in.get<int64_t>();
+            pcs[pc] = in.get<uint64_t>();
+          }
+        }
+      }
+    }
+  }
+
+  // The statistics of every core from the process that ran it; the timeline to rank 0, merged
+  // into one process's order (the tags).
+  void gather_stats() {
+    Bytes mine;
+    for (size_t c = 0; c < cores_.size(); ++c)
+      if (m_.local_core(int(c))) mine.put(res_.stats.cores[c]);
+    std::vector<std::vector<uint8_t>> all = procs_->allgather(mine.b);
+    for (int p = 0; p < procs_->size(); ++p) {
+      Bytes in{std::move(all[size_t(p)])};
+      const int lo = Procs::lo(p, procs_->size(), m_.opt.ranks) * m_.opt.lnc,
+                hi = Procs::lo(p + 1, procs_->size(), m_.opt.ranks) * m_.opt.lnc;
+      for (int c = lo; c < hi; ++c) res_.stats.cores[size_t(c)] = in.get<CoreStats>();
+    }
+    if (!o_.timeline) return;
+    const uint64_t dropped = procs_->sum(res_.timeline_dropped);
+    const int me = procs_->rank();
+    if (me != 0) {
+      uint64_t k = res_.timeline.size();
+      procs_->send(0, reinterpret_cast<const uint8_t*>(&k), sizeof k, 2);
+      procs_->send(0, reinterpret_cast<const uint8_t*>(res_.timeline.data()),
+                   k * sizeof(TimelineEvent), 2);
+      procs_->send(0, reinterpret_cast<const uint8_t*>(tags_.data()), k * sizeof tags_[0], 2);
+      res_.timeline.clear();
+      res_.timeline_dropped = dropped;
+      return;
+    }
+    struct Tagged {
+      std::array<uint64_t, 3> tag;
+      TimelineEvent ev;
+    };
+    std::vector<Tagged> merged;
+    auto take = [&](const std::vector<TimelineEvent>& ev, const std::vector<std::array<uint64_t, 3>>& tg) {
+      for (size_t i = 0; i < ev.size(); ++i) merged.push_back({tg[i], ev[i]});
+    };
+    take(res_.timeline, tags_);
+    for (int p = 1; p < procs_->size(); ++p) {
+      uint64_t k = 0;
+      procs_->recv(p, reinterpret_cast<uint8_t*>(&k), sizeof k, 2);
+      std::vector<TimelineEvent> ev(k);
+      std::vector<std::array<uint64_t, 3>> tg(k);
+      procs_->recv(p, reinterpret_cast<uint8_t*>(ev.data()), k * sizeof(TimelineEvent), 2);
+      procs_->recv(p, reinterpret_cast<uint8_t*>(tg.data()), k * sizeof tg[0], 2);
+      take(ev, tg);
+    }
+    std::stable_sort(merged.begin(), merged.end(),
+                     [](const Tagged& a, const Tagged& b) { return a.tag < b.tag; });
+    res_.timeline.clear();
+    uint64_t extra = 0;
+    for (const Tagged& t : merged)
+      if (res_.timeline.size() < timeline_cap_)
+        res_.timeline.push_back(t.ev);
+      else
+        ++extra;
+    res_.timeline_dropped = dropped + extra;
   }
 
   // ---- rendezvous: core_barrier (per engine), send_recv (per pipe) ---------------------------
@@ -971,6 +1269,7 @@ private:
       ++res_.timeline_dropped;
       return;
     }
+    if (mpi()) tags_.push_back(cur_tag_);
     TimelineEvent ev;
     ev.kind = k;
     ev.core = uint16_t(c);
@@ -988,6 +1287,7 @@ private:
       ++res_.timeline_dropped;
       return;
     }
+    if (mpi()) tags_.push_back(cur_tag_);
     TimelineEvent ev;
     ev.kind = TimelineEvent::sem;
     ev.core = uint16_t(c);
@@ -1022,6 +1322,10 @@ private:
 
   void check_deadlock() {
     int64_t now = now_;
+    if (mpi()) {
+      gather_state();
+      now = procs_->max(now);
+    }
     for (const CoreRt& C : cores_) now = std::max(now, C.now);
     std::string r = deadlock_report(m_, cores_, cc_, now);
     if (r.empty()) return;

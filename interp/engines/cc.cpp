@@ -14,157 +14,212 @@
 namespace nisa::interp {
 namespace {
 
-struct Part {
-  View src, dst;
-};
-
-std::vector<Part> views(const std::vector<ExecCtx*>& cx, const std::vector<const Inst*>& in) {
-  std::vector<Part> p;
-  for (size_t i = 0; i < cx.size(); ++i) {
-    if (in[i]->op != in[0]->op)
-      throw Fault(fmt::format("rank {} reached '{}' while rank {} reached '{}'", cx[i]->rank,
-                              desc(in[i]->op).mnemonic, cx[0]->rank, desc(in[0]->op).mnemonic));
-    p.push_back({cx[i]->view(in[i]->ops[1].ap, Access::read),
-                 cx[i]->view(in[i]->ops[0].ap, Access::write)});
+float reduce(AluOp op, float a, float b) {
+  switch (op) {
+  case AluOp::add: return a + b;
+  case AluOp::max: return std::max(a, b);
+  case AluOp::min: return std::min(a, b);
+  default: return a;
   }
-  return p;
+}
+bool reduces(AluOp op) { return op == AluOp::add || op == AluOp::max || op == AluOp::min; }
+
+void need(bool ok, const std::string& msg) {
+  if (!ok) throw Fault(msg);
 }
 
-std::vector<float> as_f32(const View& v) {
-  std::vector<float> out;
-  out.reserve(total_elems(v));
-  for (Cursor c(v); !c.done(); c.next()) out.push_back(load_as_f32(v.dtype, c.ptr()));
-  return out;
+float elem(const CcSide& s, size_t j) {
+  return load_as_f32(s.src_dtype, s.src.data() + j * dtype_bytes(s.src_dtype));
+}
+
+// The group's reduction of every source, in fp32, in group order.
+std::vector<float> reduced(const CcParty& p, AluOp op) {
+  const size_t n = p.side[0].src_elems;
+  std::vector<float> acc(n);
+  for (size_t j = 0; j < n; ++j) acc[j] = elem(p.side[0], j);
+  for (size_t r = 1; r < p.side.size(); ++r)
+    for (size_t j = 0; j < n; ++j) acc[j] = reduce(op, acc[j], elem(p.side[r], j));
+  return acc;
 }
 
 void put_f32(const View& v, const float* x) {
   for (Cursor c(v); !c.done(); c.next()) store_from_f32(v.dtype, c.ptr(), *x++);
 }
 
-float reduce(AluOp op, float a, float b) {
-  switch (op) {
-  case AluOp::add: return a + b;
-  case AluOp::max: return std::max(a, b);
-  case AluOp::min: return std::min(a, b);
-  default:
-    throw Fault(fmt::format("collective reduction '{}' is not add, max or min", name_of(op)));
+// Moves (source participant, destination participant) of a permute.
+std::vector<std::pair<size_t, size_t>> moves(const CcParty& p) {
+  const Inst& i0 = *p.in[0];
+  std::vector<std::pair<size_t, size_t>> mv;
+  const size_t n = p.side.size();
+  if (i0.op == Opcode::permute_implicit) {
+    for (size_t k = 0; k < n; ++k) mv.push_back({k, (k + 1) % n});
+    return mv;
   }
+  auto index_of = [&](uint32_t rank) -> size_t {
+    for (size_t k = 0; k < n; ++k)
+      if (p.side[k].rank == int(rank)) return k;
+    throw Fault(fmt::format("rank {} does not take part in this collective", rank));
+  };
+  const Module& m = *p.mod;
+  for (const auto& pair : m.groups[size_t(i0.ops[2].i)].groups) {
+    need(pair.size() == 2, "collective_permute: the group must hold [source, target] pairs");
+    mv.push_back({index_of(pair[0]), index_of(pair[1])});
+  }
+  return mv;
 }
 
-void need(bool ok, const std::string& msg) {
-  if (!ok) throw Fault(msg);
-}
-
-// The group's reduction of every source, in fp32, in group order.
-std::vector<float> reduced(const std::vector<Part>& p, AluOp op) {
-  std::vector<float> acc = as_f32(p[0].src);
-  for (size_t r = 1; r < p.size(); ++r) {
-    need(total_elems(p[r].src) == acc.size(), "collective: sources of different sizes");
-    std::vector<float> x = as_f32(p[r].src);
-    for (size_t j = 0; j < acc.size(); ++j) acc[j] = reduce(op, acc[j], x[j]);
-  }
-  return acc;
-}
-
-void all_reduce(std::vector<Part>& p, AluOp op) {
-  std::vector<float> acc = reduced(p, op);
-  for (Part& q : p) {
-    need(total_elems(q.dst) == acc.size(), "all_reduce: dst and src sizes differ");
-    put_f32(q.dst, acc.data());
-  }
-}
-
-void reduce_scatter(std::vector<Part>& p, AluOp op) {
-  std::vector<float> acc = reduced(p, op);
-  size_t n = p.size(), chunk = acc.size() / n;
-  need(acc.size() % n == 0, "reduce_scatter: the source does not split into equal chunks");
-  for (size_t r = 0; r < n; ++r) {
-    need(total_elems(p[r].dst) == chunk, "reduce_scatter: dst is not one chunk of src");
-    put_f32(p[r].dst, acc.data() + r * chunk);
-  }
-}
-
-void all_gather(std::vector<Part>& p, int64_t dim) {
-  size_t n = p.size();
-  std::vector<std::vector<uint8_t>> src;
-  for (Part& q : p) src.push_back(gather_bytes(q.src));
-  DType st = p[0].src.dtype;
-  size_t w = dtype_bytes(st), elems = total_elems(p[0].src);
-  std::vector<uint8_t> all(n * elems * w);
-  if (dim == 0) {
-    for (size_t r = 0; r < n; ++r)
-      std::copy(src[r].begin(), src[r].end(), all.begin() + r * elems * w);
-  } else if (dim == 1) { // row p of the result = row p of every rank, side by side
-    size_t rows = p[0].src.parts, cols = p[0].src.free_elems * w;
-    for (size_t row = 0; row < rows; ++row)
-      for (size_t r = 0; r < n; ++r)
-        std::copy_n(src[r].begin() + row * cols, cols, all.begin() + (row * n + r) * cols);
-  } else {
-    throw Fault(fmt::format("all_gather: dim {} is not supported (0 or 1)", dim));
-  }
-  for (Part& q : p) {
-    need(total_elems(q.dst) == n * elems, "all_gather: dst is not group-size times src");
-    scatter_bytes(q.dst, all.data(), st);
-  }
-}
-
-void all_to_all(std::vector<Part>& p) {
-  size_t n = p.size();
-  std::vector<std::vector<uint8_t>> src;
-  for (Part& q : p) src.push_back(gather_bytes(q.src));
-  DType st = p[0].src.dtype;
-  size_t w = dtype_bytes(st), elems = total_elems(p[0].src), chunk = elems / n * w;
-  need(elems % n == 0, "all_to_all: the source does not split into equal chunks");
-  for (size_t i = 0; i < n; ++i) {
-    std::vector<uint8_t> out(elems * w);
-    for (size_t j = 0; j < n; ++j)
-      std::copy_n(src[j].begin() + i * chunk, chunk, out.begin() + j * chunk);
-    need(total_elems(p[i].dst) == elems, "all_to_all: dst and src sizes differ");
-    scatter_bytes(p[i].dst, out.data(), st);
-  }
-}
-
-// Moves src of participant from[i] to dst of participant to[i] for every i.
-void permute(std::vector<Part>& p, const std::vector<std::pair<size_t, size_t>>& moves) {
-  std::vector<std::vector<uint8_t>> src;
-  for (Part& q : p) src.push_back(gather_bytes(q.src));
-  for (auto [from, to] : moves) {
-    need(total_elems(p[to].dst) == total_elems(p[from].src), "permute: dst and src sizes differ");
-    scatter_bytes(p[to].dst, src[from].data(), p[from].src.dtype);
-  }
+bool is_permute(Opcode op) {
+  return op == Opcode::permute_implicit || op == Opcode::collective_permute;
 }
 
 } // namespace
 
-void run_collective(const std::vector<ExecCtx*>& cx, const std::vector<const Inst*>& in) {
-  std::vector<Part> p = views(cx, in);
-  const Inst& i0 = *in[0];
-  const Module& m = *cx[0]->machine->mod;
-  auto index_of = [&](uint32_t rank) -> size_t {
-    for (size_t k = 0; k < cx.size(); ++k)
-      if (cx[k]->rank == int(rank)) return k;
-    throw Fault(fmt::format("rank {} does not take part in this collective", rank));
+void cc_prepare(ExecCtx& cx, const Inst& in, CcSide& s, bool read_src) {
+  s.rank = cx.rank;
+  try {
+    View src = cx.view(in.ops[1].ap, Access::read);
+    s.dst = cx.view(in.ops[0].ap, Access::write);
+    s.src_dtype = src.dtype;
+    s.src_elems = total_elems(src);
+    s.src_rows = src.parts;
+    s.src_cols = src.free_elems;
+    s.dst_elems = total_elems(s.dst);
+    if (read_src) s.src = gather_bytes(src);
+  } catch (const Fault& f) {
+    s.fault = f.what();
+    if (s.fault.empty()) s.fault = "collective: a bad operand";
+  }
+}
+
+// The checks of a single process, in its order: each participant's operands in group order,
+// then the operation's sizes.
+void cc_check(const CcParty& p) {
+  const Inst& i0 = *p.in[0];
+  const size_t n = p.side.size();
+  for (size_t i = 0; i < n; ++i) {
+    if (p.in[i]->op != i0.op)
+      throw Fault(fmt::format("rank {} reached '{}' while rank {} reached '{}'", p.side[i].rank,
+                              desc(p.in[i]->op).mnemonic, p.side[0].rank, desc(i0.op).mnemonic));
+    if (!p.side[i].fault.empty()) throw Fault(p.side[i].fault);
+  }
+  const uint64_t elems = p.side[0].src_elems;
+  auto same_sources = [&](const char* what) {
+    for (size_t r = 1; r < n; ++r)
+      need(p.side[r].src_elems == elems, fmt::format("{}: sources of different sizes", what));
   };
   switch (i0.op) {
-  case Opcode::all_reduce: return all_reduce(p, static_cast<AluOp>(i0.ops[3].i));
-  case Opcode::reduce_scatter: return reduce_scatter(p, static_cast<AluOp>(i0.ops[3].i));
-  case Opcode::all_gather: return all_gather(p, i0.ops[3].i);
-  case Opcode::all_to_all: return all_to_all(p);
-  case Opcode::permute_implicit: {
-    std::vector<std::pair<size_t, size_t>> mv;
-    for (size_t k = 0; k < p.size(); ++k) mv.push_back({k, (k + 1) % p.size()});
-    return permute(p, mv);
-  }
-  case Opcode::collective_permute: {
-    std::vector<std::pair<size_t, size_t>> mv;
-    for (const auto& pair : m.groups[i0.ops[2].i].groups) {
-      need(pair.size() == 2, "collective_permute: the group must hold [source, target] pairs");
-      mv.push_back({index_of(pair[0]), index_of(pair[1])});
+  case Opcode::all_reduce:
+  case Opcode::reduce_scatter: {
+    const AluOp op = static_cast<AluOp>(i0.ops[3].i);
+    same_sources("collective");
+    if (n > 1 && elems > 0 && !reduces(op))
+      throw Fault(fmt::format("collective reduction '{}' is not add, max or min", name_of(op)));
+    if (i0.op == Opcode::all_reduce) {
+      for (const CcSide& q : p.side)
+        need(q.dst_elems == elems, "all_reduce: dst and src sizes differ");
+    } else {
+      need(elems % n == 0, "reduce_scatter: the source does not split into equal chunks");
+      for (const CcSide& q : p.side)
+        need(q.dst_elems == elems / n, "reduce_scatter: dst is not one chunk of src");
     }
-    return permute(p, mv);
+    return;
   }
+  case Opcode::all_gather: {
+    same_sources("all_gather");
+    const int64_t dim = i0.ops[3].i;
+    if (dim != 0 && dim != 1)
+      throw Fault(fmt::format("all_gather: dim {} is not supported (0 or 1)", dim));
+    for (size_t r = 1; dim == 1 && r < n; ++r)
+      need(p.side[r].src_rows == p.side[0].src_rows,
+           "all_gather: sources of different partition counts");
+    for (const CcSide& q : p.side)
+      need(q.dst_elems == n * elems, "all_gather: dst is not group-size times src");
+    return;
+  }
+  case Opcode::all_to_all:
+    same_sources("all_to_all");
+    need(elems % n == 0, "all_to_all: the source does not split into equal chunks");
+    for (const CcSide& q : p.side)
+      need(q.dst_elems == elems, "all_to_all: dst and src sizes differ");
+    return;
+  case Opcode::permute_implicit:
+  case Opcode::collective_permute:
+    for (auto [from, to] : moves(p))
+      need(p.side[to].dst_elems == p.side[from].src_elems, "permute: dst and src sizes differ");
+    return;
   default: throw Fault(fmt::format("'{}' is not a collective", desc(i0.op).mnemonic));
   }
+}
+
+std::vector<bool> cc_sources_needed(const CcParty& p, const std::vector<bool>& writes) {
+  const size_t n = p.side.size();
+  std::vector<bool> need_src(n, !is_permute(p.in[0]->op));
+  if (is_permute(p.in[0]->op))
+    for (auto [from, to] : moves(p))
+      if (writes[to]) need_src[from] = true;
+  return need_src;
+}
+
+void cc_apply(CcParty& p) {
+  const Inst& i0 = *p.in[0];
+  const size_t n = p.side.size();
+  switch (i0.op) {
+  case Opcode::all_reduce:
+  case Opcode::reduce_scatter: {
+    std::vector<float> acc = reduced(p, static_cast<AluOp>(i0.ops[3].i));
+    const size_t chunk = i0.op == Opcode::all_reduce ? 0 : acc.size() / n;
+    for (size_t r = 0; r < n; ++r)
+      if (p.local[r]) put_f32(p.side[r].dst, acc.data() + r * chunk);
+    return;
+  }
+  case Opcode::all_gather: {
+    const DType st = p.side[0].src_dtype;
+    const size_t w = dtype_bytes(st), elems = p.side[0].src_elems;
+    std::vector<uint8_t> all(n * elems * w);
+    if (i0.ops[3].i == 0) {
+      for (size_t r = 0; r < n; ++r)
+        std::copy(p.side[r].src.begin(), p.side[r].src.end(), all.begin() + long(r * elems * w));
+    } else { // row p of the result = row p of every rank, side by side
+      const size_t rows = p.side[0].src_rows, cols = p.side[0].src_cols * w;
+      for (size_t row = 0; row < rows; ++row)
+        for (size_t r = 0; r < n; ++r)
+          std::copy_n(p.side[r].src.begin() + long(row * cols), cols,
+                      all.begin() + long((row * n + r) * cols));
+    }
+    for (size_t r = 0; r < n; ++r)
+      if (p.local[r]) scatter_bytes(p.side[r].dst, all.data(), st);
+    return;
+  }
+  case Opcode::all_to_all: {
+    const DType st = p.side[0].src_dtype;
+    const size_t w = dtype_bytes(st), elems = p.side[0].src_elems, chunk = elems / n * w;
+    for (size_t i = 0; i < n; ++i) {
+      if (!p.local[i]) continue;
+      std::vector<uint8_t> out(elems * w);
+      for (size_t j = 0; j < n; ++j)
+        std::copy_n(p.side[j].src.begin() + long(i * chunk), chunk, out.begin() + long(j * chunk));
+      scatter_bytes(p.side[i].dst, out.data(), st);
+    }
+    return;
+  }
+  case Opcode::permute_implicit:
+  case Opcode::collective_permute:
+    for (auto [from, to] : moves(p))
+      if (p.local[to]) scatter_bytes(p.side[to].dst, p.side[from].src.data(), p.side[from].src_dtype);
+    return;
+  default: return;
+  }
+}
+
+void run_collective(const std::vector<ExecCtx*>& cx, const std::vector<const Inst*>& in) {
+  CcParty p;
+  p.mod = cx[0]->machine->mod;
+  p.in = in;
+  p.side.resize(cx.size());
+  p.local.assign(cx.size(), true);
+  for (size_t i = 0; i < cx.size(); ++i) cc_prepare(*cx[i], *in[i], p.side[i], true);
+  cc_check(p);
+  cc_apply(p);
 }
 
 // The scheduler meets the ranks and calls run_collective; a direct call is an error.

@@ -1,0 +1,90 @@
+// The processes of an MPI job (`mpirun -np P nisa run ... --ranks R`, docs/machine.md "MPI
+// processes"): the R ranks are split over the P processes in contiguous blocks, each process
+// simulates only its own ranks, and the scheduler and the run exchange what crosses processes
+// through a Procs. Without MPI, or with one process, there is no Procs (nullptr) and nothing
+// is exchanged. Every exchange is collective: every process calls it at the same point.
+#pragma once
+#include <algorithm>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace nisa::interp {
+
+class Procs {
+public:
+  virtual ~Procs() = default;
+  virtual int size() const = 0; // P
+  virtual int rank() const = 0; // this process, 0..P-1
+
+  virtual int64_t min(int64_t x) = 0;
+  virtual int64_t max(int64_t x) = 0;
+  virtual uint64_t sum(uint64_t x) = 0;
+  bool any(bool b) { return max(b ? 1 : 0) != 0; }
+  // Every process's bytes, in process order.
+  virtual std::vector<std::vector<uint8_t>> allgather(const std::vector<uint8_t>& mine) = 0;
+  // Point to point, any size (sent in pieces); `tag` < 2^15 tells streams apart.
+  virtual void send(int to, const uint8_t* p, uint64_t n, int tag) = 0;
+  virtual void recv(int from, uint8_t* p, uint64_t n, int tag) = 0;
+  // Ends the whole job now (a failure that the other processes cannot learn of otherwise).
+  [[noreturn]] virtual void abort(int code) = 0;
+
+  // The ranks [lo, hi) of process p when R ranks are split over the processes: contiguous
+  // blocks, the first R % P processes one rank more.
+  static int lo(int p, int procs, int ranks) {
+    return p * (ranks / procs) + std::min(p, ranks % procs);
+  }
+  int owner(int rank, int ranks) const { // the process simulating `rank`
+    for (int p = 0; p < size(); ++p)
+      if (rank < lo(p + 1, size(), ranks)) return p;
+    return size() - 1;
+  }
+};
+
+// The job's processes: started by mpi_start() when this process runs under mpirun with more
+// than one process, else nullptr.
+Procs* procs();
+// Whether this build has MPI (-DNISA_MPI=ON; Debian's libopenmpi-dev).
+bool mpi_built();
+// Under mpirun (Open MPI's environment) and built with MPI: initialises MPI. Call once, first
+// thing in main(). Returns false when the job has MPI processes but this build has none (the
+// caller says how to enable it).
+bool mpi_start(int* argc, char*** argv);
+// MPI_Finalize after a normal end (atexit does it too).
+void mpi_stop();
+// The processes of the mpirun job as its environment says (1: not under mpirun), and how many
+// of them share this host.
+int mpi_job_size();
+int mpi_local_size();
+
+// A little-endian byte stream for the records the processes exchange.
+struct Bytes {
+  std::vector<uint8_t> b;
+  size_t at = 0; // read position
+  template <class T> void put(const T& v) {
+    const auto* p = reinterpret_cast<const uint8_t*>(&v);
+    b.insert(b.end(), p, p + sizeof v);
+  }
+  void put_str(const std::string& s) {
+    put(uint64_t(s.size()));
+    b.insert(b.end(), s.begin(), s.end());
+  }
+  template <class T> T get() {
+    T v{};
+    if (at + sizeof v > b.size()) throw std::runtime_error("MPI: a short record");
+    std::copy(b.begin() + long(at), b.begin() + long(at + sizeof v), reinterpret_cast<uint8_t*>(&v));
+    at += sizeof v;
+    return v;
+  }
+  std::string get_str() {
+    uint64_t n = get<uint64_t>();
+    if (n > b.size() - at) throw std::runtime_error("MPI: a short record");
+    std::string s(b.begin() + long(at), b.begin() + long(at + n));
+    at += n;
+    return s;
+  }
+  bool done() const { return at >= b.size(); }
+};
+
+} // namespace nisa::interp
