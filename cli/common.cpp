@@ -195,8 +195,9 @@ bool MachineArgs::apply(std::string_view cmd, const po::variables_map& vm,
     cfg.sched.max_steps = *n;
   }
   // Under mpirun the host's cores are shared by its processes.
-  cfg.sched.threads = std::min(
-      std::max(1, interp::default_host_threads() / interp::mpi_local_size()), interp::kMaxHostThreads);
+  cfg.sched.threads =
+      std::min(std::max(1, interp::default_host_threads() / interp::mpi_local_size()),
+               interp::kMaxHostThreads);
   if (vm.count("threads")) {
     auto n = parse_count(cmd, "--threads", threads);
     if (!n) return false;

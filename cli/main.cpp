@@ -38,7 +38,8 @@ void usage(std::FILE* f) {
 // cannot agree on (an exception escaping the run) ends the whole job.
 int mpi_main(std::string_view sub, int argc, char** argv, int job) {
   if (sub != "run") {
-    if (std::getenv("OMPI_COMM_WORLD_RANK") && std::string_view(std::getenv("OMPI_COMM_WORLD_RANK")) != "0")
+    if (std::getenv("OMPI_COMM_WORLD_RANK") &&
+        std::string_view(std::getenv("OMPI_COMM_WORLD_RANK")) != "0")
       return 1;
     std::fprintf(stderr,
                  "nisa %s: not available under mpirun (%d processes): only `nisa run` spreads "

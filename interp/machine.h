@@ -102,7 +102,6 @@ struct RankSlot {
 
 struct Program; // the scheduler's pre-decoded streams (interp/scheduler.cpp)
 
-
 struct Machine {
   const Module* mod = nullptr;
   const TargetParams* tp = nullptr;

@@ -164,7 +164,8 @@ public:
   void put(const uint8_t* src, uint64_t n) {
     for (uint64_t i = 0; i < n; i += w_) {
       const uint64_t o = c_ * w_;
-      if (uint8_t* dst = pieces_[o / piece_bytes_]) std::memcpy(dst + o % piece_bytes_, src + i, w_);
+      if (uint8_t* dst = pieces_[o / piece_bytes_])
+        std::memcpy(dst + o % piece_bytes_, src + i, w_);
       for (size_t k = 0; k < shape_.size(); ++k) { // the first axis varies fastest
         c_ += cstride_[k];
         if (++idx_[k] < shape_[k]) break;

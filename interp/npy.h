@@ -69,7 +69,7 @@ public:
 private:
   void read_header();
   size_t fill(uint8_t* dst, size_t n); // the next n data bytes (fewer only at end of file)
-  void skip(uint64_t n);                // passes over n data bytes
+  void skip(uint64_t n);               // passes over n data bytes
   std::string path_;
   int fd_ = -1;
   bool regular_ = false;

@@ -73,7 +73,8 @@ struct Bytes {
   template <class T> T get() {
     T v{};
     if (at + sizeof v > b.size()) throw std::runtime_error("MPI: a short record");
-    std::copy(b.begin() + long(at), b.begin() + long(at + sizeof v), reinterpret_cast<uint8_t*>(&v));
+    std::copy(b.begin() + long(at), b.begin() + long(at + sizeof v),
+              reinterpret_cast<uint8_t*>(&v));
     at += sizeof v;
     return v;
   }

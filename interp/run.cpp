@@ -137,7 +137,8 @@ std::vector<std::unique_ptr<OutputFile>> stage_outputs_mpi(const Machine& m, Pro
     if (procs.rank() == 0 && error.empty()) {
       try {
         f = std::make_unique<OutputFile>(io.path);
-        f->write(npy_header(t->dtype, m.opt.ranks == 1 ? t->shape : with_ranks(m.opt.ranks, t->shape)));
+        f->write(
+            npy_header(t->dtype, m.opt.ranks == 1 ? t->shape : with_ranks(m.opt.ranks, t->shape)));
       } catch (const std::exception& e) {
         error = e.what();
         f.reset();
@@ -241,7 +242,7 @@ int run_module(const Module& mod, const RunConfig& cfg, std::ostream& out_, std:
   if (mp && (cfg.check_races || !cfg.trace_path.empty() || mo.check_uninit)) {
     err << fmt::format("nisa run: error: {} is not available with ranks spread over {} MPI "
                        "processes; run it in one process (without mpirun)\n",
-                       cfg.check_races ? "--check-races"
+                       cfg.check_races   ? "--check-races"
                        : mo.check_uninit ? "--check-uninit"
                                          : "--trace",
                        mp->size());

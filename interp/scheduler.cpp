@@ -67,7 +67,7 @@ public:
       start();
       while (!stopped_ && next_phase()) {
         if (slow())
-          run_phase_merged(false);
+          run_phase_merged();
         else
           run_phase_parallel();
         end_phase();
@@ -475,11 +475,10 @@ private:
   }
   std::vector<int> runnable_;
 
-  // The slow path: the events of the phase on one thread in (time, key) order. With
-  // `one_step`, returns after one event (the debugger).
+  // The slow path: the events of the phase on one thread in (time, key) order.
   // A core that faults or spends its allowance stops; the others run to the end of the phase,
   // as on the fast path (the same answer whichever process runs which core).
-  void run_phase_merged(bool one_step) {
+  void run_phase_merged() {
     fill_merged();
     ++epoch_;
     while (!merged_.empty() && !stopped_) {
@@ -489,7 +488,6 @@ private:
       merged_.pop();
       step_core(c, cores_[c].heap.pop());
       if (!cores_[c].stopped) push_merged(c);
-      if (one_step) return;
     }
   }
   void fill_merged() {
@@ -1122,7 +1120,8 @@ private:
       TimelineEvent ev;
     };
     std::vector<Tagged> merged;
-    auto take = [&](const std::vector<TimelineEvent>& ev, const std::vector<std::array<uint64_t, 3>>& tg) {
+    auto take = [&](const std::vector<TimelineEvent>& ev,
+                    const std::vector<std::array<uint64_t, 3>>& tg) {
       for (size_t i = 0; i < ev.size(); ++i) merged.push_back({tg[i], ev[i]});
     };
     take(res_.timeline, tags_);

@@ -181,7 +181,9 @@ struct CcParty {
 };
 void cc_prepare(ExecCtx& cx, const Inst& in, CcSide& s, bool read_src);
 void cc_check(const CcParty& p); // throws the Fault one process would
-std::vector<bool> cc_sources_needed(const CcParty& p, const std::vector<bool>& writes); // the sources the destinations `writes` need
+std::vector<bool>
+cc_sources_needed(const CcParty& p,
+                  const std::vector<bool>& writes); // the sources the destinations `writes` need
 void cc_apply(CcParty& p);
 
 } // namespace nisa::interp

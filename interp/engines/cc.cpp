@@ -205,7 +205,8 @@ void cc_apply(CcParty& p) {
   case Opcode::permute_implicit:
   case Opcode::collective_permute:
     for (auto [from, to] : moves(p))
-      if (p.local[to]) scatter_bytes(p.side[to].dst, p.side[from].src.data(), p.side[from].src_dtype);
+      if (p.local[to])
+        scatter_bytes(p.side[to].dst, p.side[from].src.data(), p.side[from].src_dtype);
     return;
   default: return;
   }

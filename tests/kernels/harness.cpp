@@ -1,10 +1,15 @@
 #include "tests/kernels/harness.h"
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
 #include <stdexcept>
 
 #include "asm/asm.h"
 #include "interp/machine.h"
+#include "interp/npy.h"
 #include "interp/target.h"
 
 namespace nisa::kt {
@@ -119,6 +124,43 @@ const char* target_name(Target t) {
 
 std::string case_prefix(Target t, int lnc, DType dt) {
   return std::string(target_name(t)) + "_lnc" + std::to_string(lnc) + "_" + dt_name(dt);
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::ostringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+std::string strip_wall(std::string s) {
+  s = std::regex_replace(s, std::regex(R"("wall_seconds": *[0-9.eE+-]+)"), "\"wall_seconds\":_");
+  return std::regex_replace(s, std::regex(R"(host wall time [0-9.]+ ms)"), "host wall time _");
+}
+
+std::vector<interp::IoSpec> random_inputs(const Module& m, const std::string& dir, int ranks) {
+  std::vector<interp::IoSpec> ins;
+  std::mt19937 rng(1234);
+  for (const TensorDecl& t : m.tensors) {
+    if (t.role != Role::input) continue;
+    uint64_t n = 1;
+    for (int64_t d : t.shape) n *= uint64_t(d);
+    std::vector<int64_t> shape = t.shape;
+    if (ranks > 1) shape.insert(shape.begin(), ranks), n *= uint64_t(ranks);
+    const DType dt = t.dtype;
+    std::vector<uint8_t> bytes;
+    if (dt == DType::fp32 || dt == DType::bf16) {
+      bytes = to_bytes(random_values(n, dt, uint32_t(rng())), dt);
+    } else {
+      const int w = dtype_bytes(dt);
+      bytes.assign(n * uint64_t(w), 0);
+      for (uint64_t i = 0; i < n; ++i) bytes[i * uint64_t(w)] = uint8_t(rng() % 2);
+    }
+    const std::string p = (std::filesystem::path(dir) / (t.name + ".npy")).string();
+    interp::write_npy(p, dt, shape, bytes.data());
+    ins.push_back({t.name, p});
+  }
+  return ins;
 }
 
 } // namespace nisa::kt

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "interp/run.h"
 #include "interp/scheduler.h"
 #include "isa/dtype.h"
 #include "isa/module.h"
@@ -59,5 +60,13 @@ const char* dt_name(DType dt);
 const char* target_name(Target t);
 // "trn2_lnc2_fp32": how every parameterised kernel test's name starts.
 std::string case_prefix(Target t, int lnc, DType dt);
+
+// Whole-run comparisons (tests/threads, tests/mpi): a file's bytes; text with the host's wall
+// time (the one figure that differs between runs) masked; seeded random .npy files for every
+// input tensor of `m` in `dir` ([ranks, ...] with ranks > 1): normal floats, integers in
+// [0, 2) (valid indices, targets and flags of every kernel here at its default shape).
+std::string slurp(const std::string& path);
+std::string strip_wall(std::string s);
+std::vector<interp::IoSpec> random_inputs(const Module& m, const std::string& dir, int ranks);
 
 } // namespace nisa::kt

@@ -7,8 +7,6 @@
 
 #include <filesystem>
 #include <fstream>
-#include <random>
-#include <regex>
 #include <sstream>
 
 #include "../kernels/harness.h"
@@ -62,46 +60,6 @@ std::vector<Case> cases() {
   };
 }
 
-std::string slurp(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::ostringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
-
-// The host's wall time is the one figure that differs between runs.
-std::string strip_wall(std::string s) {
-  s = std::regex_replace(s, std::regex(R"("wall_seconds": *[0-9.eE+-]+)"), "\"wall_seconds\":_");
-  return std::regex_replace(s, std::regex(R"(host wall time [0-9.]+ ms)"), "host wall time _");
-}
-
-// Random inputs for every input tensor: normal floats; integers in [0, 2) (valid indices,
-// targets and flags of every kernel here at its default shape).
-std::vector<interp::IoSpec> make_inputs(const Module& m, const fs::path& dir, int ranks) {
-  std::vector<interp::IoSpec> ins;
-  std::mt19937 rng(1234);
-  for (const TensorDecl& t : m.tensors) {
-    if (t.role != Role::input) continue;
-    uint64_t n = 1;
-    for (int64_t d : t.shape) n *= uint64_t(d);
-    std::vector<int64_t> shape = t.shape;
-    if (ranks > 1) shape.insert(shape.begin(), ranks), n *= uint64_t(ranks);
-    const DType dt = t.dtype;
-    std::vector<uint8_t> bytes;
-    if (dt == DType::fp32 || dt == DType::bf16) {
-      bytes = kt::to_bytes(kt::random_values(n, dt, uint32_t(rng())), dt);
-    } else {
-      const int w = dtype_bytes(dt);
-      bytes.assign(n * uint64_t(w), 0);
-      for (uint64_t i = 0; i < n; ++i) bytes[i * uint64_t(w)] = uint8_t(rng() % 2);
-    }
-    const fs::path p = dir / (t.name + ".npy");
-    interp::write_npy(p.string(), dt, shape, bytes.data());
-    ins.push_back({t.name, p.string()});
-  }
-  return ins;
-}
-
 struct Variant {
   std::string name;
   bool random = false;
@@ -135,10 +93,10 @@ std::map<std::string, std::string> run_once(const Module& m, const Case& c, cons
   const int rc = interp::run_module(m, cfg, so, se);
   std::map<std::string, std::string> files;
   files["exit code"] = std::to_string(rc);
-  files["stdout"] = strip_wall(so.str());
+  files["stdout"] = kt::strip_wall(so.str());
   files["stderr"] = se.str();
   for (const auto& e : fs::directory_iterator(out))
-    files[e.path().filename().string()] = strip_wall(slurp(e.path()));
+    files[e.path().filename().string()] = kt::strip_wall(kt::slurp(e.path()));
   return files;
 }
 
@@ -152,7 +110,7 @@ TEST_P(Threads, SameBitsAtOneAndFourThreads) {
       fs::temp_directory_path() / ("nisa_threads_" + c.name + "_" + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
-  const auto ins = make_inputs(a.module, dir, c.ranks);
+  const auto ins = kt::random_inputs(a.module, dir.string(), c.ranks);
   const std::vector<Variant> variants = {{"fixed"},
                                          {"random1", true, 1},
                                          {"random7", true, 7},
