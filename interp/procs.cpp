@@ -5,6 +5,9 @@
 #include <limits>
 
 #ifdef NISA_HAVE_MPI
+// The C API only: Open MPI's deprecated C++ bindings do not build warning-free.
+#define OMPI_SKIP_MPICXX 1
+#define MPICH_SKIP_MPICXX 1
 #include <mpi.h>
 #endif
 
