@@ -174,8 +174,9 @@ bool Machine::spill_hbm(uint64_t hbm, const MachineOptions& o) {
   if (o.hbm_spill != HbmSpill::automatic) return o.hbm_spill == HbmSpill::on;
   const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
   if (pages <= 0 || page <= 0) return false;
-  // Under MPI the ranks of this process (the largest block): each host holds its own.
-  const int here = o.procs ? (o.ranks + o.procs->size() - 1) / o.procs->size() : o.ranks;
+  // Under MPI the ranks of the job's processes on this host (the largest block each).
+  const int here = o.procs ? (o.ranks + o.procs->size() - 1) / o.procs->size() * mpi_local_size()
+                           : o.ranks;
   const unsigned __int128 total = (unsigned __int128)hbm * unsigned(here);
   return total > (unsigned __int128)uint64_t(pages) * uint64_t(page) / 2;
 }
