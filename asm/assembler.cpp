@@ -458,16 +458,16 @@ void Assembler::exec_for(uint32_t unit, size_t& i, const Stmt& s) {
   for (int64_t v = from; step > 0 ? v < to : v > to; v += step) {
     if (++steps_ > opts_.max_steps) count_step(at);
     cur_frame_ = push_frame(ExpansionFrame::ForIter, fmt::format("{}={}", var, v), at);
-    locals_.emplace_back();
-    locals_.back()[var] = Var{Value::of_int(v), Var::Loop, at};
+    const size_t base = nlocals_;
+    push_scope().vars.emplace_back(var, Var{Value::of_int(v), Var::Loop, at});
     try {
       exec_range(unit, open + 1, close);
     } catch (...) {
-      locals_.pop_back();
+      pop_scopes(base);
       cur_frame_ = outer;
       throw;
     }
-    locals_.pop_back();
+    pop_scopes(base);
     cur_frame_ = outer;
   }
 }
@@ -530,10 +530,10 @@ void Assembler::exec_macro_call(const Stmt& s) {
   const int32_t outer = cur_frame_;
   const uint32_t caller = cur_unit_;
   cur_frame_ = push_frame(ExpansionFrame::Macro, name, at);
-  macro_base_.push_back(locals_.size());
-  locals_.emplace_back();
+  macro_base_.push_back(nlocals_);
+  Scope& scope = push_scope();
   auto restore = [&] {
-    locals_.resize(macro_base_.back());
+    pop_scopes(macro_base_.back());
     macro_base_.pop_back();
     cur_frame_ = outer;
     enter_unit(caller);
@@ -547,9 +547,10 @@ void Assembler::exec_macro_call(const Stmt& s) {
       const std::string pn(def.text(params[k].tok));
       auto a = args.find(pn);
       if (a != args.end()) {
-        locals_.back()[pn] = a->second;
+        scope.vars.emplace_back(pn, a->second);
       } else if (params[k].rhs != kNone) {
-        locals_.back()[pn] = Var{eval(params[k].rhs), Var::Arg, loc(params[k].tok)};
+        Var dv{eval(params[k].rhs), Var::Arg, loc(params[k].tok)};
+        scope.vars.emplace_back(pn, std::move(dv));
       } else {
         cur_frame_ = outer;
         enter_unit(caller);
@@ -623,12 +624,11 @@ void Assembler::exec_assign(const Stmt& s) {
   const std::string_view name = text(s.name);
   const Loc at = loc(s.name);
   if (kind == Tok::KwSet) {
-    for (size_t k = locals_.size(); k-- > macro_base_.back();) {
-      auto it = locals_[k].find(name);
-      if (it != locals_[k].end()) {
-        if (it->second.kind == Var::Loop)
+    for (size_t k = nlocals_; k-- > macro_base_.back();) {
+      if (Var* it = locals_[k].find(name)) {
+        if (it->kind == Var::Loop)
           fail(at, fmt::format("cannot assign the loop variable '{}'", name));
-        it->second.v = eval(s.e0);
+        it->v = eval(s.e0);
         return;
       }
     }
@@ -921,18 +921,30 @@ void Assembler::lower_afters() {
 // ---- symbols and diagnostics ----------------------------------------------------------------
 
 const Assembler::Var* Assembler::lookup(std::string_view name) const {
-  for (size_t k = locals_.size(); k-- > macro_base_.back();) {
-    auto it = locals_[k].find(name);
-    if (it != locals_[k].end()) return &it->second;
-  }
+  for (size_t k = nlocals_; k-- > macro_base_.back();)
+    if (const Var* v = locals_[k].find(name)) return v;
   auto it = globals_.find(name);
   return it == globals_.end() ? nullptr : &it->second;
 }
 
+// lookup() for a Name node of the current unit: the global it names is remembered per node
+// (an expansion evaluates the same nodes over and over).
+const Assembler::Var* Assembler::lookup_node(uint32_t e, std::string_view name) {
+  for (size_t k = nlocals_; k-- > macro_base_.back();)
+    if (const Var* v = locals_[k].find(name)) return v;
+  if (global_cache_.size() <= cur_unit_) global_cache_.resize(cur_unit_ + 1);
+  auto& cache = global_cache_[cur_unit_];
+  if (cache.size() <= e) cache.resize(file_->nodes.size(), nullptr);
+  if (const Var* v = cache[e]) return v;
+  auto it = globals_.find(name);
+  if (it == globals_.end()) return nullptr;
+  return cache[e] = &it->second;
+}
+
 std::vector<std::string> Assembler::visible_names() const {
   std::vector<std::string> v;
-  for (size_t k = macro_base_.back(); k < locals_.size(); ++k)
-    for (const auto& [n, x] : locals_[k]) v.push_back(n);
+  for (size_t k = macro_base_.back(); k < nlocals_; ++k)
+    for (const auto& [n, x] : locals_[k].vars) v.push_back(n);
   for (const auto& [n, x] : globals_) v.push_back(n);
   for (const auto& [n, x] : tensors_) v.push_back(n);
   return v;

@@ -182,10 +182,34 @@ private:
   bool target_set_by_option_ = false;
   std::unique_ptr<Allocator> alloc_;
 
-  NameMap<Var> globals_;
-  std::vector<NameMap<Var>> locals_;
+  NameMap<Var> globals_; // never erased: a Var* into it stays valid (global_cache_)
+  // A local scope (a .for iteration's variable, a macro's arguments): a few names, searched
+  // linearly (cheaper than hashing the name once per enclosing scope).
+  struct Scope {
+    std::vector<std::pair<std::string, Var>> vars;
+    Var* find(std::string_view n) {
+      for (auto& [k, v] : vars)
+        if (k == n) return &v;
+      return nullptr;
+    }
+    const Var* find(std::string_view n) const { return const_cast<Scope*>(this)->find(n); }
+  };
+  // locals_[0, nlocals_) are live; the rest are kept (their vectors' storage is reused).
+  std::vector<Scope> locals_;
+  size_t nlocals_ = 0;
+  Scope& push_scope() {
+    if (nlocals_ == locals_.size()) locals_.emplace_back();
+    Scope& sc = locals_[nlocals_++];
+    sc.vars.clear();
+    return sc;
+  }
+  void pop_scopes(size_t to) { nlocals_ = to; }
   std::vector<size_t> macro_base_{0};
-  NameMap<Loc> symbols_; // every declared name, for duplicates
+  // Per unit and node: the global a Name node resolved to (once found, a global stays).
+  std::vector<std::vector<const Var*>> global_cache_;
+  const Var* lookup_node(uint32_t e, std::string_view name);
+  const Var* autosync_ = nullptr; // the global AUTOSYNC, once defined
+  NameMap<Loc> symbols_;          // every declared name, for duplicates
   NameMap<Macro> macros_;
   NameMap<TensorDecl> tensors_; // includes views
   // Tensors and views whose declaration failed (and was reported): a use of one abandons its

@@ -41,7 +41,7 @@ Value Assembler::eval(uint32_t e) {
   switch (n.kind) {
   case NodeKind::Name: {
     const std::string_view s = file().text(n);
-    if (const Var* v = lookup(s)) return v->v;
+    if (const Var* v = lookup_node(e, s)) return v->v;
     if (s == "inf") return Value::of_float(std::numeric_limits<double>::infinity());
     if (s == "nan") return Value::of_float(std::numeric_limits<double>::quiet_NaN());
     if (s == "true") return Value::of_int(1);

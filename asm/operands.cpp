@@ -208,7 +208,15 @@ void Assembler::exec_inst(const Stmt& s) {
     afters_.push_back(a);
   }
   pending_afters_.clear();
-  if (const Var* v = lookup("AUTOSYNC"); v && v->v.kind == Value::Int && v->v.i != 0)
+  // AUTOSYNC is a global (.set) unless a scope binds the name: the global is looked up until
+  // it exists, then kept.
+  const Var* as = nullptr;
+  for (size_t k = nlocals_; !as && k-- > macro_base_.back();) as = locals_[k].find("AUTOSYNC");
+  if (!as && !autosync_)
+    if (auto it = globals_.find(std::string_view("AUTOSYNC")); it != globals_.end())
+      autosync_ = &it->second;
+  if (!as) as = autosync_;
+  if (const Var* v = as; v && v->v.kind == Value::Int && v->v.i != 0)
     autosync(Engine(*eng), index, at);
   for (const std::string& l : labels_wanting_inst_) {
     auto it = labels_.find(l);
