@@ -3,9 +3,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <boost/container/small_vector.hpp>
 #include <cmath>
 #include <fstream>
 #include <limits>
+#include <optional>
 #include <sstream>
 
 #include "isa/encode.h"
@@ -490,18 +492,23 @@ void Assembler::exec_macro_call(const Stmt& s) {
   // The macro's parameters are Items of the unit that defines it.
   const ParsedFile& def = units_[m.unit].parsed;
   const Item* params = def.items.data() + m.params;
-  std::vector<std::string> pnames;
-  for (uint32_t k = 0; k < m.nparams; ++k)
-    pnames.push_back(std::string(def.text(params[k].tok)) + (params[k].rhs != kNone ? "=..." : ""));
-  NameMap<Var> args;
+  // The parameter list, for messages only.
+  auto pnames = [&] {
+    std::vector<std::string> v;
+    for (uint32_t k = 0; k < m.nparams; ++k)
+      v.push_back(std::string(def.text(params[k].tok)) + (params[k].rhs != kNone ? "=..." : ""));
+    return join(v);
+  };
+  // The arguments by parameter index (a macro has a few parameters: no map).
+  boost::container::small_vector<std::optional<Var>, 8> args(m.nparams);
   size_t pos = 0;
   bool named = false;
   for (uint32_t k = 0; k < s.nitems; ++k) {
     const Item& op = file().items[s.items + k];
-    std::string pn;
+    size_t pk = 0;
     if (const uint32_t ntok = operand_name(op); ntok != kNone) {
       named = true;
-      pn = file().text(node(ntok));
+      const std::string_view pn = file().text(node(ntok));
       const Item* p = std::find_if(params, params + m.nparams,
                                    [&](const Item& q) { return def.text(q.tok) == pn; });
       if (p == params + m.nparams) {
@@ -510,15 +517,16 @@ void Assembler::exec_macro_call(const Stmt& s) {
         fail_at(op.lhs,
                 fmt::format("macro '{}' has no parameter '{}'{}", name, pn, did_you_mean(pn, c)));
       }
-      if (args.count(pn)) fail_at(op.lhs, fmt::format("argument '{}' given twice", pn));
+      pk = size_t(p - params);
+      if (args[pk]) fail_at(op.lhs, fmt::format("argument '{}' given twice", pn));
     } else {
       if (named) fail(loc(op.tok), "positional argument after a named one");
       if (pos >= m.nparams)
         fail(loc(op.tok), fmt::format("macro '{}' takes {} argument(s) ({}), got more", name,
-                                      m.nparams, join(pnames)));
-      pn = def.text(params[pos++].tok);
+                                      m.nparams, pnames()));
+      pk = pos++;
     }
-    args[pn] = Var{eval(operand_value(op)), Var::Arg, loc(op.tok)};
+    args[pk] = Var{eval(operand_value(op)), Var::Arg, loc(op.tok)};
   }
   if (++depth_ > opts_.max_depth) {
     --depth_;
@@ -544,17 +552,16 @@ void Assembler::exec_macro_call(const Stmt& s) {
     // parameters.
     enter_unit(m.unit);
     for (uint32_t k = 0; k < m.nparams; ++k) {
-      const std::string pn(def.text(params[k].tok));
-      auto a = args.find(pn);
-      if (a != args.end()) {
-        scope.vars.emplace_back(pn, a->second);
+      const std::string_view pn = def.text(params[k].tok);
+      if (args[k]) {
+        scope.vars.emplace_back(pn, std::move(*args[k]));
       } else if (params[k].rhs != kNone) {
         Var dv{eval(params[k].rhs), Var::Arg, loc(params[k].tok)};
         scope.vars.emplace_back(pn, std::move(dv));
       } else {
         cur_frame_ = outer;
         enter_unit(caller);
-        fail(at, fmt::format("missing argument '{}' of macro '{}' ({})", pn, name, join(pnames)));
+        fail(at, fmt::format("missing argument '{}' of macro '{}' ({})", pn, name, pnames()));
       }
     }
     exec_range(m.unit, m.begin, m.end);

@@ -189,7 +189,9 @@ private:
     std::vector<std::pair<std::string, Var>> vars;
     Var* find(std::string_view n) {
       for (auto& [k, v] : vars)
-        if (k == n) return &v;
+        if (k.size() == n.size() &&
+            std::char_traits<char>::compare(k.data(), n.data(), n.size()) == 0)
+          return &v;
       return nullptr;
     }
     const Var* find(std::string_view n) const { return const_cast<Scope*>(this)->find(n); }
