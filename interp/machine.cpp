@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -40,7 +41,9 @@ HostBuffer::HostBuffer(size_t bytes) : n_(bytes) {
 }
 namespace {
 
-// One memfd of poison bytes per process, grown to the largest lazy buffer (never shrunk).
+// One memfd of poison bytes per process, kPoisonChunk long (or less), mapped repeatedly over a
+// lazy buffer: filling it costs a few hundred pages once, not the whole buffer's size.
+constexpr size_t kPoisonChunk = size_t(2) << 20;
 int poison_file(size_t bytes) {
   static int fd = -1;
   static size_t size = 0;
@@ -51,10 +54,9 @@ int poison_file(size_t bytes) {
   if (bytes > size) {
     if (ftruncate(fd, off_t(bytes)) != 0)
       throw std::runtime_error(fmt::format("cannot size the poison file to {} bytes", bytes));
-    std::vector<uint8_t> chunk(size_t(1) << 20, kPoisonByte);
+    std::vector<uint8_t> chunk(bytes - size, kPoisonByte);
     for (size_t at = size; at < bytes;) {
-      size_t n = std::min(chunk.size(), bytes - at);
-      ssize_t w = pwrite(fd, chunk.data(), n, off_t(at));
+      ssize_t w = pwrite(fd, chunk.data() + (at - size), bytes - at, off_t(at));
       if (w <= 0) throw std::runtime_error("cannot fill the poison file");
       at += size_t(w);
     }
@@ -69,9 +71,20 @@ HostBuffer HostBuffer::lazy_poison(size_t bytes) {
   HostBuffer b;
   if (bytes == 0) return b;
   const size_t len = (bytes + 4095) & ~size_t(4095);
-  void* p = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE, poison_file(len), 0);
+  const int fd = poison_file(std::min(len, kPoisonChunk));
+  // The range reserved at once, then the poison file mapped over it chunk by chunk (private:
+  // a write copies the page, a read shares the file's).
+  void* p = mmap(nullptr, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (p == MAP_FAILED) throw std::runtime_error(fmt::format("cannot map {} bytes", bytes));
-  b.p_ = static_cast<uint8_t*>(p);
+  uint8_t* base = static_cast<uint8_t*>(p);
+  for (size_t at = 0; at < len; at += kPoisonChunk) {
+    const size_t n = std::min(kPoisonChunk, len - at);
+    if (mmap(base + at, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED, fd, 0) == MAP_FAILED) {
+      munmap(base, len);
+      throw std::runtime_error(fmt::format("cannot map {} bytes", bytes));
+    }
+  }
+  b.p_ = base;
   b.n_ = bytes;
   b.lazy_ = true;
   return b;
@@ -176,6 +189,40 @@ bool Machine::spill_hbm(uint64_t hbm, const MachineOptions& o) {
   return total > (unsigned __int128)uint64_t(pages) * uint64_t(page) / 2;
 }
 
+namespace {
+
+// SBUF or PSUM of one core: a lazy poison mapping (HostBuffer::lazy_poison: each page the
+// kernel writes costs a fault and a 4 KiB copy, ~3-5 us here) when there are many cores or
+// when the module's declarations of that memory cover at most 1/8 of its pages; else an eager
+// huge-page buffer that reset() poisons whole (~0.7 us per 4 KiB: a zeroing first touch and
+// the memset). Undeclared bytes read as poison either way (raw ap(...) may reach them).
+HostBuffer onchip_buffer(const Module& m, MemSpace space, uint64_t parts, uint64_t part_bytes,
+                         bool many) {
+  const size_t bytes = parts * part_bytes;
+  if (many) return HostBuffer::lazy_poison(bytes);
+  uint64_t pages = 0; // pages the declarations span (views alias their tensor: not counted)
+  for (const TensorDecl& t : m.tensors) {
+    if (t.space != space) continue;
+    const uint64_t row = *checked_row_bytes(t); // checked by hbm_size
+    const uint64_t first = t.address / 4096,
+                   last = (t.address + std::max<uint64_t>(row, 1) - 1) / 4096;
+    pages += uint64_t(t.shape[0]) * (last - first + 1 + (part_bytes % 4096 != 0));
+  }
+  if (pages * 8 > bytes / 4096) return HostBuffer(bytes);
+  // The poison file counts against a file-size limit (ulimit -f): under a small one, eager.
+  rlimit fs{};
+  if (getrlimit(RLIMIT_FSIZE, &fs) == 0 && fs.rlim_cur != RLIM_INFINITY &&
+      fs.rlim_cur < std::min<rlim_t>(bytes, kPoisonChunk))
+    return HostBuffer(bytes);
+  try {
+    return HostBuffer::lazy_poison(bytes);
+  } catch (const std::runtime_error&) {
+    return HostBuffer(bytes);
+  }
+}
+
+} // namespace
+
 Machine::Machine(const Module& m, const MachineOptions& o, InputFill fill) : mod(&m), opt(o) {
   tp = &target_params(o.target);
   if (o.lnc != 1 && o.lnc != 2)
@@ -205,11 +252,9 @@ Machine::Machine(const Module& m, const MachineOptions& o, InputFill fill) : mod
     c.rank = static_cast<int>(i) / o.lnc;
     c.core = static_cast<int>(i) % o.lnc;
     // Many cores: SBUF and PSUM cost only the pages a kernel touches (docs/machine.md).
-    const bool lazy = cores.size() > kEagerCores;
-    const size_t sb = tp->partitions * tp->sbuf_part_bytes,
-                 ps = tp->partitions * tp->psum_part_bytes;
-    c.sbuf = lazy ? HostBuffer::lazy_poison(sb) : HostBuffer(sb);
-    c.psum = lazy ? HostBuffer::lazy_poison(ps) : HostBuffer(ps);
+    const bool many = cores.size() > kEagerCores;
+    c.sbuf = onchip_buffer(m, MemSpace::sbuf, tp->partitions, tp->sbuf_part_bytes, many);
+    c.psum = onchip_buffer(m, MemSpace::psum, tp->partitions, tp->psum_part_bytes, many);
     c.st.sbuf = c.sbuf.data();
     c.st.sbuf_part_bytes = tp->sbuf_part_bytes;
     c.st.psum = c.psum.data();
