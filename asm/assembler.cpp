@@ -382,7 +382,7 @@ void Assembler::exec_stmt(uint32_t unit, size_t& i, const Stmt& s) {
 void Assembler::exec_macro_def(uint32_t unit, size_t& i, const Stmt& s) {
   const std::string name(text(s.name));
   declare(name, loc(s.name), "macro");
-  Macro m{name, unit, i + 1, units_[unit].close[i], s.items, s.nitems, loc(s.name)};
+  Macro m{name, unit, i + 1, units_[unit].close[i], s.items, s.nitems, loc(s.name), {}};
   std::vector<std::string_view> seen;
   for (uint32_t k = 0; k < s.nitems; ++k) {
     const uint32_t t = file().items[s.items + k].tok;
@@ -390,6 +390,7 @@ void Assembler::exec_macro_def(uint32_t unit, size_t& i, const Stmt& s) {
     if (std::find(seen.begin(), seen.end(), pn) != seen.end())
       fail(loc(t), fmt::format("duplicate parameter '{}' of macro '{}'", pn, name));
     seen.push_back(pn);
+    m.param_names.emplace_back(pn);
   }
   macros_[name] = std::move(m);
   i = units_[unit].close[i];
@@ -509,15 +510,14 @@ void Assembler::exec_macro_call(const Stmt& s) {
     if (const uint32_t ntok = operand_name(op); ntok != kNone) {
       named = true;
       const std::string_view pn = file().text(node(ntok));
-      const Item* p = std::find_if(params, params + m.nparams,
-                                   [&](const Item& q) { return def.text(q.tok) == pn; });
-      if (p == params + m.nparams) {
+      const auto p = std::find(m.param_names.begin(), m.param_names.end(), pn);
+      if (p == m.param_names.end()) {
         std::vector<std::string> c;
         for (uint32_t j = 0; j < m.nparams; ++j) c.emplace_back(def.text(params[j].tok));
         fail_at(op.lhs,
                 fmt::format("macro '{}' has no parameter '{}'{}", name, pn, did_you_mean(pn, c)));
       }
-      pk = size_t(p - params);
+      pk = size_t(p - m.param_names.begin());
       if (args[pk]) fail_at(op.lhs, fmt::format("argument '{}' given twice", pn));
     } else {
       if (named) fail(loc(op.tok), "positional argument after a named one");
@@ -526,7 +526,7 @@ void Assembler::exec_macro_call(const Stmt& s) {
                                       m.nparams, pnames()));
       pk = pos++;
     }
-    args[pk] = Var{eval(operand_value(op)), Var::Arg, loc(op.tok)};
+    args[pk] = Var{eval(operand_value(op)), Var::Arg, {}}; // (an argument's Loc is never shown)
   }
   if (++depth_ > opts_.max_depth) {
     --depth_;
@@ -552,7 +552,7 @@ void Assembler::exec_macro_call(const Stmt& s) {
     // parameters.
     enter_unit(m.unit);
     for (uint32_t k = 0; k < m.nparams; ++k) {
-      const std::string_view pn = def.text(params[k].tok);
+      const std::string_view pn = m.param_names[k];
       if (args[k]) {
         scope.vars.emplace_back(pn, std::move(*args[k]));
       } else if (params[k].rhs != kNone) {

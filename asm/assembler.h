@@ -67,6 +67,7 @@ private:
     size_t begin = 0, end = 0;        // body lines [begin, end)
     uint32_t params = 0, nparams = 0; // Items of the unit: name token, default value
     Loc def;
+    std::vector<std::string> param_names; // their spellings
   };
   struct Var {
     Value v;
@@ -122,6 +123,7 @@ private:
   Operand convert_operand(const InstDesc& d, size_t k, uint32_t e, Engine eng, uint32_t inst_index,
                           bool& raw);
   void parse_sync(const Sync& s, Inst& in);
+  std::string_view sync_kind(uint32_t tok) const;
   void check_shapes(const InstDesc& d, const Inst& in, const bool* raw, const uint32_t* where,
                     Loc inst_loc);
   AccessPattern to_ap(const Value& v, uint32_t e, bool& raw);
@@ -211,7 +213,9 @@ private:
   std::vector<std::vector<const Var*>> global_cache_;
   const Var* lookup_node(uint32_t e, std::string_view name);
   const Var* autosync_ = nullptr; // the global AUTOSYNC, once defined
-  NameMap<Loc> symbols_;          // every declared name, for duplicates
+  // Per unit, per line: an instruction line's engine and table row (once resolved).
+  std::vector<std::vector<std::pair<uint8_t, const InstDesc*>>> inst_cache_;
+  NameMap<Loc> symbols_; // every declared name, for duplicates
   NameMap<Macro> macros_;
   NameMap<TensorDecl> tensors_; // includes views
   // Tensors and views whose declaration failed (and was reported): a use of one abandons its
