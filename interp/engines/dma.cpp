@@ -247,13 +247,15 @@ void sem_dma_compute(ExecCtx& cx, const Inst& in) {
   same_count(dst, "dst", b, "src1");
   // Rows of equal shape: converted a row at a time (the same per-element fp32 sum and rounding).
   if (dst.parts == a.parts && dst.parts == b.parts && dst.free_elems == a.free_elems &&
-      dst.free_elems == b.free_elems && dst.free_elems && dst.row_skip.empty() &&
-      a.row_skip.empty() && b.row_skip.empty() && row_safe(dst, a) && row_safe(dst, b)) {
+      dst.free_elems == b.free_elems && dst.free_elems && row_safe(dst, a) && row_safe(dst, b)) {
+    // Equal shapes walk in lockstep: a row skipped (oob=skip) on any side is left out whole.
+    auto skipped = [](const View& v, uint32_t p) { return !v.row_skip.empty() && v.row_skip[p]; };
     thread_local std::vector<float> fa, fb;
     fa.resize(dst.free_elems);
     fb.resize(dst.free_elems);
     const uint64_t n = dst.free_elems;
     for (uint32_t p = 0; p < dst.parts; ++p) {
+      if (skipped(dst, p) || skipped(a, p) || skipped(b, p)) continue;
       ew::load_row(a, p, fa.data());
       ew::load_row(b, p, fb.data());
       float* x = fa.data();
