@@ -193,22 +193,30 @@ namespace {
 
 // SBUF or PSUM of one core: a lazy poison mapping (HostBuffer::lazy_poison: each page the
 // kernel writes costs a fault and a 4 KiB copy, ~3-5 us here) when there are many cores or
-// when the module's declarations of that memory cover at most 1/8 of its pages; else an eager
+// when the module's declarations of that memory span at most 1/8 of its pages; else an eager
 // huge-page buffer that reset() poisons whole (~0.7 us per 4 KiB: a zeroing first touch and
 // the memset). Undeclared bytes read as poison either way (raw ap(...) may reach them).
 HostBuffer onchip_buffer(const Module& m, MemSpace space, uint64_t parts, uint64_t part_bytes,
                          bool many) {
   const size_t bytes = parts * part_bytes;
   if (many) return HostBuffer::lazy_poison(bytes);
-  uint64_t pages = 0; // pages the declarations span (views alias their tensor: not counted)
+  // The pages the declarations span (their union: small tensors share pages), partition by
+  // partition; views alias their tensor and are not in the module.
+  const size_t total = (bytes + 4095) / 4096;
+  std::vector<bool> used(total, false);
+  uint64_t pages = 0, n = 0;
   for (const TensorDecl& t : m.tensors) {
     if (t.space != space) continue;
-    const uint64_t row = *checked_row_bytes(t); // checked by hbm_size
-    const uint64_t first = t.address / 4096,
-                   last = (t.address + std::max<uint64_t>(row, 1) - 1) / 4096;
-    pages += uint64_t(t.shape[0]) * (last - first + 1 + (part_bytes % 4096 != 0));
+    if (++n > 4096 || pages * 8 > total) return HostBuffer(bytes);     // (bounded work)
+    const uint64_t row = std::max<uint64_t>(*checked_row_bytes(t), 1); // checked by hbm_size
+    for (uint64_t p = t.part_start;
+         p < std::min<uint64_t>(parts, t.part_start + uint64_t(t.shape[0])); ++p) {
+      const uint64_t at = p * part_bytes + t.address;
+      for (uint64_t g = at / 4096; g <= (at + row - 1) / 4096 && g < total; ++g)
+        if (!used[g]) used[g] = true, ++pages;
+    }
   }
-  if (pages * 8 > bytes / 4096) return HostBuffer(bytes);
+  if (pages * 8 > total) return HostBuffer(bytes);
   // The poison file counts against a file-size limit (ulimit -f): under a small one, eager.
   rlimit fs{};
   if (getrlimit(RLIMIT_FSIZE, &fs) == 0 && fs.rlim_cur != RLIM_INFINITY &&
