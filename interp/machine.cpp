@@ -42,8 +42,9 @@ HostBuffer::HostBuffer(size_t bytes) : n_(bytes) {
 namespace {
 
 // One memfd of poison bytes per process, kPoisonChunk long (or less), mapped repeatedly over a
-// lazy buffer: filling it costs a few hundred pages once, not the whole buffer's size.
-constexpr size_t kPoisonChunk = size_t(2) << 20;
+// lazy buffer: filling it costs 128 pages once, not the whole buffer's size (a 2 MiB PSUM alone
+// made lazy must not cost more than its eager memset).
+constexpr size_t kPoisonChunk = size_t(512) << 10;
 int poison_file(size_t bytes) {
   static int fd = -1;
   static size_t size = 0;
