@@ -193,9 +193,9 @@ bool Machine::spill_hbm(uint64_t hbm, const MachineOptions& o) {
 namespace {
 
 // SBUF or PSUM of one core: a lazy poison mapping (HostBuffer::lazy_poison: each page the
-// kernel writes costs a fault and a 4 KiB copy, ~3-5 us here) when there are many cores or
+// kernel writes costs a fault and a 4 KiB copy, ~4-5 us here) when there are many cores or
 // when the module's declarations of that memory span at most 1/8 of its pages; else an eager
-// huge-page buffer that reset() poisons whole (~0.7 us per 4 KiB: a zeroing first touch and
+// huge-page buffer that reset() poisons whole (~0.5 us per 4 KiB: a zeroing first touch and
 // the memset). Undeclared bytes read as poison either way (raw ap(...) may reach them).
 HostBuffer onchip_buffer(const Module& m, MemSpace space, uint64_t parts, uint64_t part_bytes,
                          bool many) {
