@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -46,7 +47,9 @@ namespace {
 // tripled the page faults of fg_allgather's 128 lazy SBUFs and doubled its system time.)
 constexpr size_t kPoisonChunk = size_t(2) << 20;
 size_t poison_size = 0; // what the file holds so far
+std::mutex poison_mu;   // Machines may be made on several threads (the Python module)
 int poison_file(size_t bytes) {
+  std::lock_guard<std::mutex> lock(poison_mu);
   static int fd = -1;
   size_t& size = poison_size;
   if (fd < 0) {
@@ -221,7 +224,10 @@ HostBuffer onchip_buffer(const Module& m, MemSpace space, uint64_t parts, uint64
   if (pages * 8 > total) return HostBuffer(bytes);
   // A buffer of one chunk or less (PSUM) alone would pay the poison file's fill, more than its
   // eager memset: lazy only when the file is there already (the SBUF went lazy).
-  if (bytes <= kPoisonChunk && poison_size < bytes) return HostBuffer(bytes);
+  if (bytes <= kPoisonChunk) {
+    std::lock_guard<std::mutex> lock(poison_mu);
+    if (poison_size < bytes) return HostBuffer(bytes);
+  }
   // The poison file counts against a file-size limit (ulimit -f): under a small one, eager.
   rlimit fs{};
   if (getrlimit(RLIMIT_FSIZE, &fs) == 0 && fs.rlim_cur != RLIM_INFINITY &&
