@@ -3,9 +3,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <boost/container/small_vector.hpp>
 #include <cmath>
 #include <fstream>
 #include <limits>
+#include <optional>
 #include <sstream>
 
 #include "isa/encode.h"
@@ -380,7 +382,7 @@ void Assembler::exec_stmt(uint32_t unit, size_t& i, const Stmt& s) {
 void Assembler::exec_macro_def(uint32_t unit, size_t& i, const Stmt& s) {
   const std::string name(text(s.name));
   declare(name, loc(s.name), "macro");
-  Macro m{name, unit, i + 1, units_[unit].close[i], s.items, s.nitems, loc(s.name)};
+  Macro m{name, unit, i + 1, units_[unit].close[i], s.items, s.nitems, loc(s.name), {}};
   std::vector<std::string_view> seen;
   for (uint32_t k = 0; k < s.nitems; ++k) {
     const uint32_t t = file().items[s.items + k].tok;
@@ -388,6 +390,7 @@ void Assembler::exec_macro_def(uint32_t unit, size_t& i, const Stmt& s) {
     if (std::find(seen.begin(), seen.end(), pn) != seen.end())
       fail(loc(t), fmt::format("duplicate parameter '{}' of macro '{}'", pn, name));
     seen.push_back(pn);
+    m.param_names.emplace_back(pn);
   }
   macros_[name] = std::move(m);
   i = units_[unit].close[i];
@@ -458,16 +461,16 @@ void Assembler::exec_for(uint32_t unit, size_t& i, const Stmt& s) {
   for (int64_t v = from; step > 0 ? v < to : v > to; v += step) {
     if (++steps_ > opts_.max_steps) count_step(at);
     cur_frame_ = push_frame(ExpansionFrame::ForIter, fmt::format("{}={}", var, v), at);
-    locals_.emplace_back();
-    locals_.back()[var] = Var{Value::of_int(v), Var::Loop, at};
+    const size_t base = nlocals_;
+    push_scope().vars.emplace_back(var, Var{Value::of_int(v), Var::Loop, at});
     try {
       exec_range(unit, open + 1, close);
     } catch (...) {
-      locals_.pop_back();
+      pop_scopes(base);
       cur_frame_ = outer;
       throw;
     }
-    locals_.pop_back();
+    pop_scopes(base);
     cur_frame_ = outer;
   }
 }
@@ -490,35 +493,40 @@ void Assembler::exec_macro_call(const Stmt& s) {
   // The macro's parameters are Items of the unit that defines it.
   const ParsedFile& def = units_[m.unit].parsed;
   const Item* params = def.items.data() + m.params;
-  std::vector<std::string> pnames;
-  for (uint32_t k = 0; k < m.nparams; ++k)
-    pnames.push_back(std::string(def.text(params[k].tok)) + (params[k].rhs != kNone ? "=..." : ""));
-  NameMap<Var> args;
+  // The parameter list, for messages only.
+  auto pnames = [&] {
+    std::vector<std::string> v;
+    for (uint32_t k = 0; k < m.nparams; ++k)
+      v.push_back(std::string(def.text(params[k].tok)) + (params[k].rhs != kNone ? "=..." : ""));
+    return join(v);
+  };
+  // The arguments by parameter index (a macro has a few parameters: no map).
+  boost::container::small_vector<std::optional<Var>, 8> args(m.nparams);
   size_t pos = 0;
   bool named = false;
   for (uint32_t k = 0; k < s.nitems; ++k) {
     const Item& op = file().items[s.items + k];
-    std::string pn;
+    size_t pk = 0;
     if (const uint32_t ntok = operand_name(op); ntok != kNone) {
       named = true;
-      pn = file().text(node(ntok));
-      const Item* p = std::find_if(params, params + m.nparams,
-                                   [&](const Item& q) { return def.text(q.tok) == pn; });
-      if (p == params + m.nparams) {
+      const std::string_view pn = file().text(node(ntok));
+      const auto p = std::find(m.param_names.begin(), m.param_names.end(), pn);
+      if (p == m.param_names.end()) {
         std::vector<std::string> c;
         for (uint32_t j = 0; j < m.nparams; ++j) c.emplace_back(def.text(params[j].tok));
         fail_at(op.lhs,
                 fmt::format("macro '{}' has no parameter '{}'{}", name, pn, did_you_mean(pn, c)));
       }
-      if (args.count(pn)) fail_at(op.lhs, fmt::format("argument '{}' given twice", pn));
+      pk = size_t(p - m.param_names.begin());
+      if (args[pk]) fail_at(op.lhs, fmt::format("argument '{}' given twice", pn));
     } else {
       if (named) fail(loc(op.tok), "positional argument after a named one");
       if (pos >= m.nparams)
         fail(loc(op.tok), fmt::format("macro '{}' takes {} argument(s) ({}), got more", name,
-                                      m.nparams, join(pnames)));
-      pn = def.text(params[pos++].tok);
+                                      m.nparams, pnames()));
+      pk = pos++;
     }
-    args[pn] = Var{eval(operand_value(op)), Var::Arg, loc(op.tok)};
+    args[pk] = Var{eval(operand_value(op)), Var::Arg, {}}; // (an argument's Loc is never shown)
   }
   if (++depth_ > opts_.max_depth) {
     --depth_;
@@ -530,10 +538,10 @@ void Assembler::exec_macro_call(const Stmt& s) {
   const int32_t outer = cur_frame_;
   const uint32_t caller = cur_unit_;
   cur_frame_ = push_frame(ExpansionFrame::Macro, name, at);
-  macro_base_.push_back(locals_.size());
-  locals_.emplace_back();
+  macro_base_.push_back(nlocals_);
+  Scope& scope = push_scope();
   auto restore = [&] {
-    locals_.resize(macro_base_.back());
+    pop_scopes(macro_base_.back());
     macro_base_.pop_back();
     cur_frame_ = outer;
     enter_unit(caller);
@@ -544,16 +552,16 @@ void Assembler::exec_macro_call(const Stmt& s) {
     // parameters.
     enter_unit(m.unit);
     for (uint32_t k = 0; k < m.nparams; ++k) {
-      const std::string pn(def.text(params[k].tok));
-      auto a = args.find(pn);
-      if (a != args.end()) {
-        locals_.back()[pn] = a->second;
+      const std::string_view pn = m.param_names[k];
+      if (args[k]) {
+        scope.vars.emplace_back(pn, std::move(*args[k]));
       } else if (params[k].rhs != kNone) {
-        locals_.back()[pn] = Var{eval(params[k].rhs), Var::Arg, loc(params[k].tok)};
+        Var dv{eval(params[k].rhs), Var::Arg, loc(params[k].tok)};
+        scope.vars.emplace_back(pn, std::move(dv));
       } else {
         cur_frame_ = outer;
         enter_unit(caller);
-        fail(at, fmt::format("missing argument '{}' of macro '{}' ({})", pn, name, join(pnames)));
+        fail(at, fmt::format("missing argument '{}' of macro '{}' ({})", pn, name, pnames()));
       }
     }
     exec_range(m.unit, m.begin, m.end);
@@ -623,12 +631,11 @@ void Assembler::exec_assign(const Stmt& s) {
   const std::string_view name = text(s.name);
   const Loc at = loc(s.name);
   if (kind == Tok::KwSet) {
-    for (size_t k = locals_.size(); k-- > macro_base_.back();) {
-      auto it = locals_[k].find(name);
-      if (it != locals_[k].end()) {
-        if (it->second.kind == Var::Loop)
+    for (size_t k = nlocals_; k-- > macro_base_.back();) {
+      if (Var* it = locals_[k].find(name)) {
+        if (it->kind == Var::Loop)
           fail(at, fmt::format("cannot assign the loop variable '{}'", name));
-        it->second.v = eval(s.e0);
+        it->v = eval(s.e0);
         return;
       }
     }
@@ -921,18 +928,30 @@ void Assembler::lower_afters() {
 // ---- symbols and diagnostics ----------------------------------------------------------------
 
 const Assembler::Var* Assembler::lookup(std::string_view name) const {
-  for (size_t k = locals_.size(); k-- > macro_base_.back();) {
-    auto it = locals_[k].find(name);
-    if (it != locals_[k].end()) return &it->second;
-  }
+  for (size_t k = nlocals_; k-- > macro_base_.back();)
+    if (const Var* v = locals_[k].find(name)) return v;
   auto it = globals_.find(name);
   return it == globals_.end() ? nullptr : &it->second;
 }
 
+// lookup() for a Name node of the current unit: the global it names is remembered per node
+// (an expansion evaluates the same nodes over and over).
+const Assembler::Var* Assembler::lookup_node(uint32_t e, std::string_view name) {
+  for (size_t k = nlocals_; k-- > macro_base_.back();)
+    if (const Var* v = locals_[k].find(name)) return v;
+  if (global_cache_.size() <= cur_unit_) global_cache_.resize(cur_unit_ + 1);
+  auto& cache = global_cache_[cur_unit_];
+  if (cache.size() <= e) cache.resize(file_->nodes.size(), nullptr);
+  if (const Var* v = cache[e]) return v;
+  auto it = globals_.find(name);
+  if (it == globals_.end()) return nullptr;
+  return cache[e] = &it->second;
+}
+
 std::vector<std::string> Assembler::visible_names() const {
   std::vector<std::string> v;
-  for (size_t k = macro_base_.back(); k < locals_.size(); ++k)
-    for (const auto& [n, x] : locals_[k]) v.push_back(n);
+  for (size_t k = macro_base_.back(); k < nlocals_; ++k)
+    for (const auto& [n, x] : locals_[k].vars) v.push_back(n);
   for (const auto& [n, x] : globals_) v.push_back(n);
   for (const auto& [n, x] : tensors_) v.push_back(n);
   return v;

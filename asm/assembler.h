@@ -67,6 +67,7 @@ private:
     size_t begin = 0, end = 0;        // body lines [begin, end)
     uint32_t params = 0, nparams = 0; // Items of the unit: name token, default value
     Loc def;
+    std::vector<std::string> param_names; // their spellings
   };
   struct Var {
     Value v;
@@ -122,6 +123,7 @@ private:
   Operand convert_operand(const InstDesc& d, size_t k, uint32_t e, Engine eng, uint32_t inst_index,
                           bool& raw);
   void parse_sync(const Sync& s, Inst& in);
+  std::string_view sync_kind(uint32_t tok) const;
   void check_shapes(const InstDesc& d, const Inst& in, const bool* raw, const uint32_t* where,
                     Loc inst_loc);
   AccessPattern to_ap(const Value& v, uint32_t e, bool& raw);
@@ -182,9 +184,37 @@ private:
   bool target_set_by_option_ = false;
   std::unique_ptr<Allocator> alloc_;
 
-  NameMap<Var> globals_;
-  std::vector<NameMap<Var>> locals_;
+  NameMap<Var> globals_; // never erased: a Var* into it stays valid (global_cache_)
+  // A local scope (a .for iteration's variable, a macro's arguments): a few names, searched
+  // linearly (cheaper than hashing the name once per enclosing scope).
+  struct Scope {
+    std::vector<std::pair<std::string, Var>> vars;
+    Var* find(std::string_view n) {
+      for (auto& [k, v] : vars)
+        if (k.size() == n.size() &&
+            std::char_traits<char>::compare(k.data(), n.data(), n.size()) == 0)
+          return &v;
+      return nullptr;
+    }
+    const Var* find(std::string_view n) const { return const_cast<Scope*>(this)->find(n); }
+  };
+  // locals_[0, nlocals_) are live; the rest are kept (their vectors' storage is reused).
+  std::vector<Scope> locals_;
+  size_t nlocals_ = 0;
+  Scope& push_scope() {
+    if (nlocals_ == locals_.size()) locals_.emplace_back();
+    Scope& sc = locals_[nlocals_++];
+    sc.vars.clear();
+    return sc;
+  }
+  void pop_scopes(size_t to) { nlocals_ = to; }
   std::vector<size_t> macro_base_{0};
+  // Per unit and node: the global a Name node resolved to (once found, a global stays).
+  std::vector<std::vector<const Var*>> global_cache_;
+  const Var* lookup_node(uint32_t e, std::string_view name);
+  const Var* autosync_ = nullptr; // the global AUTOSYNC, once defined
+  // Per unit, per line: an instruction line's engine and table row (once resolved).
+  std::vector<std::vector<std::pair<uint8_t, const InstDesc*>>> inst_cache_;
   NameMap<Loc> symbols_; // every declared name, for duplicates
   NameMap<Macro> macros_;
   NameMap<TensorDecl> tensors_; // includes views

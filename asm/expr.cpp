@@ -41,7 +41,7 @@ Value Assembler::eval(uint32_t e) {
   switch (n.kind) {
   case NodeKind::Name: {
     const std::string_view s = file().text(n);
-    if (const Var* v = lookup(s)) return v->v;
+    if (const Var* v = lookup_node(e, s)) return v->v;
     if (s == "inf") return Value::of_float(std::numeric_limits<double>::infinity());
     if (s == "nan") return Value::of_float(std::numeric_limits<double>::quiet_NaN());
     if (s == "true") return Value::of_int(1);
@@ -213,13 +213,13 @@ Value Assembler::eval_call(uint32_t self) {
                                    t->shape.size(), k));
     return Value::of_int(t->shape[static_cast<size_t>(k)]);
   }
-  std::vector<Value> a;
+  boost::container::small_vector<Value, 4> a;
+  a.reserve(c.nkids);
   for (uint32_t k = 0; k < c.nkids; ++k) {
     const Node& arg = node(args[k]);
     if (arg.b != kNone) fail_at(args[k], fmt::format("function '{}' takes no named arguments", f));
-    Value v = eval(arg.a);
-    need_num(v, args[k]);
-    a.push_back(v);
+    a.push_back(eval(arg.a));
+    need_num(a.back(), args[k]);
   }
   auto arity = [&](size_t n) {
     if (a.size() != n)
@@ -229,11 +229,12 @@ Value Assembler::eval_call(uint32_t self) {
       std::all_of(a.begin(), a.end(), [](const Value& v) { return v.kind == Value::Int; });
   if (f == "min" || f == "max") {
     if (a.empty()) fail_at(self, fmt::format("{}() needs at least one argument", f));
-    Value best = a[0];
-    for (const auto& v : a)
-      if (f == "min" ? v.num() < best.num() : v.num() > best.num()) best = v;
-    if (!ints) return Value::of_float(best.num());
-    return best;
+    size_t best = 0;
+    const bool mn = f == "min";
+    for (size_t k = 1; k < a.size(); ++k)
+      if (mn ? a[k].num() < a[best].num() : a[k].num() > a[best].num()) best = k;
+    if (!ints) return Value::of_float(a[best].num());
+    return std::move(a[best]);
   }
   if (f == "abs") {
     arity(1);

@@ -5,6 +5,7 @@
 #include <array>
 #include <bit>
 #include <cmath>
+#include <optional>
 
 #include "asm/assembler.h"
 #include "isa/encode.h"
@@ -88,7 +89,16 @@ void Assembler::exec_inst(const Stmt& s) {
   const size_t dot = dotted.find('.');
   const std::string_view eng_name = dotted.substr(0, dot), mn = dotted.substr(dot + 1);
   const Loc at{cur_unit_, s.line, s.col, cur_frame_};
-  auto eng = enum_parse(EnumType::Engine, eng_name);
+  // The engine and table row of this line, resolved once per line (a loop body's instruction
+  // is assembled many times).
+  if (inst_cache_.size() <= cur_unit_) inst_cache_.resize(cur_unit_ + 1);
+  auto& cache = inst_cache_[cur_unit_];
+  const size_t line = size_t(&s - file_->stmts.data());
+  if (cache.size() != file_->stmts.size()) cache.assign(file_->stmts.size(), {});
+  std::optional<uint8_t> eng;
+  const InstDesc* d = cache[line].second;
+  if (d) eng = cache[line].first;
+  if (!d) eng = enum_parse(EnumType::Engine, eng_name);
   if (!eng) {
     std::vector<std::string> engines;
     for (const auto& m : enum_members(EnumType::Engine)) engines.emplace_back(m.name);
@@ -96,7 +106,8 @@ void Assembler::exec_inst(const Stmt& s) {
                          did_you_mean(eng_name, engines), engines_text(0x3f)));
   }
   const Engine engine = static_cast<Engine>(*eng);
-  const InstDesc* d = find_by_mnemonic(mn, engine);
+  if (!d) d = find_by_mnemonic(mn, engine);
+  if (d) cache[line] = {*eng, d};
   if (!d) {
     auto all = find_all_by_mnemonic(mn);
     if (all.empty()) {
@@ -208,7 +219,15 @@ void Assembler::exec_inst(const Stmt& s) {
     afters_.push_back(a);
   }
   pending_afters_.clear();
-  if (const Var* v = lookup("AUTOSYNC"); v && v->v.kind == Value::Int && v->v.i != 0)
+  // AUTOSYNC is a global (.set) unless a scope binds the name: the global is looked up until
+  // it exists, then kept.
+  const Var* as = nullptr;
+  for (size_t k = nlocals_; !as && k-- > macro_base_.back();) as = locals_[k].find("AUTOSYNC");
+  if (!as && !autosync_)
+    if (auto it = globals_.find(std::string_view("AUTOSYNC")); it != globals_.end())
+      autosync_ = &it->second;
+  if (!as) as = autosync_;
+  if (const Var* v = as; v && v->v.kind == Value::Int && v->v.i != 0)
     autosync(Engine(*eng), index, at);
   for (const std::string& l : labels_wanting_inst_) {
     auto it = labels_.find(l);
@@ -378,8 +397,19 @@ Operand Assembler::convert_operand(const InstDesc& d, size_t k, uint32_t e, Engi
   fail_at(e, "unsupported operand kind");
 }
 
+// The word after '@': read straight from the source when it is one of the clause names
+// followed by '(' (what the lexer would return), else through the lexer.
+std::string_view Assembler::sync_kind(uint32_t tok) const {
+  const std::string_view src = file().src;
+  for (std::string_view w : {"wait", "signal", "after", "after_opt"})
+    if (src.size() > tok + w.size() && src.compare(tok, w.size(), w) == 0 &&
+        src[tok + w.size()] == '(')
+      return src.substr(tok, w.size());
+  return text(tok);
+}
+
 void Assembler::parse_sync(const Sync& s, Inst& in) {
-  const std::string_view kind = text(s.kind);
+  const std::string_view kind = sync_kind(s.kind);
   if (kind != "wait" && kind != "signal" && kind != "after" && kind != "after_opt")
     fail(loc(s.tok), fmt::format("unknown sync clause '@{}'{}", kind,
                                  did_you_mean("@" + std::string(kind),

@@ -6,12 +6,14 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -42,10 +44,16 @@ HostBuffer::HostBuffer(size_t bytes) : n_(bytes) {
 }
 namespace {
 
-// One memfd of poison bytes per process, grown to the largest lazy buffer (never shrunk).
+// One memfd of poison bytes per process, kPoisonChunk long (or less), mapped repeatedly over a
+// lazy buffer: filling it costs 512 pages once, not the whole buffer's size. (512 KiB chunks
+// tripled the page faults of fg_allgather's 128 lazy SBUFs and doubled its system time.)
+constexpr size_t kPoisonChunk = size_t(2) << 20;
+size_t poison_size = 0; // what the file holds so far
+std::mutex poison_mu;   // Machines may be made on several threads (the Python module)
 int poison_file(size_t bytes) {
+  std::lock_guard<std::mutex> lock(poison_mu);
   static int fd = -1;
-  static size_t size = 0;
+  size_t& size = poison_size;
   if (fd < 0) {
     fd = memfd_create("nisa-poison", MFD_CLOEXEC);
     if (fd < 0) throw std::runtime_error("cannot create the poison file (memfd_create)");
@@ -53,10 +61,9 @@ int poison_file(size_t bytes) {
   if (bytes > size) {
     if (ftruncate(fd, off_t(bytes)) != 0)
       throw std::runtime_error(fmt::format("cannot size the poison file to {} bytes", bytes));
-    std::vector<uint8_t> chunk(size_t(1) << 20, kPoisonByte);
+    std::vector<uint8_t> chunk(bytes - size, kPoisonByte);
     for (size_t at = size; at < bytes;) {
-      size_t n = std::min(chunk.size(), bytes - at);
-      ssize_t w = pwrite(fd, chunk.data(), n, off_t(at));
+      ssize_t w = pwrite(fd, chunk.data() + (at - size), bytes - at, off_t(at));
       if (w <= 0) throw std::runtime_error("cannot fill the poison file");
       at += size_t(w);
     }
@@ -71,9 +78,20 @@ HostBuffer HostBuffer::lazy_poison(size_t bytes) {
   HostBuffer b;
   if (bytes == 0) return b;
   const size_t len = (bytes + 4095) & ~size_t(4095);
-  void* p = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE, poison_file(len), 0);
+  const int fd = poison_file(std::min(len, kPoisonChunk));
+  // The range reserved at once, then the poison file mapped over it chunk by chunk (private:
+  // a write copies the page, a read shares the file's).
+  void* p = mmap(nullptr, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (p == MAP_FAILED) throw std::runtime_error(fmt::format("cannot map {} bytes", bytes));
-  b.p_ = static_cast<uint8_t*>(p);
+  uint8_t* base = static_cast<uint8_t*>(p);
+  for (size_t at = 0; at < len; at += kPoisonChunk) {
+    const size_t n = std::min(kPoisonChunk, len - at);
+    if (mmap(base + at, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED, fd, 0) == MAP_FAILED) {
+      munmap(base, len);
+      throw std::runtime_error(fmt::format("cannot map {} bytes", bytes));
+    }
+  }
+  b.p_ = base;
   b.n_ = bytes;
   b.lazy_ = true;
   return b;
@@ -181,6 +199,54 @@ bool Machine::spill_hbm(uint64_t hbm, const MachineOptions& o) {
   return total > (unsigned __int128)uint64_t(pages) * uint64_t(page) / 2;
 }
 
+namespace {
+
+// SBUF or PSUM of one core: a lazy poison mapping (HostBuffer::lazy_poison: each page the
+// kernel writes costs a fault and a 4 KiB copy, ~4-5 us here) when there are many cores or
+// when the module's declarations of that memory span at most 1/8 of its pages; else an eager
+// huge-page buffer that reset() poisons whole (~0.5 us per 4 KiB: a zeroing first touch and
+// the memset). Undeclared bytes read as poison either way (raw ap(...) may reach them).
+HostBuffer onchip_buffer(const Module& m, MemSpace space, uint64_t parts, uint64_t part_bytes,
+                         bool many) {
+  const size_t bytes = parts * part_bytes;
+  if (many) return HostBuffer::lazy_poison(bytes);
+  // The pages the declarations span (their union: small tensors share pages), partition by
+  // partition; views alias their tensor and are not in the module.
+  const size_t total = (bytes + 4095) / 4096;
+  std::vector<bool> used(total, false);
+  uint64_t pages = 0, n = 0;
+  for (const TensorDecl& t : m.tensors) {
+    if (t.space != space) continue;
+    if (++n > 4096 || pages * 8 > total) return HostBuffer(bytes);     // (bounded work)
+    const uint64_t row = std::max<uint64_t>(*checked_row_bytes(t), 1); // checked by hbm_size
+    for (uint64_t p = t.part_start;
+         p < std::min<uint64_t>(parts, t.part_start + uint64_t(t.shape[0])); ++p) {
+      const uint64_t at = p * part_bytes + t.address;
+      for (uint64_t g = at / 4096; g <= (at + row - 1) / 4096 && g < total; ++g)
+        if (!used[g]) used[g] = true, ++pages;
+    }
+  }
+  if (pages * 8 > total) return HostBuffer(bytes);
+  // A buffer of one chunk or less (PSUM) alone would pay the poison file's fill, more than its
+  // eager memset: lazy only when the file is there already (the SBUF went lazy).
+  if (bytes <= kPoisonChunk) {
+    std::lock_guard<std::mutex> lock(poison_mu);
+    if (poison_size < bytes) return HostBuffer(bytes);
+  }
+  // The poison file counts against a file-size limit (ulimit -f): under a small one, eager.
+  rlimit fs{};
+  if (getrlimit(RLIMIT_FSIZE, &fs) == 0 && fs.rlim_cur != RLIM_INFINITY &&
+      fs.rlim_cur < std::min<rlim_t>(bytes, kPoisonChunk))
+    return HostBuffer(bytes);
+  try {
+    return HostBuffer::lazy_poison(bytes);
+  } catch (const std::runtime_error&) {
+    return HostBuffer(bytes);
+  }
+}
+
+} // namespace
+
 Machine::Machine(const Module& m, const MachineOptions& o, InputFill fill) : mod(&m), opt(o) {
   tp = &target_params(o.target);
   if (o.lnc != 1 && o.lnc != 2)
@@ -220,11 +286,9 @@ Machine::Machine(const Module& m, const MachineOptions& o, InputFill fill) : mod
     c.st.sems.assign(m.sems.size(), 0);
     if (!local_rank(c.rank)) continue;
     // Many cores: SBUF and PSUM cost only the pages a kernel touches (docs/machine.md).
-    const bool lazy = local_cores > kEagerCores;
-    const size_t sb = tp->partitions * tp->sbuf_part_bytes,
-                 ps = tp->partitions * tp->psum_part_bytes;
-    c.sbuf = lazy ? HostBuffer::lazy_poison(sb) : HostBuffer(sb);
-    c.psum = lazy ? HostBuffer::lazy_poison(ps) : HostBuffer(ps);
+    const bool many = local_cores > kEagerCores;
+    c.sbuf = onchip_buffer(m, MemSpace::sbuf, tp->partitions, tp->sbuf_part_bytes, many);
+    c.psum = onchip_buffer(m, MemSpace::psum, tp->partitions, tp->psum_part_bytes, many);
     c.st.sbuf = c.sbuf.data();
     c.st.sbuf_part_bytes = tp->sbuf_part_bytes;
     c.st.psum = c.psum.data();

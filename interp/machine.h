@@ -45,8 +45,10 @@ private:
   bool lazy_ = false;
 };
 
-// Up to this many cores, SBUF and PSUM are eager huge-page buffers poisoned by memset (fastest
-// for one logical core); beyond it, lazy copy-on-write poison mappings (HostBuffer::lazy_poison).
+// Beyond this many cores (of this process), SBUF and PSUM are lazy copy-on-write poison
+// mappings (HostBuffer::lazy_poison); up to it, eager huge-page buffers poisoned by memset
+// (fastest for one logical core) unless the module's declarations of that memory span at most
+// 1/8 of its pages (then lazy too: machine.cpp onchip_buffer).
 inline constexpr size_t kEagerCores = 4;
 // Default limit on a rank's HBM: far more than any kernel here needs, less than a small host
 // has (docs/machine.md "Memory limits").

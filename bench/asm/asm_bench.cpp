@@ -11,6 +11,7 @@
 
 #include "asm/asm.h"
 #include "asm/ast.h"
+#include "bench/kernel_assemble.h"
 
 namespace {
 
@@ -138,6 +139,56 @@ void BM_AssembleLoops100k(benchmark::State& state) {
   run(state, src);
 }
 BENCHMARK(BM_AssembleLoops100k)->Unit(benchmark::kMillisecond)->MinTime(2.0);
+
+// Whole kernels of kernels_asm (macros, loops, includes; the shapes of bench/torch_compare.py):
+// what `nisa run KERNEL.nasm` pays before the machine starts (issue 16): s/inst = wall per
+// instruction assembled (s/inst).
+void run_kernel(benchmark::State& state, const char* file, const nisa::bench::Defines& d) {
+  size_t insts = 0;
+  for (auto _ : state) {
+    nisa::Module m = nisa::bench::assemble_kernel(file, d);
+    insts = 0;
+    for (const auto& s : m.streams) insts += s.size();
+    benchmark::DoNotOptimize(m.streams);
+  }
+  state.counters["insts"] = static_cast<double>(insts);
+  state.counters["s/inst"] =
+      benchmark::Counter(static_cast<double>(insts) * static_cast<double>(state.iterations()),
+                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+
+void BM_AssembleDepthwise(benchmark::State& state) {
+  run_kernel(state, "depthwise_conv1d.nasm",
+             {{"N", "1"},
+              {"C", "1024"},
+              {"W", "1024"},
+              {"S", "128"},
+              {"PAD_L", "64"},
+              {"PAD_R", "63"},
+              {"DT", "fp32"}});
+}
+BENCHMARK(BM_AssembleDepthwise)->Unit(benchmark::kMillisecond)->MinTime(1.0);
+
+void BM_AssembleAttention(benchmark::State& state) {
+  run_kernel(state, "attention_block_tkg.nasm",
+             {{"B", "4"},
+              {"S", "1"},
+              {"H", "4096"},
+              {"QH", "8"},
+              {"D", "128"},
+              {"S_CTX", "8192"},
+              {"ROPE", "half"},
+              {"QK_NORM", "none"},
+              {"FP8_KV", "0"},
+              {"DT", "bf16"}});
+}
+BENCHMARK(BM_AssembleAttention)->Unit(benchmark::kMillisecond)->MinTime(1.0);
+
+void BM_AssembleTopkReduce(benchmark::State& state) {
+  run_kernel(state, "topk_reduce.nasm",
+             {{"ROWS", "1024"}, {"T", "128"}, {"K", "8"}, {"H", "4096"}, {"DT", "bf16"}});
+}
+BENCHMARK(BM_AssembleTopkReduce)->Unit(benchmark::kMillisecond)->MinTime(1.0);
 
 } // namespace
 

@@ -122,12 +122,27 @@ std::vector<uint8_t> gather_bytes(const View& v) {
   const int w = dtype_bytes(v.dtype);
   std::vector<uint8_t> out(total_elems(v) * w);
   uint8_t* o = out.data();
-  for (Cursor c(v); !c.done(); c.next(), o += w) std::memcpy(o, c.ptr(), w);
+  // Runs of adjacent elements at a time (the same bytes in the same order).
+  for (Cursor c(v); !c.done();) {
+    const uint32_t n = c.run();
+    std::memcpy(o, c.ptr(), size_t(n) * size_t(w));
+    o += size_t(n) * size_t(w);
+    c.advance(n);
+  }
   return out;
 }
 
 void scatter_bytes(const View& dst, const uint8_t* bytes, DType src_dtype) {
   const int sw = dtype_bytes(src_dtype), dw = dtype_bytes(dst.dtype);
+  if (src_dtype == dst.dtype && dst.row_skip.empty()) { // runs, as gather_bytes
+    for (Cursor c(dst); !c.done();) {
+      const uint32_t n = c.run();
+      std::memcpy(c.ptr(), bytes, size_t(n) * size_t(dw));
+      bytes += size_t(n) * size_t(dw);
+      c.advance(n);
+    }
+    return;
+  }
   for (Cursor c(dst); !c.done(); c.next(), bytes += sw) {
     if (c.row_skipped()) continue;
     if (src_dtype == dst.dtype)
@@ -183,10 +198,44 @@ void sem_dma_transpose(ExecCtx& cx, const Inst& in) {
                             dst.parts, dst.free_elems, src.free_elems, src.parts));
   std::vector<uint8_t> s = gather_bytes(src); // src and dst may overlap
   const int w = dtype_bytes(src.dtype);
+  const uint64_t n = dst.free_elems, ld = src.free_elems;
+  auto rows = [&](auto tag) { // contiguous dst rows: a typed column walk of s
+    using T = decltype(tag);
+    for (uint32_t f = 0; f < dst.parts; ++f) {
+      uint8_t* r = dst.row(f);
+      const uint8_t* c = s.data() + size_t(f) * sizeof(T);
+      for (uint64_t p = 0; p < n; ++p) {
+        T x;
+        std::memcpy(&x, c + p * ld * sizeof(T), sizeof(T));
+        std::memcpy(r + p * sizeof(T), &x, sizeof(T));
+      }
+    }
+  };
+  if (dst.contiguous() && w == 2) return rows(uint16_t{});
+  if (dst.contiguous() && w == 4) return rows(uint32_t{});
   for (uint32_t f = 0; f < dst.parts; ++f)
-    for (uint64_t p = 0; p < dst.free_elems; ++p)
-      std::memcpy(dst.at(f, p), &s[(p * src.free_elems + f) * w], w);
+    for (uint64_t p = 0; p < n; ++p) std::memcpy(dst.at(f, p), &s[(p * ld + f) * w], w);
 }
+
+namespace {
+// The same elements at the same addresses (dst written in place of a source).
+bool same_layout(const View& x, const View& y) {
+  if (x.dtype != y.dtype || x.parts != y.parts || x.free_elems != y.free_elems) return false;
+  for (int k = 0; k < 4; ++k)
+    if (x.count[k] != y.count[k] || (x.count[k] > 1 && x.stride[k] != y.stride[k])) return false;
+  for (uint32_t p = 0; p < x.parts; ++p)
+    if (x.row(p) != y.row(p)) return false;
+  return true;
+}
+// Whether dst may be computed a row at a time from src: no byte shared, or the very same
+// elements (each is read before it is written, as in the element-by-element order).
+bool row_safe(const View& dst, const View& src) {
+  if (same_layout(dst, src)) return true;
+  const auto [d0, d1] = byte_span(dst);
+  const auto [s0, s1] = byte_span(src);
+  return d1 <= s0 || s1 <= d0;
+}
+} // namespace
 
 void sem_dma_compute(ExecCtx& cx, const Inst& in) {
   no_psum(in);
@@ -196,6 +245,26 @@ void sem_dma_compute(ExecCtx& cx, const Inst& in) {
   View dst = cx.view(in.ops[1].ap, Access::write, skip);
   same_count(dst, "dst", a, "src0");
   same_count(dst, "dst", b, "src1");
+  // Rows of equal shape: converted a row at a time (the same per-element fp32 sum and rounding).
+  if (dst.parts == a.parts && dst.parts == b.parts && dst.free_elems == a.free_elems &&
+      dst.free_elems == b.free_elems && dst.free_elems && row_safe(dst, a) && row_safe(dst, b)) {
+    // Equal shapes walk in lockstep: a row skipped (oob=skip) on any side is left out whole.
+    auto skipped = [](const View& v, uint32_t p) { return !v.row_skip.empty() && v.row_skip[p]; };
+    thread_local std::vector<float> fa, fb;
+    fa.resize(dst.free_elems);
+    fb.resize(dst.free_elems);
+    const uint64_t n = dst.free_elems;
+    for (uint32_t p = 0; p < dst.parts; ++p) {
+      if (skipped(dst, p) || skipped(a, p) || skipped(b, p)) continue;
+      ew::load_row(a, p, fa.data());
+      ew::load_row(b, p, fb.data());
+      float* x = fa.data();
+      const float* y = fb.data();
+      for (uint64_t j = 0; j < n; ++j) x[j] += y[j];
+      ew::store_row(dst, p, fa.data());
+    }
+    return;
+  }
   Cursor d(dst), s0(a), s1(b);
   for (; !d.done(); d.next(), s0.next(), s1.next()) {
     if (d.row_skipped() || s0.row_skipped() || s1.row_skipped()) continue;

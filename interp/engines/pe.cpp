@@ -28,8 +28,10 @@ constexpr int kColPad = 16;  // moving/out rows padded to this many floats
 
 // c[Mp][Np] = s[K][Mp]^T x v[K][Np]; Mp % 4 == 0, Np % 16 == 0.
 // Output rows [m0, m1) (multiples of kRowBlock) only: host threads split a matmul by rows.
+// v's rows are ldv floats apart (np when packed; a PSUM/SBUF partition stride when read in
+// place).
 __attribute__((target("avx512f"))) void mm_avx512(const float* s, int mp, const float* v, int np,
-                                                  int k_n, float* c, int m0, int m1) {
+                                                  int k_n, float* c, int m0, int m1, size_t ldv) {
   for (int m = m0; m < m1; m += kRowBlock) {
     int n = 0;
     for (; n + 64 <= np; n += 64) {
@@ -39,7 +41,7 @@ __attribute__((target("avx512f"))) void mm_avx512(const float* s, int mp, const 
 #pragma GCC unroll 4
         for (int j = 0; j < 4; ++j) acc[i][j] = _mm512_setzero_ps();
       for (int k = 0; k < k_n; ++k) {
-        const float* vr = v + size_t(k) * np + n;
+        const float* vr = v + size_t(k) * ldv + n;
         const float* sr = s + size_t(k) * mp + m;
         __m512 b[4];
 #pragma GCC unroll 4
@@ -62,7 +64,7 @@ __attribute__((target("avx512f"))) void mm_avx512(const float* s, int mp, const 
 #pragma GCC unroll 4
       for (int i = 0; i < 4; ++i) acc[i] = _mm512_setzero_ps();
       for (int k = 0; k < k_n; ++k) {
-        const __m512 b = _mm512_loadu_ps(v + size_t(k) * np + n);
+        const __m512 b = _mm512_loadu_ps(v + size_t(k) * ldv + n);
         const float* sr = s + size_t(k) * mp + m;
 #pragma GCC unroll 4
         for (int i = 0; i < 4; ++i) acc[i] = _mm512_fmadd_ps(_mm512_set1_ps(sr[i]), b, acc[i]);
@@ -74,14 +76,14 @@ __attribute__((target("avx512f"))) void mm_avx512(const float* s, int mp, const 
 }
 
 __attribute__((target("avx2,fma"))) void mm_avx2(const float* s, int mp, const float* v, int np,
-                                                 int k_n, float* c, int m0, int m1) {
+                                                 int k_n, float* c, int m0, int m1, size_t ldv) {
   for (int m = m0; m < m1; m += kRowBlock)
     for (int n = 0; n < np; n += 16) {
       __m256 acc[4][2];
 #pragma GCC unroll 4
       for (int i = 0; i < 4; ++i) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
       for (int k = 0; k < k_n; ++k) {
-        const float* vr = v + size_t(k) * np + n;
+        const float* vr = v + size_t(k) * ldv + n;
         const __m256 b0 = _mm256_loadu_ps(vr), b1 = _mm256_loadu_ps(vr + 8);
         const float* sr = s + size_t(k) * mp + m;
 #pragma GCC unroll 4
@@ -99,12 +101,13 @@ __attribute__((target("avx2,fma"))) void mm_avx2(const float* s, int mp, const f
     }
 }
 
-void mm_scalar(const float* s, int mp, const float* v, int np, int k_n, float* c, int m0, int m1) {
+void mm_scalar(const float* s, int mp, const float* v, int np, int k_n, float* c, int m0, int m1,
+               size_t ldv) {
   for (int m = m0; m < m1; ++m)
     for (int n = 0; n < np; ++n) {
       float acc = 0.0f;
       for (int k = 0; k < k_n; ++k)
-        acc = std::fma(s[size_t(k) * mp + m], v[size_t(k) * np + n], acc);
+        acc = std::fma(s[size_t(k) * mp + m], v[size_t(k) * ldv + n], acc);
       c[size_t(m) * np + n] = acc;
     }
 }
@@ -116,6 +119,18 @@ std::vector<float> padded_rows(const View& v, int width) {
   std::vector<float> out(size_t(v.parts) * width, 0.0f);
   for (uint32_t p = 0; p < v.parts; ++p) load_row(v, p, out.data() + size_t(p) * width);
   return out;
+}
+// The same into a reused buffer (a matmul's operands: no allocation, and no page faults of a
+// fresh 256 KiB block, per instruction); only the padding is zeroed.
+const float* padded_rows_into(const View& v, int width, std::vector<float>& out) {
+  const size_t w = size_t(width), n = v.free_elems;
+  if (out.size() < size_t(v.parts) * w) out.resize(size_t(v.parts) * w);
+  for (uint32_t p = 0; p < v.parts; ++p) {
+    float* r = out.data() + size_t(p) * w;
+    load_row(v, p, r);
+    if (w > n) std::fill(r + n, r + w, 0.0f);
+  }
+  return out.data();
 }
 
 // Word index in psum_written of the byte at q.
@@ -217,13 +232,29 @@ void sem_matmul(ExecCtx& cx, const Inst& in) {
 
   const int mp = round_up(static_cast<int>(M), kRowBlock),
             np = round_up(static_cast<int>(N), kColPad);
-  const std::vector<float> s = padded_rows(st, mp), v = padded_rows(mv, np);
-  std::vector<float> c(size_t(mp) * np);
+  // Operand buffers reused per host thread (this one: the matmul's own thread).
+  thread_local std::vector<float> s_buf, v_buf, c_buf;
+  const float* s = padded_rows_into(st, mp, s_buf);
+  // An aligned fp32 moving operand of whole 16-float rows is read in place (its rows a
+  // partition stride apart): no conversion copy.
+  const bool direct = fp32_direct(mv) && int64_t(N) == np && mv.pstride >= 0;
+  const float* v =
+      direct ? reinterpret_cast<const float*>(mv.base) : padded_rows_into(mv, np, v_buf);
+  const size_t ldv = direct ? size_t(mv.pstride) / 4 : size_t(np);
+  if (c_buf.size() < size_t(mp) * np) c_buf.resize(size_t(mp) * np);
+  float* c = c_buf.data();
+  static const bool avx512 = __builtin_cpu_supports("avx512f");
+  static const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
   // Row blocks are independent: large matmuls are split over the host threads.
   for_row_ranges(cx.pool, uint32_t(mp / kRowBlock), uint64_t(kRowBlock) * np * K,
                  [&](uint32_t b0, uint32_t b1) {
-                   matmul_f32(s.data(), mp, v.data(), np, static_cast<int>(K), c.data(),
-                              int(b0) * kRowBlock, int(b1) * kRowBlock);
+                   const int m0 = int(b0) * kRowBlock, m1 = int(b1) * kRowBlock, k = int(K);
+                   if (avx512)
+                     mm_avx512(s, mp, v, np, k, c, m0, m1, ldv);
+                   else if (avx2)
+                     mm_avx2(s, mp, v, np, k, c, m0, m1, ldv);
+                   else
+                     mm_scalar(s, mp, v, np, k, c, m0, m1, ldv);
                  });
 
   std::vector<uint8_t>& flags = cx.state->psum_written;
@@ -232,11 +263,11 @@ void sem_matmul(ExecCtx& cx, const Inst& in) {
     // One pass per row over the floats and their flags.
     for (uint32_t m = 0; m < M; ++m)
       write_psum_row(reinterpret_cast<float*>(d.row(m)), &flags[psum_word(cx, d.row(m))],
-                     c.data() + size_t(m) * np, N, acc);
+                     c + size_t(m) * np, N, acc);
     return;
   }
   for (uint32_t m = 0; m < M; ++m) {
-    const float* r = c.data() + size_t(m) * np;
+    const float* r = c + size_t(m) * np;
     uint64_t n = 0;
     for_each_elem(d, m, [&](uint8_t* q) {
       const size_t w = psum_word(cx, q);
@@ -258,13 +289,13 @@ bool ew::matmul_f32_with(MatmulKernel k, const float* s, int m_n, const float* v
   switch (k) {
   case MatmulKernel::avx512:
     if (!avx512) return false;
-    mm_avx512(s, m_n, v, n_n, k_n, c, m0, m1);
+    mm_avx512(s, m_n, v, n_n, k_n, c, m0, m1, size_t(n_n));
     return true;
   case MatmulKernel::avx2:
     if (!avx2) return false;
-    mm_avx2(s, m_n, v, n_n, k_n, c, m0, m1);
+    mm_avx2(s, m_n, v, n_n, k_n, c, m0, m1, size_t(n_n));
     return true;
-  case MatmulKernel::scalar: mm_scalar(s, m_n, v, n_n, k_n, c, m0, m1); return true;
+  case MatmulKernel::scalar: mm_scalar(s, m_n, v, n_n, k_n, c, m0, m1, size_t(n_n)); return true;
   }
   return false;
 }

@@ -228,6 +228,41 @@ TEST(Dma, TransposeAndCompute) {
     }
 }
 
+// dma_compute with dst on top of src0: the same elements (row at a time is the element
+// order's result), and dst one element past src0 (each sum feeds the next: element by element
+// in flat order). Reference: a plain loop over the flat elements.
+TEST(Dma, ComputeInPlaceAndShiftedOverlap) {
+  for (int shift : {0, 1}) {
+    KB k;
+    int x = k.hbm("x", DType::fp32, {4, 9}, Role::input);
+    int b = k.hbm("b", DType::fp32, {4, 8}, Role::input);
+    int y = k.hbm("y", DType::fp32, {4, 9}, Role::output);
+    uint16_t s = k.sem("s");
+    auto X = sbuf_ap(0, 4, 0, DType::fp32, 9), A = sbuf_ap(0, 4, 0, DType::fp32, 8),
+         D = sbuf_ap(0, 4, 4 * shift, DType::fp32, 8);
+    k.add(Engine::sp, with_signal(dma(Engine::sp, 0, X, hbm_ap(k.m.tensors[x])), s));
+    Inst dc = make_inst(Opcode::dma_compute, Engine::sp);
+    dc.ops[0].i = 0;
+    dc.ops[1].ap = D;
+    dc.ops[2].ap = A;
+    dc.ops[3].ap = hbm_ap(k.m.tensors[b]);
+    k.add(Engine::sp, with_signal(with_wait(dc, s, 1), s));
+    k.add(Engine::sp,
+          with_signal(with_wait(dma(Engine::sp, 0, hbm_ap(k.m.tensors[y]), X), s, 2), s));
+    k.add(Engine::sp, with_wait(nop(Engine::sp), s, 3));
+    auto xv = random_floats(36, 31), bv = random_floats(32, 32);
+    Machine m(k.m, {});
+    m.write_tensor(k.m.tensors[x], as_bytes(xv).data());
+    m.write_tensor(k.m.tensors[b], as_bytes(bv).data());
+    auto r = interp::run(m);
+    ASSERT_EQ(r.status, RunStatus::ok) << r.report;
+    std::vector<float> ref = xv; // rows of 9: [p * 9 + j]
+    for (int p = 0; p < 4; ++p)
+      for (int j = 0; j < 8; ++j) ref[p * 9 + j + shift] = ref[p * 9 + j] + bv[p * 8 + j];
+    EXPECT_EQ(read_f32(m, k.m.tensors[y]), ref) << "shift " << shift;
+  }
+}
+
 TEST(Ctrl, LoadStoreAndRegisterAlu) {
   KB k;
   int a = k.hbm("a", DType::int32, {1, 1}, Role::input);

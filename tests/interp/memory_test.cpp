@@ -292,6 +292,44 @@ TEST(Memory, NonInputHbmAndSbufReadAsNanAfterResetAndASecondRun) {
   }
 }
 
+// SBUF/PSUM are lazy poison mappings when the declarations span few of their pages, eager
+// buffers when they span many: either way every byte reads as poison until written (also
+// bytes no declaration covers) and after a reset, and written bytes keep their values.
+TEST(Memory, OnChipBuffersReadAsPoisonWhetherLazyOrEager) {
+  for (const int64_t cols : {int64_t(64), int64_t(40000)}) { // 256 B / 160000 B a partition
+    KB k;
+    k.hbm("x", DType::fp32, {8, 32}, Role::input);
+    TensorDecl sb;
+    sb.name = "t";
+    sb.space = MemSpace::sbuf;
+    sb.dtype = DType::fp32;
+    sb.shape = {128, cols};
+    k.m.tensors.push_back(sb);
+    Machine m(k.m, {});
+    const bool want_lazy = cols == 64;
+    for (const auto& c : m.cores) {
+      EXPECT_EQ(c.sbuf.lazy(), want_lazy) << cols;
+      if (want_lazy) { // none declared, and the SBUF made the poison file
+        EXPECT_TRUE(c.psum.lazy());
+      }
+    }
+    auto& c = m.cores[0];
+    const size_t n = c.sbuf.size(), step = 4093; // a prime: every page, odd offsets
+    for (int round = 0; round < 2; ++round) {
+      size_t bad = 0;
+      for (size_t i = 0; i < n; i += step) bad += c.sbuf.data()[i] != interp::kPoisonByte;
+      for (size_t i = 0; i < c.psum.size(); i += step)
+        bad += c.psum.data()[i] != interp::kPoisonByte;
+      EXPECT_EQ(bad, 0u) << cols << " round " << round;
+      const std::vector<uint8_t> val = random_bytes(n / step + 1, 40 + round);
+      for (size_t i = 0, j = 0; i < n; i += step, ++j) c.sbuf.data()[i] = val[j];
+      for (size_t i = 0, j = 0; i < n; i += step, ++j) bad += c.sbuf.data()[i] != val[j];
+      EXPECT_EQ(bad, 0u) << cols;
+      m.reset();
+    }
+  }
+}
+
 TEST(Memory, OutputsRoundTripStraightFromHbm) {
   TmpDir d;
   KB k;

@@ -87,6 +87,33 @@ TEST(Matmul, OddShapesAndStridedOperands) {
     }
 }
 
+// fp32 moving operands: aligned rows of a multiple of 16 columns are read in place at the
+// partition stride (a one-row matmul as depthwise_conv1d issues, and a full one), others are
+// converted and padded (20 columns; an odd byte offset); all the fma chain in k order.
+TEST(Matmul, Fp32MovingInPlaceAndPadded) {
+  struct Case {
+    uint32_t K, M, N;
+    uint64_t voff;
+  };
+  for (const Case c :
+       {Case{128, 1, 512, 256}, Case{128, 128, 512, 0}, Case{9, 3, 20, 64}, Case{5, 2, 16, 2}}) {
+    Bench b;
+    const auto S = Bench::sb(DType::fp32, c.K, c.M, 8192),
+               V = Bench::sb(DType::fp32, c.K, c.N, c.voff), D = Bench::ps(DType::fp32, c.M, c.N);
+    b.put(S, randoms(size_t(c.K) * c.M, 80 + c.N));
+    b.put(V, randoms(size_t(c.K) * c.N, 81 + c.N));
+    b.run(mm(D, S, V));
+    const auto got = b.get(D), s = b.get(S), v = b.get(V);
+    for (uint32_t m = 0; m < c.M; ++m)
+      for (uint32_t n = 0; n < c.N; ++n) {
+        float acc = 0.0f;
+        for (uint32_t k = 0; k < c.K; ++k) acc = std::fma(s[k * c.M + m], v[k * c.N + n], acc);
+        ASSERT_EQ(std::bit_cast<uint32_t>(got[m * c.N + n]), std::bit_cast<uint32_t>(acc))
+            << c.K << "x" << c.M << "x" << c.N << " at " << m << "," << n;
+      }
+  }
+}
+
 TEST(Matmul, AccumulationModes) {
   Bench b;
   const auto s = randoms(8 * 4, 64), v = randoms(8 * 16, 65), poison = randoms(4 * 16, 66);
