@@ -193,8 +193,8 @@ bool Machine::spill_hbm(uint64_t hbm, const MachineOptions& o) {
   const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
   if (pages <= 0 || page <= 0) return false;
   // Under MPI the ranks of the job's processes on this host (the largest block each).
-  const int here = o.procs ? (o.ranks + o.procs->size() - 1) / o.procs->size() * mpi_local_size()
-                           : o.ranks;
+  const int here =
+      o.procs ? (o.ranks + o.procs->size() - 1) / o.procs->size() * mpi_local_size() : o.ranks;
   const unsigned __int128 total = (unsigned __int128)hbm * unsigned(here);
   return total > (unsigned __int128)uint64_t(pages) * uint64_t(page) / 2;
 }

@@ -158,24 +158,27 @@ TEST_P(Mpi, SameBitsForOneToFourProcesses) {
 INSTANTIATE_TEST_SUITE_P(Kernels, Mpi, ::testing::ValuesIn(cases()),
                          [](const auto& info) { return info.param.name; });
 
-// A failing run: the report (stderr) and exit code of P processes are one process's.
+// A failing run: the report (stderr) and exit code of P processes are one process's, under
+// the fixed schedule and a random one.
 void expect_same_failure(const std::string& kernel, const std::string& args, int code) {
   allow_root();
   const fs::path dir = fresh_dir(fs::path(kernel).stem().string());
-  auto run = [&](int procs) {
-    const fs::path se = dir / "stderr.txt";
-    const int rc = sh(fmt::format("cd '{}' && {} run {} --ranks 4 {} > /dev/null 2> '{}'",
-                                  dir.string(), launcher(procs),
-                                  std::string(NISA_SOURCE_DIR) + "/" + kernel, args, se.string()));
-    return std::make_pair(rc, strip_mpirun(kt::slurp(se.string())));
-  };
-  auto [rc1, err1] = run(0);
-  EXPECT_EQ(rc1, code) << err1;
-  EXPECT_FALSE(err1.empty());
-  for (int p : {2, 3, 4}) {
-    auto [rc, err] = run(p);
-    EXPECT_EQ(rc, code) << "P = " << p << ": " << err;
-    EXPECT_EQ(err, err1) << "P = " << p;
+  for (const char* schedule : {"", " --schedule random --seed 9"}) {
+    auto run = [&](int procs) {
+      const fs::path se = dir / "stderr.txt";
+      const int rc = sh(fmt::format(
+          "cd '{}' && {} run {} --ranks 4 {}{} > /dev/null 2> '{}'", dir.string(), launcher(procs),
+          std::string(NISA_SOURCE_DIR) + "/" + kernel, args, schedule, se.string()));
+      return std::make_pair(rc, strip_mpirun(kt::slurp(se.string())));
+    };
+    auto [rc1, err1] = run(0);
+    EXPECT_EQ(rc1, code) << err1;
+    EXPECT_FALSE(err1.empty());
+    for (int p : {2, 3, 4}) {
+      auto [rc, err] = run(p);
+      EXPECT_EQ(rc, code) << "P = " << p << schedule << ": " << err;
+      EXPECT_EQ(err, err1) << "P = " << p << schedule;
+    }
   }
   fs::remove_all(dir);
 }
