@@ -23,7 +23,8 @@ namespace nisa::interp {
 namespace {
 
 using simd::Level;
-constexpr uint64_t kPartBytes = 212984; // trn2 usable SBUF per partition
+constexpr uint64_t kPartBytes =
+    224 * 1024; // the trn2 partition stride (a multiple of 4 KiB) // trn2 usable SBUF per partition
 constexpr uint32_t kP = 128;
 
 struct Core {
