@@ -22,9 +22,42 @@ double softplus(double x) { return std::max(x, 0.0) + std::log1p(std::exp(-std::
 constexpr double kInvSqrt2 = 0.70710678118654752440;
 constexpr double kInvSqrt2Pi = 0.39894228040143267794;
 
+// The functions with vector forms (simd_math.cpp, whose scalar form defines them).
+constexpr bool math_of(ActFunc f, simd::MathFn* out) {
+  using M = simd::MathFn;
+  switch (f) {
+  case ActFunc::log: *out = M::log; return true;
+  case ActFunc::sqrt: *out = M::sqrt; return true;
+  case ActFunc::rsqrt: *out = M::rsqrt; return true;
+  case ActFunc::reciprocal: *out = M::reciprocal; return true;
+  case ActFunc::tanh: *out = M::tanh; return true;
+  case ActFunc::sigmoid: *out = M::sigmoid; return true;
+  case ActFunc::gelu_apprx_tanh: *out = M::gelu_apprx_tanh; return true;
+  case ActFunc::gelu_apprx_sigmoid: *out = M::gelu_apprx_sigmoid; return true;
+  case ActFunc::gelu_apprx_sigmoid_dx: *out = M::gelu_apprx_sigmoid_dx; return true;
+  case ActFunc::silu: *out = M::silu; return true;
+  case ActFunc::silu_dx: *out = M::silu_dx; return true;
+  case ActFunc::softplus: *out = M::softplus; return true;
+  case ActFunc::mish: *out = M::mish; return true;
+  case ActFunc::erf_dx: *out = M::erf_dx; return true;
+  default: return false;
+  }
+}
+template <ActFunc F> constexpr simd::MathFn math_fn() {
+  simd::MathFn m = simd::MathFn::log;
+  math_of(F, &m);
+  return m;
+}
+template <ActFunc F> constexpr bool has_math() {
+  simd::MathFn m = simd::MathFn::log;
+  return math_of(F, &m);
+}
+
 template <ActFunc F> double act_d(double x) {
   using std::numbers::pi;
-  if constexpr (F == ActFunc::copy)
+  if constexpr (has_math<F>()) // x is an fp32 value here
+    return simd::math_f32(math_fn<F>(), static_cast<float>(x));
+  else if constexpr (F == ActFunc::copy)
     return x;
   else if constexpr (F == ActFunc::exp)
     return simd::exp_f32(static_cast<float>(x)); // x is an fp32 value here
@@ -100,6 +133,8 @@ float act_fn(ActFunc f, float x) {
 
 void act_row(ActFunc f, const float* x, uint64_t n, float scale, float bias, float* out) {
   if (f == ActFunc::exp) return simd::exp_row(simd::level(), x, n, scale, bias, out);
+  simd::MathFn m = simd::MathFn::log;
+  if (math_of(f, &m)) return simd::math_row(simd::level(), m, x, n, scale, bias, out);
   with_act(f, [&](auto fc) {
     constexpr ActFunc F = decltype(fc)::value;
     for (uint64_t i = 0; i < n; ++i) {

@@ -70,6 +70,28 @@ namespace nisa::interp::simd {
 float exp_f32(float x);
 // out[i] = exp_f32(x[i] * scale + bias) (the affine part in fp32, no fma).
 void exp_row(Level l, const float* x, uint64_t n, float scale, float bias, float* out);
+// The other activation functions with vector forms (simd_math.cpp): each evaluated in double
+// from the fp32 argument by one algorithm in all three forms (own exp / log kernels, no
+// libm), rounded to fp32; a NaN argument gives it quieted. math_f32 is the scalar definition.
+enum class MathFn : uint8_t {
+  log,
+  sqrt,
+  rsqrt,
+  reciprocal,
+  tanh,
+  sigmoid,
+  gelu_apprx_tanh,
+  gelu_apprx_sigmoid,
+  gelu_apprx_sigmoid_dx,
+  silu,
+  silu_dx,
+  softplus,
+  mish,
+  erf_dx
+};
+float math_f32(MathFn f, float x);
+// out[i] = math_f32(f, x[i] * scale + bias) (the affine part in fp32, no fma).
+void math_row(Level l, MathFn f, const float* x, uint64_t n, float scale, float bias, float* out);
 } // namespace nisa::interp::simd
 
 // ---- dtype conversion of contiguous rows (DMA copies) -----------------------------------------

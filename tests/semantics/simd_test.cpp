@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <numbers>
 
 #include "harness.h"
 #include "interp/engines/simd.h"
@@ -439,6 +440,170 @@ TEST(Simd, ExpRowEveryLevelBitIdentical) {
         }
       }
   }
+}
+
+// ---- the other activation functions (simd_math.cpp) ------------------------------------------
+using simd::MathFn;
+struct MathCase {
+  MathFn f;
+  const char* name;
+  float lo, hi; // swept range
+};
+const MathCase kMath[] = {
+    {MathFn::log, "log", 0.0f, 3.0e38f},
+    {MathFn::sqrt, "sqrt", 0.0f, 3.0e38f},
+    {MathFn::rsqrt, "rsqrt", 0.0f, 3.0e38f},
+    {MathFn::reciprocal, "reciprocal", -3.0e38f, 3.0e38f},
+    {MathFn::tanh, "tanh", -20.0f, 20.0f},
+    {MathFn::sigmoid, "sigmoid", -80.0f, 80.0f},
+    {MathFn::gelu_apprx_tanh, "gelu_apprx_tanh", -9.0f, 20.0f},
+    {MathFn::gelu_apprx_sigmoid, "gelu_apprx_sigmoid", -50.0f, 50.0f},
+    {MathFn::gelu_apprx_sigmoid_dx, "gelu_apprx_sigmoid_dx", -50.0f, 50.0f},
+    {MathFn::silu, "silu", -80.0f, 80.0f},
+    {MathFn::silu_dx, "silu_dx", -80.0f, 80.0f},
+    {MathFn::softplus, "softplus", -80.0f, 80.0f},
+    {MathFn::mish, "mish", -80.0f, 80.0f},
+    {MathFn::erf_dx, "erf_dx", -9.0f, 9.0f},
+};
+
+// The textbook formula in long double, rounded once to fp32.
+float math_reference(MathFn f, float xf) {
+  using L = long double;
+  const L x = xf;
+  auto sig = [](L v) { return 1.0L / (1.0L + std::exp(-v)); };
+  auto sp = [](L v) { return std::max(v, 0.0L) + std::log1p(std::exp(-std::fabs(v))); };
+  L r = 0;
+  switch (f) {
+  case MathFn::log: r = std::log(x); break;
+  case MathFn::sqrt: r = std::sqrt(x); break;
+  case MathFn::rsqrt: r = 1.0L / std::sqrt(x); break;
+  case MathFn::reciprocal: r = 1.0L / x; break;
+  case MathFn::tanh: r = std::tanh(x); break;
+  case MathFn::sigmoid: r = sig(x); break;
+  case MathFn::gelu_apprx_tanh: // 0.5 x (1 + tanh z) without the cancellation of 1 + tanh z
+    r = x / (1 + std::exp(-2 * std::sqrt(2 / std::numbers::pi_v<L>) * (x + 0.044715L * x * x * x)));
+    break;
+  case MathFn::gelu_apprx_sigmoid: r = x * sig(1.702L * x); break;
+  case MathFn::gelu_apprx_sigmoid_dx: {
+    const L g = sig(1.702L * x);
+    r = g * (1 + 1.702L * x * (1 - g));
+    break;
+  }
+  case MathFn::silu: r = x * sig(x); break;
+  case MathFn::silu_dx: r = sig(x) * (1 + x * (1 - sig(x))); break;
+  case MathFn::softplus: r = sp(x); break;
+  case MathFn::mish: r = x * std::tanh(sp(x)); break;
+  case MathFn::erf_dx: r = 2 / std::sqrt(std::numbers::pi_v<L>) * std::exp(-x * x); break;
+  }
+  return static_cast<float>(r);
+}
+
+// What activation computed before these vector forms: the formula in double through libm.
+float math_libm(MathFn f, float xf) {
+  const double x = xf;
+  auto sig = [](double v) { return 1.0 / (1.0 + std::exp(-v)); };
+  auto sp = [](double v) { return std::max(v, 0.0) + std::log1p(std::exp(-std::fabs(v))); };
+  double r = 0;
+  switch (f) {
+  case MathFn::log: r = std::log(x); break;
+  case MathFn::sqrt: r = std::sqrt(x); break;
+  case MathFn::rsqrt: r = 1.0 / std::sqrt(x); break;
+  case MathFn::reciprocal: r = 1.0 / x; break;
+  case MathFn::tanh: r = std::tanh(x); break;
+  case MathFn::sigmoid: r = sig(x); break;
+  case MathFn::gelu_apprx_tanh:
+    r = 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / std::numbers::pi) * (x + 0.044715 * x * x * x)));
+    break;
+  case MathFn::gelu_apprx_sigmoid: r = x * sig(1.702 * x); break;
+  case MathFn::gelu_apprx_sigmoid_dx: {
+    const double g = sig(1.702 * x);
+    r = g * (1.0 + 1.702 * x * (1.0 - g));
+    break;
+  }
+  case MathFn::silu: r = x * sig(x); break;
+  case MathFn::silu_dx: {
+    const double g = sig(x);
+    r = g * (1.0 + x * (1.0 - g));
+    break;
+  }
+  case MathFn::softplus: r = sp(x); break;
+  case MathFn::mish: r = x * std::tanh(sp(x)); break;
+  case MathFn::erf_dx: r = 2.0 / std::sqrt(std::numbers::pi) * std::exp(-x * x); break;
+  }
+  return static_cast<float>(r);
+}
+
+TEST(Simd, MathFunctionsWithinOneUlpOfTheirFormulaOverASweep) {
+  // About 200k fp32 values per sign of each range (every k-th bit pattern), against the formula
+  // in long double rounded to fp32.
+  for (const MathCase& c : kMath) {
+    int64_t worst = 0, differ = 0, total = 0, libm_worst = 0, libm_differ = 0;
+    auto sweep = [&](uint32_t from, uint32_t to) { // bit patterns [from, to], one sign
+      const uint32_t step = std::max<uint32_t>(1, (to - from) / 200000);
+      for (uint32_t u = from; u <= to && u >= from; u += step) {
+        const float x = from_bits(u);
+        const float got = simd::math_f32(c.f, x), want = math_reference(c.f, x);
+        if (std::isnan(want)) {
+          ASSERT_TRUE(std::isnan(got)) << c.name << " x=" << x;
+          continue;
+        }
+        const int64_t d = ulps(got, want);
+        ASSERT_LE(d, 1) << c.name << " x=" << x << " got " << got << " want " << want;
+        worst = std::max(worst, d);
+        differ += d != 0;
+        ++total;
+        const int64_t dl = ulps(got, math_libm(c.f, x)); // reported, not asserted
+        libm_worst = std::max(libm_worst, dl);
+        libm_differ += dl != 0;
+      }
+    };
+    if (c.hi > 0) sweep(c.lo > 0 ? bits(c.lo) : 0u, bits(c.hi));
+    if (c.lo < 0) sweep(0x80000000u, bits(c.lo));
+    std::printf("%s: of %lld values, %lld differ from the long-double formula (worst %lld ulp), "
+                "%lld from the libm formula in double (worst %lld ulp)\n",
+                c.name, (long long)total, (long long)differ, (long long)worst,
+                (long long)libm_differ, (long long)libm_worst);
+    EXPECT_LT(differ, total / 100) << c.name;
+  }
+  // Limits and specials (the scalar definition).
+  EXPECT_EQ(simd::math_f32(MathFn::log, 0.0f), -INFINITY);
+  EXPECT_EQ(simd::math_f32(MathFn::log, INFINITY), INFINITY);
+  EXPECT_EQ(simd::math_f32(MathFn::log, 1.0f), 0.0f);
+  EXPECT_TRUE(std::isnan(simd::math_f32(MathFn::log, -1.0f)));
+  EXPECT_EQ(simd::math_f32(MathFn::log, from_bits(1u)), static_cast<float>(std::log(0x1p-149)));
+  EXPECT_EQ(bits(simd::math_f32(MathFn::tanh, -0.0f)), bits(-0.0f));
+  EXPECT_EQ(simd::math_f32(MathFn::tanh, INFINITY), 1.0f);
+  EXPECT_EQ(simd::math_f32(MathFn::tanh, -INFINITY), -1.0f);
+  EXPECT_EQ(simd::math_f32(MathFn::sigmoid, -INFINITY), 0.0f);
+  EXPECT_EQ(simd::math_f32(MathFn::sigmoid, INFINITY), 1.0f);
+  EXPECT_EQ(simd::math_f32(MathFn::softplus, 100.0f), 100.0f);
+  EXPECT_EQ(simd::math_f32(MathFn::rsqrt, 0.0f), INFINITY);
+  EXPECT_EQ(simd::math_f32(MathFn::reciprocal, -0.0f), -INFINITY);
+  EXPECT_EQ(simd::math_f32(MathFn::gelu_apprx_tanh, 0.0f), 0.0f);
+  EXPECT_EQ(simd::math_f32(MathFn::silu_dx, 0.0f), 0.5f);
+  const float nan = from_bits(0x7fa00001u); // signalling: comes back quieted, payload kept
+  for (const MathCase& c : kMath) EXPECT_EQ(bits(simd::math_f32(c.f, nan)), 0x7fe00001u) << c.name;
+}
+
+TEST(Simd, MathRowEveryLevelBitIdentical) {
+  for (const MathCase& c : kMath)
+    for (uint64_t n : kLengths) {
+      std::vector<float> x = nasty_row(n, 15000 + uint32_t(n), true);
+      for (size_t i = 0; i < x.size(); i += 7) x[i] *= 20.0f; // the saturating ends
+      for (size_t i = 3; i < x.size(); i += 11) x[i] = std::fabs(x[i]) * 1e-30f;
+      for (float scale : {1.0f, -0.75f})
+        for (float bias : {0.0f, 0.5f}) {
+          std::vector<uint32_t> want(n);
+          for (uint64_t i = 0; i < n; ++i) want[i] = bits(simd::math_f32(c.f, x[i] * scale + bias));
+          for (Level l : levels()) {
+            std::vector<float> out(n);
+            simd::math_row(l, c.f, x.data(), n, scale, bias, out.data());
+            for (uint64_t i = 0; i < n; ++i)
+              ASSERT_EQ(bits(out[i]), want[i])
+                  << c.name << " " << simd::name(l) << " n=" << n << " x=" << x[i];
+          }
+        }
+    }
 }
 
 // ---- DMA dtype conversion ---------------------------------------------------------------------
