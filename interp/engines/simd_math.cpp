@@ -8,15 +8,18 @@
 //
 // Building blocks, in double:
 // - exp: clamp to [-708, 708], k = round(x / ln 2) by the 1.5 * 2^52 shifter,
-//   r = x - k ln2_hi - k ln2_lo (|r| <= ln2 / 2), e^r - 1 = r * q(r) with q the degree-12
-//   Taylor polynomial (remainder < 2^-57 relative), 2^k through the exponent bits. e^x = s +
+//   r = x - k ln2_hi - k ln2_lo (|r| <= ln2 / 2), e^r - 1 = r * q(r) with q the degree-9
+//   Taylor polynomial (remainder < 2^-42 relative), 2^k through the exponent bits. e^x = s +
 //   s (e^r - 1) and e^x - 1 = s (e^r - 1) + (s - 1) (no cancellation for small x); outside
 //   [-708, 708] e^x is 0 / inf as in libm.
 // - log: x = 2^e m with m in [sqrt(1/2), sqrt(2)), s = (m - 1) / (m + 1),
 //   log m = 2 atanh s = 2 s (1 + s^2/3 + ... + s^18/19) (|s| <= 0.1716, remainder < 2^-53).
-// Relative error of both about 2^-51, far under an fp32 half ulp (2^-24): the fp32 results
+// Relative error of both below 2^-41, far under an fp32 half ulp (2^-24): the fp32 results
 // equal those of the libm formulas except where the exact value lies within ~2^-27 ulp of a
 // rounding boundary (tests/semantics/simd_test.cpp sweeps measure it).
+// sqrt and reciprocal are the fp32 instructions (sqrtps, divps) in every form: rounding the
+// double result to fp32 gives the same bits (double has more than 2 * 24 + 2 bits, so the
+// double rounding is innocuous for +, -, *, / and sqrt), at fp32 speed.
 // NaN arguments give the argument quieted (a + a in fp32), as exp does.
 #pragma GCC optimize("O3")
 // GCC 12 reports the intrinsics' internal _mm512_undefined_*() as (maybe-)uninitialized.
@@ -155,6 +158,8 @@ namespace f5 {
 
 template <MathFn F> float scalar_one(float a) {
   if (a != a) return a + a;
+  if constexpr (F == MathFn::sqrt) return __builtin_sqrtf(a);
+  if constexpr (F == MathFn::reciprocal) return 1.0f / a;
   return static_cast<float>(fs::eval<Sd>(F, double(a)));
 }
 
@@ -175,10 +180,40 @@ NISA_AVX512 NISA_AI __m512 join(__m256 lo, __m256 hi) {
       _mm512_insertf64x4(_mm512_castps_pd(_mm512_castps256_ps512(lo)), _mm256_castps_pd(hi), 1));
 }
 
+// Two blocks of 16 floats (4 double vectors) per step: the polynomial chains are
+// latency-bound, independent ones interleave.
 template <MathFn F>
 NISA_AVX512 void row_avx512(const float* x, uint64_t n, float scale, float bias, float* out) {
   const __m512 vs = _mm512_set1_ps(scale), vb = _mm512_set1_ps(bias);
+  constexpr int kF = 2;
   uint64_t i = 0;
+  if constexpr (F == MathFn::sqrt || F == MathFn::reciprocal) {
+    for (; i + 16 <= n; i += 16) {
+      const __m512 a = _mm512_add_ps(_mm512_mul_ps(_mm512_loadu_ps(x + i), vs), vb);
+      __m512 r = F == MathFn::sqrt ? _mm512_sqrt_ps(a) : _mm512_div_ps(_mm512_set1_ps(1.0f), a);
+      r = _mm512_mask_mov_ps(r, _mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q), _mm512_add_ps(a, a));
+      _mm512_storeu_ps(out + i, r);
+    }
+    return row_scalar<F>(x + i, n - i, scale, bias, out + i);
+  }
+  for (; i + 16 * kF <= n; i += 16 * kF) {
+    __m512 a[kF];
+    __m512d d[2 * kF];
+#pragma GCC unroll 4
+    for (int f = 0; f < kF; ++f) {
+      a[f] = _mm512_add_ps(_mm512_mul_ps(_mm512_loadu_ps(x + i + 16 * f), vs), vb);
+      d[2 * f] = _mm512_cvtps_pd(lo_half(a[f]));
+      d[2 * f + 1] = _mm512_cvtps_pd(hi_half(a[f]));
+    }
+    f5::eval4<S5>(F, d);
+#pragma GCC unroll 4
+    for (int f = 0; f < kF; ++f) {
+      __m512 r = join(_mm512_cvtpd_ps(d[2 * f]), _mm512_cvtpd_ps(d[2 * f + 1]));
+      r = _mm512_mask_mov_ps(r, _mm512_cmp_ps_mask(a[f], a[f], _CMP_UNORD_Q),
+                             _mm512_add_ps(a[f], a[f]));
+      _mm512_storeu_ps(out + i + 16 * f, r);
+    }
+  }
   for (; i + 16 <= n; i += 16) {
     const __m512 a = _mm512_add_ps(_mm512_mul_ps(_mm512_loadu_ps(x + i), vs), vb);
     const __m512d lo = f5::eval<S5>(F, _mm512_cvtps_pd(lo_half(a)));
@@ -194,6 +229,15 @@ template <MathFn F>
 NISA_AVX2 void row_avx2(const float* x, uint64_t n, float scale, float bias, float* out) {
   const __m256 vs = _mm256_set1_ps(scale), vb = _mm256_set1_ps(bias);
   uint64_t i = 0;
+  if constexpr (F == MathFn::sqrt || F == MathFn::reciprocal) {
+    for (; i + 8 <= n; i += 8) {
+      const __m256 a = _mm256_add_ps(_mm256_mul_ps(_mm256_loadu_ps(x + i), vs), vb);
+      __m256 r = F == MathFn::sqrt ? _mm256_sqrt_ps(a) : _mm256_div_ps(_mm256_set1_ps(1.0f), a);
+      r = _mm256_blendv_ps(r, _mm256_add_ps(a, a), _mm256_cmp_ps(a, a, _CMP_UNORD_Q));
+      _mm256_storeu_ps(out + i, r);
+    }
+    return row_scalar<F>(x + i, n - i, scale, bias, out + i);
+  }
   for (; i + 8 <= n; i += 8) {
     const __m256 a = _mm256_add_ps(_mm256_mul_ps(_mm256_loadu_ps(x + i), vs), vb);
     const __m128 alo = _mm256_castps256_ps128(a), ahi = _mm256_extractf128_ps(a, 1);
