@@ -101,4 +101,9 @@ namespace nisa::interp::simd {
 // The forms are the same integer operations per element, so every level gives the same bits.
 // src and dst must not overlap.
 bool convert_row(Level l, DType s, const uint8_t* src, DType d, uint8_t* dst, uint64_t n);
+// iota: n values v0 + j * step (int32 wrapping arithmetic) into a contiguous run of dtype d,
+// int32 or fp32 (int -> fp32 rounding to nearest even); false (nothing written) otherwise.
+// The compiler vectorises the same loop per target. out must be 4-byte addressable (any
+// alignment).
+bool iota_run(Level l, DType d, uint8_t* out, uint32_t v0, uint32_t step, uint64_t n);
 } // namespace nisa::interp::simd

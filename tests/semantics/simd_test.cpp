@@ -606,6 +606,40 @@ TEST(Simd, MathRowEveryLevelBitIdentical) {
     }
 }
 
+// ---- iota runs ---------------------------------------------------------------------------------
+TEST(Simd, IotaRunEveryLevelMatchesTheSequence) {
+  // Wrapping int32 arithmetic and fp32 rounding of large values (above 2^24: ties to even).
+  const uint32_t starts[] = {0u, 7u, 0x7ffffff0u, 0xfffffff9u, 16777213u, 0x80000000u};
+  const int32_t steps[] = {1, -3, 1 << 20, 5, 0};
+  for (uint32_t v0 : starts)
+    for (int32_t st : steps)
+      for (uint64_t n : kLengths) {
+        std::vector<int32_t> wi(n);
+        std::vector<uint32_t> wf(n);
+        for (uint64_t j = 0; j < n; ++j) {
+          const auto v = int32_t(v0 + uint32_t(j) * uint32_t(st)); // wraps
+          wi[j] = v;
+          wf[j] = bits(static_cast<float>(static_cast<double>(v))); // exact, then one rounding
+        }
+        for (Level l : levels()) {
+          std::vector<uint8_t> out(n * 4 + 1);
+          ASSERT_TRUE(simd::iota_run(l, DType::int32, out.data() + 1, v0, uint32_t(st), n));
+          for (uint64_t j = 0; j < n; ++j) {
+            int32_t got;
+            std::memcpy(&got, out.data() + 1 + 4 * j, 4);
+            ASSERT_EQ(got, wi[j]) << simd::name(l) << " j=" << j;
+          }
+          ASSERT_TRUE(simd::iota_run(l, DType::fp32, out.data(), v0, uint32_t(st), n));
+          for (uint64_t j = 0; j < n; ++j) {
+            uint32_t got;
+            std::memcpy(&got, out.data() + 4 * j, 4);
+            ASSERT_EQ(got, wf[j]) << simd::name(l) << " j=" << j;
+          }
+          EXPECT_FALSE(simd::iota_run(l, DType::bf16, out.data(), v0, 1, n));
+        }
+      }
+}
+
 // ---- DMA dtype conversion ---------------------------------------------------------------------
 TEST(Simd, ConvertRowFp32Bf16EveryLevelMatchesElementwiseRounding) {
   for (uint64_t n : kLengths) {
