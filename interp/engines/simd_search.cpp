@@ -78,6 +78,32 @@ inline void top8_add(float top[8], uint64_t& filled, float v) {
   top[k] = v;
 }
 
+// top8_add for a row known to hold no NaN (the same result: ranks_above is a > b there).
+inline void top8_add_finite(float top[8], uint64_t& filled, float v) {
+  if (filled == 8 && !(v > top[7])) return;
+  uint64_t k = filled == 8 ? 7 : filled++;
+  while (k > 0 && v > top[k - 1]) {
+    top[k] = top[k - 1];
+    --k;
+  }
+  top[k] = v;
+}
+
+// The 8th largest of k subset maxima: 8 elements of the row are >= it. The subsets are the
+// lanes of the running maxima (index mod 64 / mod 32): one streaming pass, no horizontal
+// reductions, and runs of large values (the rows of the folded top-K methods hold sorted
+// runs) spread over all lanes, so the threshold lands near the row's 8th largest.
+inline float eighth_largest(float* mx, int k) {
+  std::partial_sort(mx, mx + 8, mx + k, [](float a, float b) { return a > b; });
+  return mx[7];
+}
+
+// After the candidates x > t0 (strict): fewer than 8 means the rest of the top 8 are elements
+// equal to t0, whose bits are t0's (t0 is neither NaN nor a zero: callers check).
+inline void top8_finish_strict(float top[8], uint64_t& filled, float t0) {
+  while (filled < 8) top8_add_finite(top, filled, t0);
+}
+
 // Two passes for rows without NaN (false, nothing written, when there is one): the maxima
 // of 8 disjoint segments are 8 elements >= t0 (their minimum), so an element below t0 has 8
 // elements ranking strictly above it and cannot be in the top 8. The second pass feeds only
@@ -86,89 +112,79 @@ inline void top8_add(float top[8], uint64_t& filled, float v) {
 // while its threshold is still low.
 NISA_AVX512 bool max8_two_pass_avx512(const float* x, uint64_t n, float out[8]) {
   if (n < 512) return false;
-  const uint64_t seg = n / 8 / 16 * 16;
+  __m512 lm[4];
+  for (int k = 0; k < 4; ++k) lm[k] = _mm512_loadu_ps(x + 16 * k);
   __mmask16 nan = 0;
-  float t0 = INFINITY;
-  for (int sg = 0; sg < 8; ++sg) {
-    const float* b = x + sg * seg;
-    __m512 m0 = _mm512_loadu_ps(b), m1 = m0;
-    nan |= _mm512_cmp_ps_mask(m0, m0, _CMP_UNORD_Q);
-    uint64_t i = 16;
-    for (; i + 32 <= seg; i += 32) {
-      const __m512 v0 = _mm512_loadu_ps(b + i), v1 = _mm512_loadu_ps(b + i + 16);
-      nan |= _mm512_cmp_ps_mask(v0, v1, _CMP_UNORD_Q);
-      m0 = _mm512_max_ps(m0, v0);
-      m1 = _mm512_max_ps(m1, v1);
-    }
-    for (; i < seg; i += 16) {
-      const __m512 v = _mm512_loadu_ps(b + i);
+  uint64_t i = 0;
+  for (; i + 64 <= n; i += 64)
+    for (int k = 0; k < 4; ++k) {
+      const __m512 v = _mm512_loadu_ps(x + i + 16 * k);
       nan |= _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
-      m0 = _mm512_max_ps(m0, v);
+      lm[k] = _mm512_max_ps(lm[k], v);
     }
-    alignas(64) float l[16];
-    _mm512_store_ps(l, _mm512_max_ps(m0, m1));
-    float m = l[0];
-    for (int k = 1; k < 16; ++k) m = l[k] > m ? l[k] : m;
-    t0 = m < t0 ? m : t0;
-  }
-  for (uint64_t i = 8 * seg; i < n; ++i) nan |= x[i] != x[i];
+  for (; i < n; ++i) nan |= x[i] != x[i];
   if (nan) return false;
+  float mx[64];
+  for (int k = 0; k < 4; ++k) _mm512_storeu_ps(mx + 16 * k, lm[k]);
+  const float t0 = eighth_largest(mx, 64);
+  // Strict (x > t0) unless t0 is a zero: equal zeros differ in sign, so their order matters.
+  const bool strict = t0 != 0.0f;
   float top[8];
   uint64_t filled = 0;
   const __m512 t = _mm512_set1_ps(t0);
-  uint64_t i = 0;
+  i = 0;
   for (; i + 64 <= n; i += 64) {
-    const uint64_t m0 = _mm512_cmp_ps_mask(_mm512_loadu_ps(x + i), t, _CMP_GE_OQ);
-    const uint64_t m1 = _mm512_cmp_ps_mask(_mm512_loadu_ps(x + i + 16), t, _CMP_GE_OQ);
-    const uint64_t m2 = _mm512_cmp_ps_mask(_mm512_loadu_ps(x + i + 32), t, _CMP_GE_OQ);
-    const uint64_t m3 = _mm512_cmp_ps_mask(_mm512_loadu_ps(x + i + 48), t, _CMP_GE_OQ);
-    for (uint64_t m = m0 | m1 << 16 | m2 << 32 | m3 << 48; m; m &= m - 1)
-      top8_add(top, filled, x[i + __builtin_ctzll(m)]);
+    uint64_t m = 0;
+    for (int b = 0; b < 4; ++b) {
+      const __m512 v = _mm512_loadu_ps(x + i + 16 * b);
+      const uint64_t k =
+          strict ? _mm512_cmp_ps_mask(v, t, _CMP_GT_OQ) : _mm512_cmp_ps_mask(v, t, _CMP_GE_OQ);
+      m |= k << (16 * b);
+    }
+    for (; m; m &= m - 1) top8_add_finite(top, filled, x[i + __builtin_ctzll(m)]);
   }
   for (; i < n; ++i)
-    if (x[i] >= t0) top8_add(top, filled, x[i]);
+    if (strict ? x[i] > t0 : x[i] >= t0) top8_add_finite(top, filled, x[i]);
+  if (strict) top8_finish_strict(top, filled, t0);
   top8_out(top, filled, out);
   return true;
 }
 
 NISA_AVX2 bool max8_two_pass_avx2(const float* x, uint64_t n, float out[8]) {
   if (n < 512) return false;
-  const uint64_t seg = n / 8 / 16 * 16;
+  __m256 lm[4];
+  for (int k = 0; k < 4; ++k) lm[k] = _mm256_loadu_ps(x + 8 * k);
   __m256 nan = _mm256_setzero_ps();
-  float t0 = INFINITY;
-  for (int sg = 0; sg < 8; ++sg) {
-    const float* b = x + sg * seg;
-    __m256 m0 = _mm256_loadu_ps(b), m1 = _mm256_loadu_ps(b + 8);
-    nan = _mm256_or_ps(nan, _mm256_cmp_ps(m0, m1, _CMP_UNORD_Q));
-    for (uint64_t i = 16; i < seg; i += 16) {
-      const __m256 v0 = _mm256_loadu_ps(b + i), v1 = _mm256_loadu_ps(b + i + 8);
-      nan = _mm256_or_ps(nan, _mm256_cmp_ps(v0, v1, _CMP_UNORD_Q));
-      m0 = _mm256_max_ps(m0, v0);
-      m1 = _mm256_max_ps(m1, v1);
+  uint64_t i = 0;
+  for (; i + 32 <= n; i += 32)
+    for (int k = 0; k < 4; ++k) {
+      const __m256 v = _mm256_loadu_ps(x + i + 8 * k);
+      nan = _mm256_or_ps(nan, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+      lm[k] = _mm256_max_ps(lm[k], v);
     }
-    alignas(32) float l[8];
-    _mm256_store_ps(l, _mm256_max_ps(m0, m1));
-    float m = l[0];
-    for (int k = 1; k < 8; ++k) m = l[k] > m ? l[k] : m;
-    t0 = m < t0 ? m : t0;
-  }
   bool any_nan = _mm256_movemask_ps(nan) != 0;
-  for (uint64_t i = 8 * seg; i < n; ++i) any_nan |= x[i] != x[i];
+  for (; i < n; ++i) any_nan |= x[i] != x[i];
   if (any_nan) return false;
+  float mx[32];
+  for (int k = 0; k < 4; ++k) _mm256_storeu_ps(mx + 8 * k, lm[k]);
+  const float t0 = eighth_largest(mx, 32);
+  const bool strict = t0 != 0.0f; // see max8_two_pass_avx512
   float top[8];
   uint64_t filled = 0;
   const __m256 t = _mm256_set1_ps(t0);
-  uint64_t i = 0;
+  i = 0;
   for (; i + 32 <= n; i += 32) {
     uint32_t m = 0;
-    for (int b = 0; b < 4; ++b)
-      m |=
-          uint32_t(_mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(x + i + 8 * b), t, _CMP_GE_OQ)))
-          << (8 * b);
-    for (; m; m &= m - 1) top8_add(top, filled, x[i + __builtin_ctz(m)]);
+    for (int b = 0; b < 4; ++b) {
+      const __m256 v = _mm256_loadu_ps(x + i + 8 * b);
+      const __m256 c = strict ? _mm256_cmp_ps(v, t, _CMP_GT_OQ) : _mm256_cmp_ps(v, t, _CMP_GE_OQ);
+      m |= uint32_t(_mm256_movemask_ps(c)) << (8 * b);
+    }
+    for (; m; m &= m - 1) top8_add_finite(top, filled, x[i + __builtin_ctz(m)]);
   }
   for (; i < n; ++i)
-    if (x[i] >= t0) top8_add(top, filled, x[i]);
+    if (strict ? x[i] > t0 : x[i] >= t0) top8_add_finite(top, filled, x[i]);
+  if (strict) top8_finish_strict(top, filled, t0);
   top8_out(top, filled, out);
   return true;
 }

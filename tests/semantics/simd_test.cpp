@@ -104,6 +104,35 @@ TEST(Simd, Max8EveryLevelMatchesStableSortBitForBit) {
       }
 }
 
+// Rows of the folded top-K methods: long padded or struck-out stretches (-inf, a -HI
+// constant), few distinct values above them, ties at the threshold, runs of +-0.
+TEST(Simd, Max8PaddedAndStruckOutRowsEveryLevel) {
+  std::mt19937 g(77);
+  for (uint64_t n : {512u, 700u, 1024u, 2816u, 5000u})
+    for (int kind = 0; kind < 6; ++kind)
+      for (int rep = 0; rep < 3; ++rep) {
+        std::uniform_real_distribution<float> d(-4.0f, 4.0f);
+        std::uniform_int_distribution<uint64_t> at(0, n - 1);
+        const float pad = kind % 2 ? -INFINITY : -3.0e38f;
+        std::vector<float> x(n, pad);
+        const uint64_t live = kind < 2 ? n / 3 : kind < 4 ? 5 : n / 20; // non-padding count
+        for (uint64_t k = 0; k < live; ++k) {
+          float v = d(g);
+          if (kind == 4) v = std::round(v);                   // many ties
+          if (kind == 5) v = k % 2 ? 0.0f : -0.0f;            // zeros of both signs
+          x[rep == 0 ? k : rep == 1 ? n - 1 - k : at(g)] = v; // front, back, scattered
+        }
+        const auto want = max8_reference(x);
+        for (Level l : levels()) {
+          float out[8];
+          simd::max8_row(l, x.data(), n, out);
+          for (int k = 0; k < 8; ++k)
+            ASSERT_EQ(bits(out[k]), want[k]) << simd::name(l) << " n=" << n << " kind=" << kind
+                                             << " rep=" << rep << " slot " << k;
+        }
+      }
+}
+
 // ---- find_index8 / match_replace8 --------------------------------------------------------------
 // Slot values: present values (duplicated, so ranks matter), absent ones, NaN, -0.
 // seed % 4 == 3: the row's 8 largest non-NaN values (a topk step: few positions lie in their
