@@ -13,6 +13,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -25,8 +26,18 @@ namespace nisa::interp {
 namespace {
 
 using simd::Level;
-constexpr uint64_t kPartBytes =
-    224 * 1024; // the trn2 partition stride (a multiple of 4 KiB) // trn2 usable SBUF per partition
+// The SBUF partition stride: trn2's 224 KiB (a multiple of 4 KiB, as in `nisa run`: the same
+// column of every partition maps to one L1 set). NISA_BENCH_PART_BYTES=N (>= 160000, a
+// multiple of 8) overrides it, e.g. 229440 to see the kernels without that set conflict.
+uint64_t part_bytes() {
+  static const uint64_t v = [] {
+    const char* e = std::getenv("NISA_BENCH_PART_BYTES");
+    const uint64_t n = e ? std::strtoull(e, nullptr, 10) : 0;
+    return n >= 160000 && n % 8 == 0 ? n : uint64_t(224 * 1024);
+  }();
+  return v;
+}
+const uint64_t kPartBytes = part_bytes();
 constexpr uint32_t kP = 128;
 
 struct Core {
@@ -452,6 +463,39 @@ void libm_args(benchmark::internal::Benchmark* b) {
 
 // ---- DMA copy fp32 -> bf16 and bf16 -> fp32, SBUF to SBUF
 // -----------------------------------------
+NISA_AVX512 void rw_rows(Core& c, uint64_t src_bytes, uint64_t dst_bytes) {
+  for (uint32_t p = 0; p < kP; ++p) {
+    const uint8_t* x = c.row(p, 0);
+    uint8_t* o = c.row(p, 80000);
+    if (dst_bytes >= src_bytes) { // widening: each source vector stored twice
+      for (uint64_t i = 0; i + 64 <= src_bytes; i += 64) {
+        const __m512i v = _mm512_loadu_si512(x + i);
+        _mm512_storeu_si512(o + 2 * i, v);
+        _mm512_storeu_si512(o + 2 * i + 64, v);
+      }
+    } else { // narrowing: two source vectors, one store
+      for (uint64_t i = 0; i + 128 <= src_bytes; i += 128)
+        _mm512_storeu_si512(
+            o + i / 2, _mm512_or_si512(_mm512_loadu_si512(x + i), _mm512_loadu_si512(x + i + 64)));
+    }
+  }
+}
+// Source bytes per CPU second of rw_rows (best of 5 batches of 20 ms).
+double copy_rate(Core& c, uint64_t src_bytes, uint64_t dst_bytes) {
+  double best = 0;
+  for (int rep = 0; rep < 5; ++rep) {
+    const double t0 = cpu_now();
+    int iters = 0;
+    do {
+      rw_rows(c, src_bytes, dst_bytes);
+      benchmark::ClobberMemory();
+      ++iters;
+    } while (cpu_now() - t0 < 0.02);
+    best = std::max(best, iters * double(kP * src_bytes) / (cpu_now() - t0));
+  }
+  return best;
+}
+
 void BM_dma_convert(benchmark::State& s) {
   Core c;
   const DType t = dt_of(s.range(1)); // source dtype; the destination is the other one
@@ -464,6 +508,13 @@ void BM_dma_convert(benchmark::State& s) {
   in.ops[2].present = in.ops[2].is_ap = true;
   in.ops[2].ap = tile(t, 0, n);
   run(s, c, 0, n * dtype_bytes(t), [&] { sem_dma(c.cx, in); });
+  // A second baseline with the instruction's memory traffic: the source bytes read and the
+  // destination bytes written (each 64-byte load stored dst/src times), no arithmetic.
+  if (simd::supported(Level::avx512)) {
+    const double rate = s.counters["stream_GBps"].value * s.counters["ratio"].value * 1e9;
+    const double base = copy_rate(c, n * dtype_bytes(t), n * dtype_bytes(o));
+    s.counters["vs_rw_stream"] = rate / base;
+  }
 }
 
 // ---- iota into int32 / fp32

@@ -1,9 +1,11 @@
 // Scalar engine (ACT) semantics: activation = func(src * scale + bias) with the engine's
 // reduce registers (isa-facts 4.2, 4.5, 11 ex. 9). The hardware evaluates the functions
-// with piecewise polynomials; we evaluate the defining formulas (in double, rounded to fp32),
-// which is what the reference tests of the seeds compare against. exp is the exception: one
-// own double-precision algorithm (simd.h exp_f32, within 1 fp32 ulp of std::exp in double)
-// so that its vector forms give the same bits as the scalar one.
+// with piecewise polynomials; we evaluate the defining formulas in double, rounded to fp32,
+// which is what the reference tests of the seeds compare against. exp (simd.h exp_f32) and
+// the functions of simd::MathFn (log, sqrt, rsqrt, reciprocal, tanh, sigmoid, the gelu
+// approximations, silu, softplus, mish, erf_dx; simd_math.cpp) have their own double
+// algorithms, one per function in all vector forms, so every level gives the same bits;
+// gelu, gelu_dx, erf, sin and arctan still call libm per element.
 #include <cmath>
 #include <numbers>
 
