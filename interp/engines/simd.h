@@ -43,6 +43,10 @@ void match_replace8_row(Level l, const float* data, uint64_t n, const float vals
 // fold of tensor_reduce: false when only the sequential fold can tell (a NaN, or a zero
 // result whose sign depends on which zero came last); the caller then folds.
 bool reduce_maxmin_row(Level l, bool is_max, const float* x, uint64_t n, float* out);
+// The same for a contiguous bf16 row (x: its bytes, 2 per element, any alignment), widened in
+// registers; false also when the level has no bf16 form (AVX-512 only): convert and use the
+// fp32 form.
+bool reduce_maxmin_bf16_row(Level l, bool is_max, const uint8_t* x, uint64_t n, float* out);
 } // namespace nisa::interp::simd
 
 // ---- across-partition kernels (the recurrence runs along the row; lanes are rows) ----------

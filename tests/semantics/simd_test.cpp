@@ -352,6 +352,60 @@ TEST(Simd, FoldRowsEveryLevelMatchesTheLeftFold) {
 
 // The instructions on the lane paths: cumsum into bf16 in place of its data operand, and a
 // two-axis add reduce, at every level equal to the scalar level's bits.
+// tensor_reduce max / min of bf16 rows: the AVX-512 level reads the bf16 bytes directly
+// (simd.h reduce_maxmin_bf16_row); every level gives the scalar level's bits, and NaN-free rows
+// with a nonzero extreme give the plain maximum / minimum.
+TEST(Simd, TensorReduceMaxMinBf16RowsAgreeAcrossLevels) {
+  LevelGuard guard;
+  const uint32_t P = 24;
+  for (uint32_t inner : {64u, 130u, 333u})
+    for (AluOp op : {AluOp::max, AluOp::min}) {
+      const uint32_t F = 2 * inner;
+      auto x = nasty_row(uint64_t(P) * F, 16000 + inner, true);
+      for (uint32_t p = 0; p < P; p += 3) // NaN-free rows, some with a zero extreme
+        for (uint32_t j = 0; j < F; ++j) {
+          float& v = x[p * F + j];
+          if (std::isnan(v)) v = 1.0f;
+          if (p % 2 == 0) v = op == AluOp::max ? -std::fabs(v) : std::fabs(v);
+        }
+      std::vector<std::vector<float>> res;
+      for (Level l : levels()) {
+        ASSERT_TRUE(simd::set_level(l));
+        Bench b;
+        AccessPattern S = Bench::sb(DType::bf16, P, F);
+        b.put(S, x);
+        const auto xs = b.get(S); // the bf16 values as fp32
+        S.ndims = 2;
+        S.dims[0] = {int32_t(inner), 2};
+        S.dims[1] = {1, inner};
+        const auto D = Bench::sb(DType::fp32, P, 2, 40000);
+        Inst r = make(Opcode::tensor_reduce, Engine::dve);
+        set_ap(r, "dst", D);
+        set_ap(r, "src", S);
+        set_e(r, "op", op);
+        set_i(r, "axes", 1);
+        b.run(r);
+        res.push_back(b.get(D));
+        for (uint32_t p = 0; p < P; ++p)
+          for (uint32_t g = 0; g < 2; ++g) {
+            bool nan = false;
+            float m = xs[p * F + g * inner];
+            for (uint32_t k = 0; k < inner; ++k) {
+              const float v = xs[p * F + g * inner + k];
+              nan |= std::isnan(v);
+              m = op == AluOp::max ? std::max(m, v) : std::min(m, v);
+            }
+            if (!nan && m != 0.0f) {
+              ASSERT_EQ(bits(res.back()[p * 2 + g]), bits(m)) << simd::name(l);
+            }
+          }
+      }
+      for (size_t k = 1; k < res.size(); ++k)
+        for (size_t i = 0; i < res[0].size(); ++i)
+          ASSERT_EQ(bits(res[k][i]), bits(res[0][i])) << "level " << k << " at " << i;
+    }
+}
+
 TEST(Simd, ScanAndReduceInstructionsAgreeAcrossLevels) {
   LevelGuard guard;
   const uint32_t P = 40, F = 300;
