@@ -674,6 +674,23 @@ void sem_max8(ExecCtx& cx, const Inst& in) {
   check_eight(in, "dst", d, s.parts);
   // Rows are independent: ranges of them on the host threads (a snapshot: one range).
   const bool snap = views_overlap(cx, d, s);
+  // Contiguous bf16 rows: the AVX-512 form reads the bf16 bytes (no fp32 copy of the row);
+  // rows it declines are converted as below.
+  const simd::Level lv = simd::level();
+  if (s.dtype == DType::bf16 && s.contiguous() && s.row_skip.empty() && !snap &&
+      lv == simd::Level::avx512) {
+    for_row_ranges(cx.pool, s.parts, s.free_elems, [&](uint32_t p0, uint32_t p1) {
+      F32Rows rs(s, false);
+      for (uint32_t p = p0; p < p1; ++p) {
+        float top[8];
+        if (!simd::max8_bf16_row(lv, s.row(p), s.free_elems, top))
+          max8_row(rs.get(p), s.free_elems, top);
+        store_row(d, p, top);
+      }
+    });
+    note_psum_write(cx, operand(in, "dst").ap);
+    return;
+  }
   for_row_ranges(snap ? nullptr : cx.pool, s.parts, s.free_elems, [&](uint32_t p0, uint32_t p1) {
     F32Rows rs(s, snap);
     for (uint32_t p = p0; p < p1; ++p) {

@@ -36,6 +36,10 @@ const char* name(Level l);
 namespace nisa::interp::simd {
 // See ew::max8_row, ew::find_index8_row, ew::match_replace8_row (elementwise.h).
 void max8_row(Level l, const float* x, uint64_t n, float out[8]);
+// max8 of a contiguous bf16 row (x: its bytes, 2 per element, any alignment), widened in
+// registers: the result of max8_row on the converted row. false (nothing written) when this
+// form declines (a NaN, fewer than 512 elements, a level without it): convert and use max8_row.
+bool max8_bf16_row(Level l, const uint8_t* x, uint64_t n, float out[8]);
 void find_index8_row(Level l, const float* data, uint64_t n, const float vals[8], int64_t out[8]);
 void match_replace8_row(Level l, const float* data, uint64_t n, const float vals[8],
                         int64_t out[8]);

@@ -111,19 +111,43 @@ inline void top8_finish_strict(float top[8], uint64_t& filled, float t0) {
 // the elements >= t0 (typically a dozen), in index order, to the insertion: the same stable
 // top 8 as inserting every element, without the ~8 ln(n/8) insertions a single pass makes
 // while its threshold is still low.
-NISA_AVX512 bool max8_two_pass_avx512(const float* x, uint64_t n, float out[8]) {
+// fp32 rows (BF = false) or bf16 rows widened in registers (BF = true: x holds 2 bytes per
+// element; the values are those of the converted row, so the results are too).
+template <bool BF> NISA_AVX512 inline __m512 load16(const void* x, uint64_t i) {
+  if constexpr (BF)
+    return _mm512_castsi512_ps(
+        _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(
+                              static_cast<const uint8_t*>(x) + 2 * i))),
+                          16));
+  else
+    return _mm512_loadu_ps(static_cast<const float*>(x) + i);
+}
+template <bool BF> inline float elem(const void* x, uint64_t i) {
+  if constexpr (BF) {
+    uint16_t h;
+    std::memcpy(&h, static_cast<const uint8_t*>(x) + 2 * i, 2);
+    const uint32_t u = uint32_t(h) << 16;
+    float f;
+    std::memcpy(&f, &u, 4);
+    return f;
+  } else {
+    return static_cast<const float*>(x)[i];
+  }
+}
+
+template <bool BF> NISA_AVX512 bool max8_two_pass_512(const void* x, uint64_t n, float out[8]) {
   if (n < 512) return false;
   __m512 lm[4];
-  for (int k = 0; k < 4; ++k) lm[k] = _mm512_loadu_ps(x + 16 * k);
+  for (int k = 0; k < 4; ++k) lm[k] = load16<BF>(x, 16 * k);
   __mmask16 nan = 0;
   uint64_t i = 0;
   for (; i + 64 <= n; i += 64)
     for (int k = 0; k < 4; ++k) {
-      const __m512 v = _mm512_loadu_ps(x + i + 16 * k);
+      const __m512 v = load16<BF>(x, i + 16 * k);
       nan |= _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
       lm[k] = _mm512_max_ps(lm[k], v);
     }
-  for (; i < n; ++i) nan |= x[i] != x[i];
+  for (; i < n; ++i) nan |= elem<BF>(x, i) != elem<BF>(x, i);
   if (nan) return false;
   float mx[64];
   for (int k = 0; k < 4; ++k) _mm512_storeu_ps(mx + 16 * k, lm[k]);
@@ -137,18 +161,26 @@ NISA_AVX512 bool max8_two_pass_avx512(const float* x, uint64_t n, float out[8]) 
   for (; i + 64 <= n; i += 64) {
     uint64_t m = 0;
     for (int b = 0; b < 4; ++b) {
-      const __m512 v = _mm512_loadu_ps(x + i + 16 * b);
+      const __m512 v = load16<BF>(x, i + 16 * b);
       const uint64_t k =
           strict ? _mm512_cmp_ps_mask(v, t, _CMP_GT_OQ) : _mm512_cmp_ps_mask(v, t, _CMP_GE_OQ);
       m |= k << (16 * b);
     }
-    for (; m; m &= m - 1) top8_add_finite(top, filled, x[i + __builtin_ctzll(m)]);
+    for (; m; m &= m - 1) top8_add_finite(top, filled, elem<BF>(x, i + __builtin_ctzll(m)));
   }
-  for (; i < n; ++i)
-    if (strict ? x[i] > t0 : x[i] >= t0) top8_add_finite(top, filled, x[i]);
+  for (; i < n; ++i) {
+    const float v = elem<BF>(x, i);
+    if (strict ? v > t0 : v >= t0) top8_add_finite(top, filled, v);
+  }
   if (strict) top8_finish_strict(top, filled, t0);
   top8_out(top, filled, out);
   return true;
+}
+NISA_AVX512 bool max8_two_pass_avx512(const float* x, uint64_t n, float out[8]) {
+  return max8_two_pass_512<false>(x, n, out);
+}
+NISA_AVX512 bool max8_bf16_avx512(const uint8_t* x, uint64_t n, float out[8]) {
+  return max8_two_pass_512<true>(x, n, out);
 }
 
 NISA_AVX2 bool max8_two_pass_avx2(const float* x, uint64_t n, float out[8]) {
@@ -626,6 +658,10 @@ bool reduce_maxmin_row(Level l, bool is_max, const float* x, uint64_t n, float* 
   case Level::scalar: break;
   }
   return maxmin_scalar(is_max, x, n, out);
+}
+
+bool max8_bf16_row(Level l, const uint8_t* x, uint64_t n, float out[8]) {
+  return l == Level::avx512 && max8_bf16_avx512(x, n, out);
 }
 
 bool reduce_maxmin_bf16_row(Level l, bool is_max, const uint8_t* x, uint64_t n, float* out) {

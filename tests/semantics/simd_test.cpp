@@ -133,6 +133,40 @@ TEST(Simd, Max8PaddedAndStruckOutRowsEveryLevel) {
       }
 }
 
+// max8 of bf16 rows (the AVX-512 level reads them without converting): every level gives the
+// stable-sort reference of the widened values.
+TEST(Simd, Max8InstructionBf16RowsEveryLevel) {
+  LevelGuard guard;
+  const uint32_t P = 12;
+  for (uint32_t n : {512u, 1000u, 4097u}) {
+    auto x = nasty_row(uint64_t(P) * n, 17000 + n, true);
+    for (uint32_t p = 0; p < P; p += 2) // NaN-free rows (the two-pass form), some padded
+      for (uint32_t j = 0; j < n; ++j) {
+        float& v = x[p * n + j];
+        if (std::isnan(v)) v = -1.0f;
+        if (p % 4 == 0 && j > n / 3) v = -INFINITY;
+      }
+    for (Level l : levels()) {
+      ASSERT_TRUE(simd::set_level(l));
+      Bench b;
+      const auto S = Bench::sb(DType::bf16, P, n), D = Bench::sb(DType::fp32, P, 8, 60000);
+      b.put(S, x);
+      const auto xs = b.get(S);
+      Inst in = make(Opcode::max8, Engine::dve);
+      set_ap(in, "dst", D);
+      set_ap(in, "src", S);
+      b.run(in);
+      const auto got = b.get(D);
+      for (uint32_t p = 0; p < P; ++p) {
+        const auto want =
+            max8_reference(std::vector<float>(xs.begin() + p * n, xs.begin() + (p + 1) * n));
+        for (int k = 0; k < 8; ++k)
+          ASSERT_EQ(bits(got[p * 8 + k]), want[k]) << simd::name(l) << " n=" << n << " p=" << p;
+      }
+    }
+  }
+}
+
 // ---- find_index8 / match_replace8 --------------------------------------------------------------
 // Slot values: present values (duplicated, so ranks matter), absent ones, NaN, -0.
 // seed % 4 == 3: the row's 8 largest non-NaN values (a topk step: few positions lie in their
