@@ -4,6 +4,8 @@
 // AVX2) loop OR-ing the bytes the instruction must read. Counters: bytes_per_second (the
 // instruction's bytes over its time) and ratio = that / the baseline's bytes per second
 // (target >= 0.4).
+// GCC 12 reports the intrinsics' internal _mm512_undefined_*() as maybe-uninitialized.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <benchmark/benchmark.h>
 #include <immintrin.h>
 
@@ -11,6 +13,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -23,7 +26,18 @@ namespace nisa::interp {
 namespace {
 
 using simd::Level;
-constexpr uint64_t kPartBytes = 212984; // trn2 usable SBUF per partition
+// The SBUF partition stride: trn2's 224 KiB (a multiple of 4 KiB, as in `nisa run`: the same
+// column of every partition maps to one L1 set). NISA_BENCH_PART_BYTES=N (>= 160000, a
+// multiple of 8) overrides it, e.g. 229440 to see the kernels without that set conflict.
+uint64_t part_bytes() {
+  static const uint64_t v = [] {
+    const char* e = std::getenv("NISA_BENCH_PART_BYTES");
+    const uint64_t n = e ? std::strtoull(e, nullptr, 10) : 0;
+    return n >= 160000 && n % 8 == 0 ? n : uint64_t(224 * 1024);
+  }();
+  return v;
+}
+const uint64_t kPartBytes = part_bytes();
 constexpr uint32_t kP = 128;
 
 struct Core {
@@ -300,8 +314,188 @@ void BM_native_exp(benchmark::State& s) {
   s.SetLabel(mvec ? "libmvec _ZGVeN16v_expf" : "std::exp(double) loop");
 }
 
+// ---- the other activation functions (simd_math.cpp) against the best native loop --------------
+// The native loop per function, over the same fp32 [128, n], measured in the same benchmark:
+// glibc's libmvec AVX-512 functions where it has the function (fp32 arithmetic, ~1-4 ulp),
+// composed the way the formula is (sigmoid = 1 / (1 + expf(-x)), ...), or the AVX-512
+// instruction (sqrt, rsqrt as 1 / sqrt, reciprocal as a division) in fp32.
+#ifdef NISA_HAVE_MVEC
+extern "C" __m512 _ZGVeN16v_tanhf(__m512);
+extern "C" __m512 _ZGVeN16v_logf(__m512);
+extern "C" __m512 _ZGVeN16v_log1pf(__m512);
+#endif
+NISA_AVX512 inline __m512 sig16(__m512 v) {
+#ifdef NISA_HAVE_MVEC
+  const __m512 one = _mm512_set1_ps(1.0f);
+  return _mm512_div_ps(one,
+                       _mm512_add_ps(one, _ZGVeN16v_expf(_mm512_sub_ps(_mm512_setzero_ps(), v))));
+#else
+  return v;
+#endif
+}
+NISA_AVX512 __m512 native16(ActFunc f, __m512 x) {
+  const __m512 one = _mm512_set1_ps(1.0f);
+  switch (f) {
+  case ActFunc::sqrt: return _mm512_sqrt_ps(x);
+  case ActFunc::rsqrt: return _mm512_div_ps(one, _mm512_sqrt_ps(x));
+  case ActFunc::reciprocal: return _mm512_div_ps(one, x);
+#ifdef NISA_HAVE_MVEC
+  case ActFunc::log: return _ZGVeN16v_logf(x);
+  case ActFunc::tanh: return _ZGVeN16v_tanhf(x);
+  case ActFunc::gelu_apprx_tanh: {
+    const __m512 z = _mm512_mul_ps(
+        _mm512_set1_ps(0.7978845608f),
+        _mm512_add_ps(
+            x, _mm512_mul_ps(_mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(0.044715f), x), x), x)));
+    return _mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(0.5f), x),
+                         _mm512_add_ps(one, _ZGVeN16v_tanhf(z)));
+  }
+  case ActFunc::softplus:
+    return _mm512_add_ps(
+        _mm512_max_ps(x, _mm512_setzero_ps()),
+        _ZGVeN16v_log1pf(_ZGVeN16v_expf(_mm512_sub_ps(_mm512_setzero_ps(), _mm512_abs_ps(x)))));
+  case ActFunc::erf_dx:
+    return _mm512_mul_ps(_mm512_set1_ps(1.1283791671f),
+                         _ZGVeN16v_expf(_mm512_sub_ps(_mm512_setzero_ps(), _mm512_mul_ps(x, x))));
+#endif
+  case ActFunc::silu: return _mm512_mul_ps(x, sig16(x));
+  default: return sig16(x); // sigmoid
+  }
+}
+NISA_AVX512 void native_rows(Core& c, ActFunc f, uint32_t n) {
+  for (uint32_t p = 0; p < kP; ++p) {
+    const float* x = reinterpret_cast<const float*>(c.row(p, 0));
+    float* o = reinterpret_cast<float*>(c.row(p, 80000));
+    for (uint32_t j = 0; j + 16 <= n; j += 16)
+      _mm512_storeu_ps(o + j, native16(f, _mm512_loadu_ps(x + j)));
+  }
+}
+double native_rate(Core& c, ActFunc f, uint32_t n) { // bytes per CPU second, best of 5
+  double best = 0;
+  for (int rep = 0; rep < 5; ++rep) {
+    const double t0 = cpu_now();
+    int iters = 0;
+    do {
+      native_rows(c, f, n);
+      benchmark::ClobberMemory();
+      ++iters;
+    } while (cpu_now() - t0 < 0.02);
+    best = std::max(best, iters * double(kP * n * 4) / (cpu_now() - t0));
+  }
+  return best;
+}
+const ActFunc kActFns[] = {
+    ActFunc::log,      ActFunc::sqrt,    ActFunc::rsqrt,           ActFunc::reciprocal,
+    ActFunc::tanh,     ActFunc::sigmoid, ActFunc::gelu_apprx_tanh, ActFunc::silu,
+    ActFunc::softplus, ActFunc::erf_dx};
+void BM_act(benchmark::State& s) {
+  Core c;
+  const ActFunc f = static_cast<ActFunc>(s.range(1));
+  const uint32_t n = uint32_t(s.range(2));
+  const bool positive = f == ActFunc::log || f == ActFunc::sqrt || f == ActFunc::rsqrt;
+  c.fill(DType::fp32, 0, n, 8, positive ? 0.01f : -8.0f, 8.0f);
+  const Level l = static_cast<Level>(s.range(0));
+  if (l == Level::avx512 && !simd::supported(Level::avx512)) return s.SkipWithError("no avx512");
+  const bool have_native =
+#ifdef NISA_HAVE_MVEC
+      simd::supported(Level::avx512);
+#else
+      simd::supported(Level::avx512) &&
+      (f == ActFunc::sqrt || f == ActFunc::rsqrt || f == ActFunc::reciprocal);
+#endif
+  const double native = have_native ? native_rate(c, f, n) : 0.0;
+  Inst in = make_inst(Opcode::activation, Engine::act);
+  set_ap(in, "dst", tile(DType::fp32, 80000, n));
+  set_ap(in, "src", tile(DType::fp32, 0, n));
+  set_i(in, "func", int64_t(f));
+  Operand& sc = in.ops[ew::operand_index(in, "scale")];
+  sc.is_ap = false;
+  sc.f = 1.0f;
+  c.cx.engine = Engine::act;
+  run(s, c, 0, n * 4, [&] { sem_activation(c.cx, in); });
+  if (native > 0)
+    s.counters["vs_native"] =
+        s.counters["stream_GBps"].value * s.counters["ratio"].value * 1e9 / native;
+  s.counters["native_GBps"] = native / 1e9;
+}
+void act_args(benchmark::internal::Benchmark* b) {
+  for (ActFunc f : kActFns)
+    for (int64_t l : {2, 1, 0}) b->Args({l, int64_t(f), 8192});
+  b->ArgNames({"level", "func", "n"});
+}
+
+// What activation ran before the vector forms: the formula in double through libm, per element.
+double libm_act(ActFunc f, double x) {
+  auto sig = [](double v) { return 1.0 / (1.0 + std::exp(-v)); };
+  switch (f) {
+  case ActFunc::log: return std::log(x);
+  case ActFunc::sqrt: return std::sqrt(x);
+  case ActFunc::rsqrt: return 1.0 / std::sqrt(x);
+  case ActFunc::reciprocal: return 1.0 / x;
+  case ActFunc::tanh: return std::tanh(x);
+  case ActFunc::gelu_apprx_tanh:
+    return 0.5 * x * (1.0 + std::tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
+  case ActFunc::silu: return x * sig(x);
+  case ActFunc::softplus: return std::max(x, 0.0) + std::log1p(std::exp(-std::fabs(x)));
+  case ActFunc::erf_dx: return 1.1283791670955126 * std::exp(-x * x);
+  default: return sig(x);
+  }
+}
+void BM_libm_act(benchmark::State& s) {
+  Core c;
+  const ActFunc f = static_cast<ActFunc>(s.range(1));
+  const uint32_t n = uint32_t(s.range(2));
+  const bool positive = f == ActFunc::log || f == ActFunc::sqrt || f == ActFunc::rsqrt;
+  c.fill(DType::fp32, 0, n, 8, positive ? 0.01f : -8.0f, 8.0f);
+  run(s, c, 0, n * 4, [&] {
+    for (uint32_t p = 0; p < kP; ++p) {
+      const float* x = reinterpret_cast<const float*>(c.row(p, 0));
+      float* o = reinterpret_cast<float*>(c.row(p, 80000));
+      for (uint32_t j = 0; j < n; ++j) o[j] = static_cast<float>(libm_act(f, x[j]));
+    }
+  });
+  s.SetLabel("libm formula in double (before)");
+}
+void libm_args(benchmark::internal::Benchmark* b) {
+  for (ActFunc f : kActFns) b->Args({0, int64_t(f), 8192});
+  b->ArgNames({"level", "func", "n"});
+}
+
 // ---- DMA copy fp32 -> bf16 and bf16 -> fp32, SBUF to SBUF
 // -----------------------------------------
+NISA_AVX512 void rw_rows(Core& c, uint64_t src_bytes, uint64_t dst_bytes) {
+  for (uint32_t p = 0; p < kP; ++p) {
+    const uint8_t* x = c.row(p, 0);
+    uint8_t* o = c.row(p, 80000);
+    if (dst_bytes >= src_bytes) { // widening: each source vector stored twice
+      for (uint64_t i = 0; i + 64 <= src_bytes; i += 64) {
+        const __m512i v = _mm512_loadu_si512(x + i);
+        _mm512_storeu_si512(o + 2 * i, v);
+        _mm512_storeu_si512(o + 2 * i + 64, v);
+      }
+    } else { // narrowing: two source vectors, one store
+      for (uint64_t i = 0; i + 128 <= src_bytes; i += 128)
+        _mm512_storeu_si512(
+            o + i / 2, _mm512_or_si512(_mm512_loadu_si512(x + i), _mm512_loadu_si512(x + i + 64)));
+    }
+  }
+}
+// Source bytes per CPU second of rw_rows (best of 5 batches of 20 ms).
+double copy_rate(Core& c, uint64_t src_bytes, uint64_t dst_bytes) {
+  double best = 0;
+  for (int rep = 0; rep < 5; ++rep) {
+    const double t0 = cpu_now();
+    int iters = 0;
+    do {
+      rw_rows(c, src_bytes, dst_bytes);
+      benchmark::ClobberMemory();
+      ++iters;
+    } while (cpu_now() - t0 < 0.02);
+    best = std::max(best, iters * double(kP * src_bytes) / (cpu_now() - t0));
+  }
+  return best;
+}
+
 void BM_dma_convert(benchmark::State& s) {
   Core c;
   const DType t = dt_of(s.range(1)); // source dtype; the destination is the other one
@@ -314,6 +508,13 @@ void BM_dma_convert(benchmark::State& s) {
   in.ops[2].present = in.ops[2].is_ap = true;
   in.ops[2].ap = tile(t, 0, n);
   run(s, c, 0, n * dtype_bytes(t), [&] { sem_dma(c.cx, in); });
+  // A second baseline with the instruction's memory traffic: the source bytes read and the
+  // destination bytes written (each 64-byte load stored dst/src times), no arithmetic.
+  if (simd::supported(Level::avx512)) {
+    const double rate = s.counters["stream_GBps"].value * s.counters["ratio"].value * 1e9;
+    const double base = copy_rate(c, n * dtype_bytes(t), n * dtype_bytes(o));
+    s.counters["vs_rw_stream"] = rate / base;
+  }
 }
 
 // ---- iota into int32 / fp32
@@ -360,6 +561,8 @@ BENCHMARK(BM_native_exp)
     ->Args({0, 0, 2048})
     ->Args({0, 0, 8192})
     ->ArgNames({"mvec", "bf16", "n"});
+BENCHMARK(BM_act)->Name("activation")->Apply(act_args);
+BENCHMARK(BM_libm_act)->Name("activation_libm_before")->Apply(libm_args);
 BENCHMARK(BM_dma_convert)->Name("dma_convert_from")->Apply(levels_and_tiles);
 BENCHMARK(BM_iota)->Name("iota_int32_or_fp32")->Apply(levels_and_tiles);
 

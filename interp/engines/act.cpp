@@ -1,9 +1,11 @@
 // Scalar engine (ACT) semantics: activation = func(src * scale + bias) with the engine's
 // reduce registers (isa-facts 4.2, 4.5, 11 ex. 9). The hardware evaluates the functions
-// with piecewise polynomials; we evaluate the defining formulas (in double, rounded to fp32),
-// which is what the reference tests of the seeds compare against. exp is the exception: one
-// own double-precision algorithm (simd.h exp_f32, within 1 fp32 ulp of std::exp in double)
-// so that its vector forms give the same bits as the scalar one.
+// with piecewise polynomials; we evaluate the defining formulas in double, rounded to fp32,
+// which is what the reference tests of the seeds compare against. exp (simd.h exp_f32) and
+// the functions of simd::MathFn (log, sqrt, rsqrt, reciprocal, tanh, sigmoid, the gelu
+// approximations, silu, softplus, mish, erf_dx; simd_math.cpp) have their own double
+// algorithms, one per function in all vector forms, so every level gives the same bits;
+// gelu, gelu_dx, erf, sin and arctan still call libm per element.
 #include <cmath>
 #include <numbers>
 
@@ -22,9 +24,42 @@ double softplus(double x) { return std::max(x, 0.0) + std::log1p(std::exp(-std::
 constexpr double kInvSqrt2 = 0.70710678118654752440;
 constexpr double kInvSqrt2Pi = 0.39894228040143267794;
 
+// The functions with vector forms (simd_math.cpp, whose scalar form defines them).
+constexpr bool math_of(ActFunc f, simd::MathFn* out) {
+  using M = simd::MathFn;
+  switch (f) {
+  case ActFunc::log: *out = M::log; return true;
+  case ActFunc::sqrt: *out = M::sqrt; return true;
+  case ActFunc::rsqrt: *out = M::rsqrt; return true;
+  case ActFunc::reciprocal: *out = M::reciprocal; return true;
+  case ActFunc::tanh: *out = M::tanh; return true;
+  case ActFunc::sigmoid: *out = M::sigmoid; return true;
+  case ActFunc::gelu_apprx_tanh: *out = M::gelu_apprx_tanh; return true;
+  case ActFunc::gelu_apprx_sigmoid: *out = M::gelu_apprx_sigmoid; return true;
+  case ActFunc::gelu_apprx_sigmoid_dx: *out = M::gelu_apprx_sigmoid_dx; return true;
+  case ActFunc::silu: *out = M::silu; return true;
+  case ActFunc::silu_dx: *out = M::silu_dx; return true;
+  case ActFunc::softplus: *out = M::softplus; return true;
+  case ActFunc::mish: *out = M::mish; return true;
+  case ActFunc::erf_dx: *out = M::erf_dx; return true;
+  default: return false;
+  }
+}
+template <ActFunc F> constexpr simd::MathFn math_fn() {
+  simd::MathFn m = simd::MathFn::log;
+  math_of(F, &m);
+  return m;
+}
+template <ActFunc F> constexpr bool has_math() {
+  simd::MathFn m = simd::MathFn::log;
+  return math_of(F, &m);
+}
+
 template <ActFunc F> double act_d(double x) {
   using std::numbers::pi;
-  if constexpr (F == ActFunc::copy)
+  if constexpr (has_math<F>()) // x is an fp32 value here
+    return simd::math_f32(math_fn<F>(), static_cast<float>(x));
+  else if constexpr (F == ActFunc::copy)
     return x;
   else if constexpr (F == ActFunc::exp)
     return simd::exp_f32(static_cast<float>(x)); // x is an fp32 value here
@@ -100,6 +135,8 @@ float act_fn(ActFunc f, float x) {
 
 void act_row(ActFunc f, const float* x, uint64_t n, float scale, float bias, float* out) {
   if (f == ActFunc::exp) return simd::exp_row(simd::level(), x, n, scale, bias, out);
+  simd::MathFn m = simd::MathFn::log;
+  if (math_of(f, &m)) return simd::math_row(simd::level(), m, x, n, scale, bias, out);
   with_act(f, [&](auto fc) {
     constexpr ActFunc F = decltype(fc)::value;
     for (uint64_t i = 0; i < n; ++i) {

@@ -485,6 +485,36 @@ void sem_tensor_reduce(ExecCtx& cx, const Inst& in) {
       return;
     }
     const bool snap = views_overlap(cx, d, s);
+    // max / min of contiguous bf16 rows: the vector kernel reads the bf16 bytes (no fp32
+    // copy of the row); a row it declines (NaN, zero maximum, no bf16 form) is converted
+    // and folded as below, so the results are the same.
+    if ((op == AluOp::max || op == AluOp::min) && s.dtype == DType::bf16 && s.contiguous() &&
+        s.row_skip.empty() && !snap && lv == simd::Level::avx512) {
+      const bool is_max = op == AluOp::max;
+      for_row_ranges(cx.pool, d.parts, s.free_elems, [&](uint32_t p0, uint32_t p1) {
+        std::vector<float> conv;
+        F32Out o(d);
+        for (uint32_t p = p0; p < p1; ++p) {
+          float* out = o.get(p);
+          for (uint64_t g = 0; g < outer; ++g) {
+            const uint8_t* r = s.row(p) + g * inner * 2;
+            float m;
+            if (!simd::reduce_maxmin_bf16_row(lv, is_max, r, inner, &m)) {
+              conv.resize(inner);
+              simd::convert_row(lv, DType::bf16, r, DType::fp32,
+                                reinterpret_cast<uint8_t*>(conv.data()), inner);
+              m = conv[0]; // sequential fp32 accumulation
+              for (uint64_t k = 1; k < inner; ++k)
+                m = is_max ? alu<AluOp::max>(m, conv[k]) : alu<AluOp::min>(m, conv[k]);
+            }
+            out[g] = negate ? -m : m;
+          }
+          o.commit(p);
+        }
+      });
+      note_psum_write(cx, operand(in, "dst").ap);
+      return;
+    }
     with_alu(op, [&](auto oc) {
       constexpr AluOp O = decltype(oc)::value;
       for_row_ranges(snap ? nullptr : cx.pool, d.parts, s.free_elems,
@@ -644,6 +674,23 @@ void sem_max8(ExecCtx& cx, const Inst& in) {
   check_eight(in, "dst", d, s.parts);
   // Rows are independent: ranges of them on the host threads (a snapshot: one range).
   const bool snap = views_overlap(cx, d, s);
+  // Contiguous bf16 rows: the AVX-512 form reads the bf16 bytes (no fp32 copy of the row);
+  // rows it declines are converted as below.
+  const simd::Level lv = simd::level();
+  if (s.dtype == DType::bf16 && s.contiguous() && s.row_skip.empty() && !snap &&
+      lv == simd::Level::avx512) {
+    for_row_ranges(cx.pool, s.parts, s.free_elems, [&](uint32_t p0, uint32_t p1) {
+      F32Rows rs(s, false);
+      for (uint32_t p = p0; p < p1; ++p) {
+        float top[8];
+        if (!simd::max8_bf16_row(lv, s.row(p), s.free_elems, top))
+          max8_row(rs.get(p), s.free_elems, top);
+        store_row(d, p, top);
+      }
+    });
+    note_psum_write(cx, operand(in, "dst").ap);
+    return;
+  }
   for_row_ranges(snap ? nullptr : cx.pool, s.parts, s.free_elems, [&](uint32_t p0, uint32_t p1) {
     F32Rows rs(s, snap);
     for (uint32_t p = p0; p < p1; ++p) {

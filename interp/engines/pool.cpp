@@ -8,6 +8,7 @@
 
 #include "interp/engines/elementwise.h"
 #include "interp/engines/engines.h"
+#include "interp/engines/simd.h"
 
 namespace nisa::interp {
 using namespace ew;
@@ -81,6 +82,29 @@ void sem_iota(ExecCtx& cx, const Inst& in) {
           fmt::format("pattern covers {} elements but dst has {} per partition", n, d.free_elems));
   const auto offset = static_cast<int32_t>(operand(in, "offset").i);
   const auto pmul = static_cast<int32_t>(operand(in, "pmul").i);
+  // int32 / fp32 contiguous rows: each innermost run of the pattern written straight from
+  // its arithmetic sequence by the vector kernels (the same values as below).
+  if (d.contiguous() && (d.dtype == DType::int32 || d.dtype == DType::fp32)) {
+    int32_t step[4] = {0, 0, 0, 0}, num[4] = {1, 1, 1, 1};
+    for (int k = 0; k < pat.n; ++k) {
+      step[4 - pat.n + k] = pat.d[k][0];
+      num[4 - pat.n + k] = pat.d[k][1];
+    }
+    const simd::Level lv = simd::level();
+    for (uint32_t p = 0; p < d.parts; ++p) {
+      const uint32_t base = uint32_t(offset) + uint32_t(p) * uint32_t(pmul);
+      uint8_t* out = d.row(p);
+      for (int32_t a = 0; a < num[0]; ++a)
+        for (int32_t b = 0; b < num[1]; ++b)
+          for (int32_t c = 0; c < num[2]; ++c) {
+            const uint32_t v = base + uint32_t(a) * uint32_t(step[0]) +
+                               uint32_t(b) * uint32_t(step[1]) + uint32_t(c) * uint32_t(step[2]);
+            simd::iota_run(lv, d.dtype, out, v, uint32_t(step[3]), uint64_t(num[3]));
+            out += uint64_t(num[3]) * 4;
+          }
+    }
+    return;
+  }
   std::vector<int32_t> vals(n);
   for (uint32_t p = 0; p < d.parts; ++p) {
     affine_row(pat, offset, pmul, p, vals);

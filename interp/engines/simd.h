@@ -36,6 +36,10 @@ const char* name(Level l);
 namespace nisa::interp::simd {
 // See ew::max8_row, ew::find_index8_row, ew::match_replace8_row (elementwise.h).
 void max8_row(Level l, const float* x, uint64_t n, float out[8]);
+// max8 of a contiguous bf16 row (x: its bytes, 2 per element, any alignment), widened in
+// registers: the result of max8_row on the converted row. false (nothing written) when this
+// form declines (a NaN, fewer than 512 elements, a level without it): convert and use max8_row.
+bool max8_bf16_row(Level l, const uint8_t* x, uint64_t n, float out[8]);
 void find_index8_row(Level l, const float* data, uint64_t n, const float vals[8], int64_t out[8]);
 void match_replace8_row(Level l, const float* data, uint64_t n, const float vals[8],
                         int64_t out[8]);
@@ -43,6 +47,10 @@ void match_replace8_row(Level l, const float* data, uint64_t n, const float vals
 // fold of tensor_reduce: false when only the sequential fold can tell (a NaN, or a zero
 // result whose sign depends on which zero came last); the caller then folds.
 bool reduce_maxmin_row(Level l, bool is_max, const float* x, uint64_t n, float* out);
+// The same for a contiguous bf16 row (x: its bytes, 2 per element, any alignment), widened in
+// registers; false also when the level has no bf16 form (AVX-512 only): convert and use the
+// fp32 form.
+bool reduce_maxmin_bf16_row(Level l, bool is_max, const uint8_t* x, uint64_t n, float* out);
 } // namespace nisa::interp::simd
 
 // ---- across-partition kernels (the recurrence runs along the row; lanes are rows) ----------
@@ -70,6 +78,28 @@ namespace nisa::interp::simd {
 float exp_f32(float x);
 // out[i] = exp_f32(x[i] * scale + bias) (the affine part in fp32, no fma).
 void exp_row(Level l, const float* x, uint64_t n, float scale, float bias, float* out);
+// The other activation functions with vector forms (simd_math.cpp): each evaluated in double
+// from the fp32 argument by one algorithm in all three forms (own exp / log kernels, no
+// libm), rounded to fp32; a NaN argument gives it quieted. math_f32 is the scalar definition.
+enum class MathFn : uint8_t {
+  log,
+  sqrt,
+  rsqrt,
+  reciprocal,
+  tanh,
+  sigmoid,
+  gelu_apprx_tanh,
+  gelu_apprx_sigmoid,
+  gelu_apprx_sigmoid_dx,
+  silu,
+  silu_dx,
+  softplus,
+  mish,
+  erf_dx
+};
+float math_f32(MathFn f, float x);
+// out[i] = math_f32(f, x[i] * scale + bias) (the affine part in fp32, no fma).
+void math_row(Level l, MathFn f, const float* x, uint64_t n, float scale, float bias, float* out);
 } // namespace nisa::interp::simd
 
 // ---- dtype conversion of contiguous rows (DMA copies) -----------------------------------------
@@ -79,4 +109,9 @@ namespace nisa::interp::simd {
 // The forms are the same integer operations per element, so every level gives the same bits.
 // src and dst must not overlap.
 bool convert_row(Level l, DType s, const uint8_t* src, DType d, uint8_t* dst, uint64_t n);
+// iota: n values v0 + j * step (int32 wrapping arithmetic) into a contiguous run of dtype d,
+// int32 or fp32 (int -> fp32 rounding to nearest even); false (nothing written) otherwise.
+// The compiler vectorises the same loop per target. out must be 4-byte addressable (any
+// alignment).
+bool iota_run(Level l, DType d, uint8_t* out, uint32_t v0, uint32_t step, uint64_t n);
 } // namespace nisa::interp::simd

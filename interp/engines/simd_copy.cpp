@@ -38,7 +38,56 @@ NISA_AVX2 void from_bf16_avx2(const uint8_t* s, uint8_t* d, uint64_t n) { from_b
 void to_bf16_scalar(const uint8_t* s, uint8_t* d, uint64_t n) { to_bf16(s, d, n); }
 void from_bf16_scalar(const uint8_t* s, uint8_t* d, uint64_t n) { from_bf16(s, d, n); }
 
+// iota runs: v0 + j * step (int32, wrapping) for j < n, stored as int32 or as fp32 (the
+// int -> float conversion rounds to nearest even in every form: cvtsi2ss / cvtdq2ps).
+__attribute__((always_inline)) inline void iota_i32(int32_t* o, uint32_t v0, uint32_t step,
+                                                    uint64_t n) {
+  for (uint64_t j = 0; j < n; ++j) o[j] = int32_t(v0 + uint32_t(j) * step);
+}
+__attribute__((always_inline)) inline void iota_f32(float* o, uint32_t v0, uint32_t step,
+                                                    uint64_t n) {
+  for (uint64_t j = 0; j < n; ++j) o[j] = float(int32_t(v0 + uint32_t(j) * step));
+}
+NISA_AVX512 void iota_i32_avx512(int32_t* o, uint32_t v0, uint32_t s, uint64_t n) {
+  iota_i32(o, v0, s, n);
+}
+NISA_AVX512 void iota_f32_avx512(float* o, uint32_t v0, uint32_t s, uint64_t n) {
+  iota_f32(o, v0, s, n);
+}
+NISA_AVX2 void iota_i32_avx2(int32_t* o, uint32_t v0, uint32_t s, uint64_t n) {
+  iota_i32(o, v0, s, n);
+}
+NISA_AVX2 void iota_f32_avx2(float* o, uint32_t v0, uint32_t s, uint64_t n) {
+  iota_f32(o, v0, s, n);
+}
+void iota_i32_scalar(int32_t* o, uint32_t v0, uint32_t s, uint64_t n) { iota_i32(o, v0, s, n); }
+void iota_f32_scalar(float* o, uint32_t v0, uint32_t s, uint64_t n) { iota_f32(o, v0, s, n); }
+
 } // namespace
+
+bool iota_run(Level l, DType d, uint8_t* out, uint32_t v0, uint32_t step, uint64_t n) {
+  if (d == DType::int32) {
+    int32_t* o = reinterpret_cast<int32_t*>(out);
+    if (l == Level::avx512)
+      iota_i32_avx512(o, v0, step, n);
+    else if (l == Level::avx2)
+      iota_i32_avx2(o, v0, step, n);
+    else
+      iota_i32_scalar(o, v0, step, n);
+    return true;
+  }
+  if (d == DType::fp32) {
+    float* o = reinterpret_cast<float*>(out);
+    if (l == Level::avx512)
+      iota_f32_avx512(o, v0, step, n);
+    else if (l == Level::avx2)
+      iota_f32_avx2(o, v0, step, n);
+    else
+      iota_f32_scalar(o, v0, step, n);
+    return true;
+  }
+  return false;
+}
 
 bool convert_row(Level l, DType st, const uint8_t* src, DType dt, uint8_t* dst, uint64_t n) {
   if (st == DType::fp32 && dt == DType::bf16) {

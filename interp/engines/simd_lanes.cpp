@@ -2,8 +2,9 @@
 // order (the recurrence is sequential along the free axis), so they put 8 rows in the 8
 // lanes of a ymm register instead: 8x8 blocks are loaded row-wise, transposed, stepped one
 // column at a time, and (scan) transposed back. Each lane runs exactly the scalar sequence of
-// IEEE operations of its row, so results are bit-identical at every level. The AVX-512 level
-// runs the same 8-lane code (two groups of 8 rows interleaved measured slower: spills).
+// IEEE operations of its row, so results are bit-identical at every level. Two groups of 8
+// rows go through each block one after the other (registers reused): their chains are
+// independent, so the out-of-order core overlaps them.
 #pragma GCC optimize("O3")
 // GCC 12 reports the intrinsics' internal _mm512_undefined_*() as maybe-uninitialized at O3.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -33,23 +34,32 @@ inline float s_op(LaneOp o, float a, float b) {
   return a;
 }
 
-template <LaneOp O> NISA_AVX2 inline __m256 v_op(__m256 a, __m256 b) {
+// add / subtract / multiply are one instruction whose operand order is pinned by inline asm:
+// for a NaN operand the x86 rule (src1's NaN if it is NaN, else src2's, quieted) is exactly
+// the explicit rule of s_op, so no blends sit on the latency-bound chain. max / min need them.
+template <LaneOp O>
+NISA_AVX2 __attribute__((always_inline)) inline __m256 v_op(__m256 a, __m256 b) {
   __m256 r;
-  if constexpr (O == LaneOp::add)
-    r = _mm256_add_ps(a, b);
-  else if constexpr (O == LaneOp::subtract)
-    r = _mm256_sub_ps(a, b);
-  else if constexpr (O == LaneOp::multiply)
-    r = _mm256_mul_ps(a, b);
-  else if constexpr (O == LaneOp::max)
-    r = _mm256_blendv_ps(b, a, _mm256_cmp_ps(a, b, _CMP_GT_OQ));
-  else
-    r = _mm256_blendv_ps(b, a, _mm256_cmp_ps(a, b, _CMP_LT_OQ));
-  r = _mm256_blendv_ps(r, _mm256_add_ps(b, b), _mm256_cmp_ps(b, b, _CMP_UNORD_Q));
-  return _mm256_blendv_ps(r, _mm256_add_ps(a, a), _mm256_cmp_ps(a, a, _CMP_UNORD_Q));
+  if constexpr (O == LaneOp::add) {
+    asm("vaddps %2, %1, %0" : "=v"(r) : "v"(a), "v"(b));
+    return r;
+  } else if constexpr (O == LaneOp::subtract) {
+    asm("vsubps %2, %1, %0" : "=v"(r) : "v"(a), "v"(b));
+    return r;
+  } else if constexpr (O == LaneOp::multiply) {
+    asm("vmulps %2, %1, %0" : "=v"(r) : "v"(a), "v"(b));
+    return r;
+  } else {
+    if constexpr (O == LaneOp::max)
+      r = _mm256_blendv_ps(b, a, _mm256_cmp_ps(a, b, _CMP_GT_OQ));
+    else
+      r = _mm256_blendv_ps(b, a, _mm256_cmp_ps(a, b, _CMP_LT_OQ));
+    r = _mm256_blendv_ps(r, _mm256_add_ps(b, b), _mm256_cmp_ps(b, b, _CMP_UNORD_Q));
+    return _mm256_blendv_ps(r, _mm256_add_ps(a, a), _mm256_cmp_ps(a, a, _CMP_UNORD_Q));
+  }
 }
 
-NISA_AVX2 inline void transpose8(__m256 r[8]) {
+NISA_AVX2 __attribute__((always_inline)) inline void transpose8(__m256 r[8]) {
   const __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
   const __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
   const __m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
@@ -68,29 +78,31 @@ NISA_AVX2 inline void transpose8(__m256 r[8]) {
   r[7] = _mm256_permute2f128_ps(u3, u7, 0x31);
 }
 
-// Columns [0, n8) of G groups of 8 rows (n8 % 8 == 0); acc holds each lane's state.
+// Columns [0, n8) of G groups of 8 rows (n8 % 8 == 0); acc holds each lane's state. Each
+// group's block is written out in turn (its registers are free again for the next group);
+// the G chains are independent, so the out-of-order core overlaps them.
 template <LaneOp O0, LaneOp O1, int G>
 NISA_AVX2 inline void scan_block(const float* const* d0, const float* const* d1, float* const* out,
                                  uint64_t n8, bool rev0, bool rev1, __m256 acc[G]) {
   for (uint64_t i = 0; i < n8; i += 8) {
-    __m256 a[G][8], b[G][8];
+#pragma GCC unroll 4
     for (int g = 0; g < G; ++g) {
+      __m256 a[8], b[8];
       for (int k = 0; k < 8; ++k) {
-        a[g][k] = _mm256_loadu_ps(d0[8 * g + k] + i);
-        b[g][k] = _mm256_loadu_ps(d1[8 * g + k] + i);
+        a[k] = _mm256_loadu_ps(d0[8 * g + k] + i);
+        b[k] = _mm256_loadu_ps(d1[8 * g + k] + i);
       }
-      transpose8(a[g]);
-      transpose8(b[g]);
-    }
-    for (int j = 0; j < 8; ++j)
-      for (int g = 0; g < G; ++g) {
-        const __m256 t = rev0 ? v_op<O0>(acc[g], a[g][j]) : v_op<O0>(a[g][j], acc[g]);
-        acc[g] = rev1 ? v_op<O1>(b[g][j], t) : v_op<O1>(t, b[g][j]);
-        a[g][j] = acc[g];
+      transpose8(a);
+      transpose8(b);
+      __m256 r = acc[g];
+      for (int j = 0; j < 8; ++j) {
+        const __m256 t = rev0 ? v_op<O0>(r, a[j]) : v_op<O0>(a[j], r);
+        r = rev1 ? v_op<O1>(b[j], t) : v_op<O1>(t, b[j]);
+        a[j] = r;
       }
-    for (int g = 0; g < G; ++g) {
-      transpose8(a[g]);
-      for (int k = 0; k < 8; ++k) _mm256_storeu_ps(out[8 * g + k] + i, a[g][k]);
+      acc[g] = r;
+      transpose8(a);
+      for (int k = 0; k < 8; ++k) _mm256_storeu_ps(out[8 * g + k] + i, a[k]);
     }
   }
 }
@@ -159,11 +171,13 @@ NISA_AVX512 void scan_avx512(const float* const* d0, const float* const* d1, flo
                              const float* init, uint32_t nrows, uint64_t n, LaneOp op0, LaneOp op1,
                              bool rev0, bool rev1, uint32_t& r0) {
 
+  scan_dispatch<2>(d0, d1, out, init, nrows, n, op0, op1, rev0, rev1, r0);
   scan_dispatch<1>(d0, d1, out, init, nrows, n, op0, op1, rev0, rev1, r0);
 }
 NISA_AVX2 void scan_avx2(const float* const* d0, const float* const* d1, float* const* out,
                          const float* init, uint32_t nrows, uint64_t n, LaneOp op0, LaneOp op1,
                          bool rev0, bool rev1, uint32_t& r0) {
+  scan_dispatch<2>(d0, d1, out, init, nrows, n, op0, op1, rev0, rev1, r0);
   scan_dispatch<1>(d0, d1, out, init, nrows, n, op0, op1, rev0, rev1, r0);
 }
 
@@ -172,21 +186,29 @@ NISA_AVX2 void scan_avx2(const float* const* d0, const float* const* d1, float* 
 template <LaneOp O, int G>
 NISA_AVX2 inline void fold_groups(const float* const* x, float* acc_out, uint32_t nrows, uint64_t n,
                                   uint32_t& r0) {
-  // Columns 1..n-1 in blocks of 8 from column 1; the rest one by one.
-  const uint64_t nb = (n - 1) / 8 * 8;
+  // Columns 1..n-1 in blocks of 16 (a cache line per row) from column 1; the rest one by one.
+  const uint64_t nb = (n - 1) / 16 * 16;
   for (; r0 + 8 * G <= nrows; r0 += 8 * G) {
     alignas(32) float st[8 * G];
     for (int k = 0; k < 8 * G; ++k) st[k] = x[r0 + k][0];
     __m256 acc[G];
     for (int g = 0; g < G; ++g) acc[g] = _mm256_load_ps(st + 8 * g);
-    for (uint64_t i = 1; i < 1 + nb; i += 8) {
-      __m256 a[G][8];
-      for (int g = 0; g < G; ++g) {
-        for (int k = 0; k < 8; ++k) a[g][k] = _mm256_loadu_ps(x[r0 + 8 * g + k] + i);
-        transpose8(a[g]);
+    for (uint64_t i = 1; i < 1 + nb; i += 16) {
+#pragma GCC unroll 4
+      for (int g = 0; g < G; ++g) { // independent chains: overlapped out of order
+        __m256 a[8], b[8];
+        for (int k = 0; k < 8; ++k) {
+          const float* row = x[r0 + 8 * g + k] + i;
+          a[k] = _mm256_loadu_ps(row);
+          b[k] = _mm256_loadu_ps(row + 8);
+        }
+        transpose8(a);
+        transpose8(b);
+        __m256 r = acc[g];
+        for (int j = 0; j < 8; ++j) r = v_op<O>(r, a[j]);
+        for (int j = 0; j < 8; ++j) r = v_op<O>(r, b[j]);
+        acc[g] = r;
       }
-      for (int j = 0; j < 8; ++j)
-        for (int g = 0; g < G; ++g) acc[g] = v_op<O>(acc[g], a[g][j]);
     }
     for (int g = 0; g < G; ++g) _mm256_store_ps(st + 8 * g, acc[g]);
     for (int k = 0; k < 8 * G; ++k) {
@@ -211,10 +233,12 @@ NISA_AVX2 inline void fold_dispatch(const float* const* x, float* acc, uint32_t 
 NISA_AVX512 void fold_avx512(const float* const* x, float* acc, uint32_t nrows, uint64_t n,
                              LaneOp op, uint32_t& r0) {
 
+  fold_dispatch<2>(x, acc, nrows, n, op, r0);
   fold_dispatch<1>(x, acc, nrows, n, op, r0);
 }
 NISA_AVX2 void fold_avx2(const float* const* x, float* acc, uint32_t nrows, uint64_t n, LaneOp op,
                          uint32_t& r0) {
+  fold_dispatch<2>(x, acc, nrows, n, op, r0);
   fold_dispatch<1>(x, acc, nrows, n, op, r0);
 }
 

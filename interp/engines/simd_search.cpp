@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "interp/engines/simd.h"
 
@@ -78,97 +79,145 @@ inline void top8_add(float top[8], uint64_t& filled, float v) {
   top[k] = v;
 }
 
+// top8_add for a row known to hold no NaN (the same result: ranks_above is a > b there).
+inline void top8_add_finite(float top[8], uint64_t& filled, float v) {
+  if (filled == 8 && !(v > top[7])) return;
+  uint64_t k = filled == 8 ? 7 : filled++;
+  while (k > 0 && v > top[k - 1]) {
+    top[k] = top[k - 1];
+    --k;
+  }
+  top[k] = v;
+}
+
+// The 8th largest of k subset maxima: 8 elements of the row are >= it. The subsets are the
+// lanes of the running maxima (index mod 64 / mod 32): one streaming pass, no horizontal
+// reductions, and runs of large values (the rows of the folded top-K methods hold sorted
+// runs) spread over all lanes, so the threshold lands near the row's 8th largest.
+inline float eighth_largest(float* mx, int k) {
+  std::partial_sort(mx, mx + 8, mx + k, [](float a, float b) { return a > b; });
+  return mx[7];
+}
+
+// After the candidates x > t0 (strict): fewer than 8 means the rest of the top 8 are elements
+// equal to t0, whose bits are t0's (t0 is neither NaN nor a zero: callers check).
+inline void top8_finish_strict(float top[8], uint64_t& filled, float t0) {
+  while (filled < 8) top8_add_finite(top, filled, t0);
+}
+
 // Two passes for rows without NaN (false, nothing written, when there is one): the maxima
 // of 8 disjoint segments are 8 elements >= t0 (their minimum), so an element below t0 has 8
 // elements ranking strictly above it and cannot be in the top 8. The second pass feeds only
 // the elements >= t0 (typically a dozen), in index order, to the insertion: the same stable
 // top 8 as inserting every element, without the ~8 ln(n/8) insertions a single pass makes
 // while its threshold is still low.
-NISA_AVX512 bool max8_two_pass_avx512(const float* x, uint64_t n, float out[8]) {
-  if (n < 512) return false;
-  const uint64_t seg = n / 8 / 16 * 16;
-  __mmask16 nan = 0;
-  float t0 = INFINITY;
-  for (int sg = 0; sg < 8; ++sg) {
-    const float* b = x + sg * seg;
-    __m512 m0 = _mm512_loadu_ps(b), m1 = m0;
-    nan |= _mm512_cmp_ps_mask(m0, m0, _CMP_UNORD_Q);
-    uint64_t i = 16;
-    for (; i + 32 <= seg; i += 32) {
-      const __m512 v0 = _mm512_loadu_ps(b + i), v1 = _mm512_loadu_ps(b + i + 16);
-      nan |= _mm512_cmp_ps_mask(v0, v1, _CMP_UNORD_Q);
-      m0 = _mm512_max_ps(m0, v0);
-      m1 = _mm512_max_ps(m1, v1);
-    }
-    for (; i < seg; i += 16) {
-      const __m512 v = _mm512_loadu_ps(b + i);
-      nan |= _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
-      m0 = _mm512_max_ps(m0, v);
-    }
-    alignas(64) float l[16];
-    _mm512_store_ps(l, _mm512_max_ps(m0, m1));
-    float m = l[0];
-    for (int k = 1; k < 16; ++k) m = l[k] > m ? l[k] : m;
-    t0 = m < t0 ? m : t0;
+// fp32 rows (BF = false) or bf16 rows widened in registers (BF = true: x holds 2 bytes per
+// element; the values are those of the converted row, so the results are too).
+template <bool BF> NISA_AVX512 inline __m512 load16(const void* x, uint64_t i) {
+  if constexpr (BF)
+    return _mm512_castsi512_ps(
+        _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(
+                              static_cast<const uint8_t*>(x) + 2 * i))),
+                          16));
+  else
+    return _mm512_loadu_ps(static_cast<const float*>(x) + i);
+}
+template <bool BF> inline float elem(const void* x, uint64_t i) {
+  if constexpr (BF) {
+    uint16_t h;
+    std::memcpy(&h, static_cast<const uint8_t*>(x) + 2 * i, 2);
+    const uint32_t u = uint32_t(h) << 16;
+    float f;
+    std::memcpy(&f, &u, 4);
+    return f;
+  } else {
+    return static_cast<const float*>(x)[i];
   }
-  for (uint64_t i = 8 * seg; i < n; ++i) nan |= x[i] != x[i];
+}
+
+template <bool BF> NISA_AVX512 bool max8_two_pass_512(const void* x, uint64_t n, float out[8]) {
+  if (n < 512) return false;
+  __m512 lm[4];
+  for (int k = 0; k < 4; ++k) lm[k] = load16<BF>(x, 16 * k);
+  __mmask16 nan = 0;
+  uint64_t i = 0;
+  for (; i + 64 <= n; i += 64)
+    for (int k = 0; k < 4; ++k) {
+      const __m512 v = load16<BF>(x, i + 16 * k);
+      nan |= _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+      lm[k] = _mm512_max_ps(lm[k], v);
+    }
+  for (; i < n; ++i) nan |= elem<BF>(x, i) != elem<BF>(x, i);
   if (nan) return false;
+  float mx[64];
+  for (int k = 0; k < 4; ++k) _mm512_storeu_ps(mx + 16 * k, lm[k]);
+  const float t0 = eighth_largest(mx, 64);
+  // Strict (x > t0) unless t0 is a zero: equal zeros differ in sign, so their order matters.
+  const bool strict = t0 != 0.0f;
   float top[8];
   uint64_t filled = 0;
   const __m512 t = _mm512_set1_ps(t0);
-  uint64_t i = 0;
+  i = 0;
   for (; i + 64 <= n; i += 64) {
-    const uint64_t m0 = _mm512_cmp_ps_mask(_mm512_loadu_ps(x + i), t, _CMP_GE_OQ);
-    const uint64_t m1 = _mm512_cmp_ps_mask(_mm512_loadu_ps(x + i + 16), t, _CMP_GE_OQ);
-    const uint64_t m2 = _mm512_cmp_ps_mask(_mm512_loadu_ps(x + i + 32), t, _CMP_GE_OQ);
-    const uint64_t m3 = _mm512_cmp_ps_mask(_mm512_loadu_ps(x + i + 48), t, _CMP_GE_OQ);
-    for (uint64_t m = m0 | m1 << 16 | m2 << 32 | m3 << 48; m; m &= m - 1)
-      top8_add(top, filled, x[i + __builtin_ctzll(m)]);
+    uint64_t m = 0;
+    for (int b = 0; b < 4; ++b) {
+      const __m512 v = load16<BF>(x, i + 16 * b);
+      const uint64_t k =
+          strict ? _mm512_cmp_ps_mask(v, t, _CMP_GT_OQ) : _mm512_cmp_ps_mask(v, t, _CMP_GE_OQ);
+      m |= k << (16 * b);
+    }
+    for (; m; m &= m - 1) top8_add_finite(top, filled, elem<BF>(x, i + __builtin_ctzll(m)));
   }
-  for (; i < n; ++i)
-    if (x[i] >= t0) top8_add(top, filled, x[i]);
+  for (; i < n; ++i) {
+    const float v = elem<BF>(x, i);
+    if (strict ? v > t0 : v >= t0) top8_add_finite(top, filled, v);
+  }
+  if (strict) top8_finish_strict(top, filled, t0);
   top8_out(top, filled, out);
   return true;
+}
+NISA_AVX512 bool max8_two_pass_avx512(const float* x, uint64_t n, float out[8]) {
+  return max8_two_pass_512<false>(x, n, out);
+}
+NISA_AVX512 bool max8_bf16_avx512(const uint8_t* x, uint64_t n, float out[8]) {
+  return max8_two_pass_512<true>(x, n, out);
 }
 
 NISA_AVX2 bool max8_two_pass_avx2(const float* x, uint64_t n, float out[8]) {
   if (n < 512) return false;
-  const uint64_t seg = n / 8 / 16 * 16;
+  __m256 lm[4];
+  for (int k = 0; k < 4; ++k) lm[k] = _mm256_loadu_ps(x + 8 * k);
   __m256 nan = _mm256_setzero_ps();
-  float t0 = INFINITY;
-  for (int sg = 0; sg < 8; ++sg) {
-    const float* b = x + sg * seg;
-    __m256 m0 = _mm256_loadu_ps(b), m1 = _mm256_loadu_ps(b + 8);
-    nan = _mm256_or_ps(nan, _mm256_cmp_ps(m0, m1, _CMP_UNORD_Q));
-    for (uint64_t i = 16; i < seg; i += 16) {
-      const __m256 v0 = _mm256_loadu_ps(b + i), v1 = _mm256_loadu_ps(b + i + 8);
-      nan = _mm256_or_ps(nan, _mm256_cmp_ps(v0, v1, _CMP_UNORD_Q));
-      m0 = _mm256_max_ps(m0, v0);
-      m1 = _mm256_max_ps(m1, v1);
+  uint64_t i = 0;
+  for (; i + 32 <= n; i += 32)
+    for (int k = 0; k < 4; ++k) {
+      const __m256 v = _mm256_loadu_ps(x + i + 8 * k);
+      nan = _mm256_or_ps(nan, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+      lm[k] = _mm256_max_ps(lm[k], v);
     }
-    alignas(32) float l[8];
-    _mm256_store_ps(l, _mm256_max_ps(m0, m1));
-    float m = l[0];
-    for (int k = 1; k < 8; ++k) m = l[k] > m ? l[k] : m;
-    t0 = m < t0 ? m : t0;
-  }
   bool any_nan = _mm256_movemask_ps(nan) != 0;
-  for (uint64_t i = 8 * seg; i < n; ++i) any_nan |= x[i] != x[i];
+  for (; i < n; ++i) any_nan |= x[i] != x[i];
   if (any_nan) return false;
+  float mx[32];
+  for (int k = 0; k < 4; ++k) _mm256_storeu_ps(mx + 8 * k, lm[k]);
+  const float t0 = eighth_largest(mx, 32);
+  const bool strict = t0 != 0.0f; // see max8_two_pass_avx512
   float top[8];
   uint64_t filled = 0;
   const __m256 t = _mm256_set1_ps(t0);
-  uint64_t i = 0;
+  i = 0;
   for (; i + 32 <= n; i += 32) {
     uint32_t m = 0;
-    for (int b = 0; b < 4; ++b)
-      m |=
-          uint32_t(_mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(x + i + 8 * b), t, _CMP_GE_OQ)))
-          << (8 * b);
-    for (; m; m &= m - 1) top8_add(top, filled, x[i + __builtin_ctz(m)]);
+    for (int b = 0; b < 4; ++b) {
+      const __m256 v = _mm256_loadu_ps(x + i + 8 * b);
+      const __m256 c = strict ? _mm256_cmp_ps(v, t, _CMP_GT_OQ) : _mm256_cmp_ps(v, t, _CMP_GE_OQ);
+      m |= uint32_t(_mm256_movemask_ps(c)) << (8 * b);
+    }
+    for (; m; m &= m - 1) top8_add_finite(top, filled, x[i + __builtin_ctz(m)]);
   }
   for (; i < n; ++i)
-    if (x[i] >= t0) top8_add(top, filled, x[i]);
+    if (strict ? x[i] > t0 : x[i] >= t0) top8_add_finite(top, filled, x[i]);
+  if (strict) top8_finish_strict(top, filled, t0);
   top8_out(top, filled, out);
   return true;
 }
@@ -493,6 +542,51 @@ NISA_AVX512 bool maxmin_avx512(bool is_max, const float* x, uint64_t n, float* o
   return true;
 }
 
+// bf16 rows widened in registers (bf16 -> fp32 is exact: the bits shifted up), so the same
+// maxima as the fp32 kernel on the converted row, without the conversion pass.
+NISA_AVX512 inline __m512 widen16(const uint8_t* p) {
+  return _mm512_castsi512_ps(_mm512_slli_epi32(
+      _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))), 16));
+}
+inline float bf16_at(const uint8_t* p, uint64_t i) {
+  uint16_t h;
+  std::memcpy(&h, p + 2 * i, 2);
+  const uint32_t u = uint32_t(h) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+NISA_AVX512 bool maxmin_bf16_avx512(bool is_max, const uint8_t* x, uint64_t n, float* out) {
+  if (n < 64) return false;
+  __m512 a0 = widen16(x), a1 = a0, a2 = a0, a3 = a0;
+  __mmask16 nan = 0;
+  uint64_t i = 0;
+  for (; i + 64 <= n; i += 64) {
+    const __m512 v0 = widen16(x + 2 * i), v1 = widen16(x + 2 * i + 32);
+    const __m512 v2 = widen16(x + 2 * i + 64), v3 = widen16(x + 2 * i + 96);
+    nan |= _mm512_cmp_ps_mask(v0, v1, _CMP_UNORD_Q) | _mm512_cmp_ps_mask(v2, v3, _CMP_UNORD_Q);
+    if (is_max) {
+      a0 = _mm512_max_ps(a0, v0), a1 = _mm512_max_ps(a1, v1);
+      a2 = _mm512_max_ps(a2, v2), a3 = _mm512_max_ps(a3, v3);
+    } else {
+      a0 = _mm512_min_ps(a0, v0), a1 = _mm512_min_ps(a1, v1);
+      a2 = _mm512_min_ps(a2, v2), a3 = _mm512_min_ps(a3, v3);
+    }
+  }
+  if (nan) return false;
+  a0 = is_max ? _mm512_max_ps(_mm512_max_ps(a0, a1), _mm512_max_ps(a2, a3))
+              : _mm512_min_ps(_mm512_min_ps(a0, a1), _mm512_min_ps(a2, a3));
+  float m = is_max ? _mm512_reduce_max_ps(a0) : _mm512_reduce_min_ps(a0);
+  for (; i < n; ++i) {
+    const float v = bf16_at(x, i);
+    if (v != v) return false;
+    m = is_max ? std::max(m, v) : std::min(m, v);
+  }
+  if (m == 0.0f) return false;
+  *out = m;
+  return true;
+}
+
 NISA_AVX2 bool maxmin_avx2(bool is_max, const float* x, uint64_t n, float* out) {
   if (n < 32) return false;
   __m256 a0 = _mm256_loadu_ps(x), a1 = a0, a2 = a0, a3 = a0;
@@ -564,6 +658,14 @@ bool reduce_maxmin_row(Level l, bool is_max, const float* x, uint64_t n, float* 
   case Level::scalar: break;
   }
   return maxmin_scalar(is_max, x, n, out);
+}
+
+bool max8_bf16_row(Level l, const uint8_t* x, uint64_t n, float out[8]) {
+  return l == Level::avx512 && max8_bf16_avx512(x, n, out);
+}
+
+bool reduce_maxmin_bf16_row(Level l, bool is_max, const uint8_t* x, uint64_t n, float* out) {
+  return l == Level::avx512 && maxmin_bf16_avx512(is_max, x, n, out);
 }
 
 } // namespace nisa::interp::simd

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <numbers>
 
 #include "harness.h"
 #include "interp/engines/simd.h"
@@ -101,6 +102,69 @@ TEST(Simd, Max8EveryLevelMatchesStableSortBitForBit) {
                 << simd::name(l) << " n=" << n << " specials=" << specials << " slot " << k;
         }
       }
+}
+
+// Rows of the folded top-K methods: long padded or struck-out stretches (-inf, a -HI
+// constant), few distinct values above them, ties at the threshold, runs of +-0.
+TEST(Simd, Max8PaddedAndStruckOutRowsEveryLevel) {
+  std::mt19937 g(77);
+  for (uint64_t n : {512u, 700u, 1024u, 2816u, 5000u})
+    for (int kind = 0; kind < 6; ++kind)
+      for (int rep = 0; rep < 3; ++rep) {
+        std::uniform_real_distribution<float> d(-4.0f, 4.0f);
+        std::uniform_int_distribution<uint64_t> at(0, n - 1);
+        const float pad = kind % 2 ? -INFINITY : -3.0e38f;
+        std::vector<float> x(n, pad);
+        const uint64_t live = kind < 2 ? n / 3 : kind < 4 ? 5 : n / 20; // non-padding count
+        for (uint64_t k = 0; k < live; ++k) {
+          float v = d(g);
+          if (kind == 4) v = std::round(v);                   // many ties
+          if (kind == 5) v = k % 2 ? 0.0f : -0.0f;            // zeros of both signs
+          x[rep == 0 ? k : rep == 1 ? n - 1 - k : at(g)] = v; // front, back, scattered
+        }
+        const auto want = max8_reference(x);
+        for (Level l : levels()) {
+          float out[8];
+          simd::max8_row(l, x.data(), n, out);
+          for (int k = 0; k < 8; ++k)
+            ASSERT_EQ(bits(out[k]), want[k]) << simd::name(l) << " n=" << n << " kind=" << kind
+                                             << " rep=" << rep << " slot " << k;
+        }
+      }
+}
+
+// max8 of bf16 rows (the AVX-512 level reads them without converting): every level gives the
+// stable-sort reference of the widened values.
+TEST(Simd, Max8InstructionBf16RowsEveryLevel) {
+  LevelGuard guard;
+  const uint32_t P = 12;
+  for (uint32_t n : {512u, 1000u, 4097u}) {
+    auto x = nasty_row(uint64_t(P) * n, 17000 + n, true);
+    for (uint32_t p = 0; p < P; p += 2) // NaN-free rows (the two-pass form), some padded
+      for (uint32_t j = 0; j < n; ++j) {
+        float& v = x[p * n + j];
+        if (std::isnan(v)) v = -1.0f;
+        if (p % 4 == 0 && j > n / 3) v = -INFINITY;
+      }
+    for (Level l : levels()) {
+      ASSERT_TRUE(simd::set_level(l));
+      Bench b;
+      const auto S = Bench::sb(DType::bf16, P, n), D = Bench::sb(DType::fp32, P, 8, 60000);
+      b.put(S, x);
+      const auto xs = b.get(S);
+      Inst in = make(Opcode::max8, Engine::dve);
+      set_ap(in, "dst", D);
+      set_ap(in, "src", S);
+      b.run(in);
+      const auto got = b.get(D);
+      for (uint32_t p = 0; p < P; ++p) {
+        const auto want =
+            max8_reference(std::vector<float>(xs.begin() + p * n, xs.begin() + (p + 1) * n));
+        for (int k = 0; k < 8; ++k)
+          ASSERT_EQ(bits(got[p * 8 + k]), want[k]) << simd::name(l) << " n=" << n << " p=" << p;
+      }
+    }
+  }
 }
 
 // ---- find_index8 / match_replace8 --------------------------------------------------------------
@@ -322,6 +386,60 @@ TEST(Simd, FoldRowsEveryLevelMatchesTheLeftFold) {
 
 // The instructions on the lane paths: cumsum into bf16 in place of its data operand, and a
 // two-axis add reduce, at every level equal to the scalar level's bits.
+// tensor_reduce max / min of bf16 rows: the AVX-512 level reads the bf16 bytes directly
+// (simd.h reduce_maxmin_bf16_row); every level gives the scalar level's bits, and NaN-free rows
+// with a nonzero extreme give the plain maximum / minimum.
+TEST(Simd, TensorReduceMaxMinBf16RowsAgreeAcrossLevels) {
+  LevelGuard guard;
+  const uint32_t P = 24;
+  for (uint32_t inner : {64u, 130u, 333u})
+    for (AluOp op : {AluOp::max, AluOp::min}) {
+      const uint32_t F = 2 * inner;
+      auto x = nasty_row(uint64_t(P) * F, 16000 + inner, true);
+      for (uint32_t p = 0; p < P; p += 3) // NaN-free rows, some with a zero extreme
+        for (uint32_t j = 0; j < F; ++j) {
+          float& v = x[p * F + j];
+          if (std::isnan(v)) v = 1.0f;
+          if (p % 2 == 0) v = op == AluOp::max ? -std::fabs(v) : std::fabs(v);
+        }
+      std::vector<std::vector<float>> res;
+      for (Level l : levels()) {
+        ASSERT_TRUE(simd::set_level(l));
+        Bench b;
+        AccessPattern S = Bench::sb(DType::bf16, P, F);
+        b.put(S, x);
+        const auto xs = b.get(S); // the bf16 values as fp32
+        S.ndims = 2;
+        S.dims[0] = {int32_t(inner), 2};
+        S.dims[1] = {1, inner};
+        const auto D = Bench::sb(DType::fp32, P, 2, 40000);
+        Inst r = make(Opcode::tensor_reduce, Engine::dve);
+        set_ap(r, "dst", D);
+        set_ap(r, "src", S);
+        set_e(r, "op", op);
+        set_i(r, "axes", 1);
+        b.run(r);
+        res.push_back(b.get(D));
+        for (uint32_t p = 0; p < P; ++p)
+          for (uint32_t g = 0; g < 2; ++g) {
+            bool nan = false;
+            float m = xs[p * F + g * inner];
+            for (uint32_t k = 0; k < inner; ++k) {
+              const float v = xs[p * F + g * inner + k];
+              nan |= std::isnan(v);
+              m = op == AluOp::max ? std::max(m, v) : std::min(m, v);
+            }
+            if (!nan && m != 0.0f) {
+              ASSERT_EQ(bits(res.back()[p * 2 + g]), bits(m)) << simd::name(l);
+            }
+          }
+      }
+      for (size_t k = 1; k < res.size(); ++k)
+        for (size_t i = 0; i < res[0].size(); ++i)
+          ASSERT_EQ(bits(res[k][i]), bits(res[0][i])) << "level " << k << " at " << i;
+    }
+}
+
 TEST(Simd, ScanAndReduceInstructionsAgreeAcrossLevels) {
   LevelGuard guard;
   const uint32_t P = 40, F = 300;
@@ -439,6 +557,204 @@ TEST(Simd, ExpRowEveryLevelBitIdentical) {
         }
       }
   }
+}
+
+// ---- the other activation functions (simd_math.cpp) ------------------------------------------
+using simd::MathFn;
+struct MathCase {
+  MathFn f;
+  const char* name;
+  float lo, hi; // swept range
+};
+const MathCase kMath[] = {
+    {MathFn::log, "log", 0.0f, 3.0e38f},
+    {MathFn::sqrt, "sqrt", 0.0f, 3.0e38f},
+    {MathFn::rsqrt, "rsqrt", 0.0f, 3.0e38f},
+    {MathFn::reciprocal, "reciprocal", -3.0e38f, 3.0e38f},
+    {MathFn::tanh, "tanh", -20.0f, 20.0f},
+    {MathFn::sigmoid, "sigmoid", -80.0f, 80.0f},
+    {MathFn::gelu_apprx_tanh, "gelu_apprx_tanh", -9.0f, 20.0f},
+    {MathFn::gelu_apprx_sigmoid, "gelu_apprx_sigmoid", -50.0f, 50.0f},
+    {MathFn::gelu_apprx_sigmoid_dx, "gelu_apprx_sigmoid_dx", -50.0f, 50.0f},
+    {MathFn::silu, "silu", -80.0f, 80.0f},
+    {MathFn::silu_dx, "silu_dx", -80.0f, 80.0f},
+    {MathFn::softplus, "softplus", -80.0f, 80.0f},
+    {MathFn::mish, "mish", -80.0f, 80.0f},
+    {MathFn::erf_dx, "erf_dx", -9.0f, 9.0f},
+};
+
+// The textbook formula in long double, rounded once to fp32.
+float math_reference(MathFn f, float xf) {
+  using L = long double;
+  const L x = xf;
+  auto sig = [](L v) { return 1.0L / (1.0L + std::exp(-v)); };
+  auto sp = [](L v) { return std::max(v, 0.0L) + std::log1p(std::exp(-std::fabs(v))); };
+  L r = 0;
+  switch (f) {
+  case MathFn::log: r = std::log(x); break;
+  case MathFn::sqrt: r = std::sqrt(x); break;
+  case MathFn::rsqrt: r = 1.0L / std::sqrt(x); break;
+  case MathFn::reciprocal: r = 1.0L / x; break;
+  case MathFn::tanh: r = std::tanh(x); break;
+  case MathFn::sigmoid: r = sig(x); break;
+  case MathFn::gelu_apprx_tanh: // 0.5 x (1 + tanh z) without the cancellation of 1 + tanh z
+    r = x / (1 + std::exp(-2 * std::sqrt(2 / std::numbers::pi_v<L>) * (x + 0.044715L * x * x * x)));
+    break;
+  case MathFn::gelu_apprx_sigmoid: r = x * sig(1.702L * x); break;
+  case MathFn::gelu_apprx_sigmoid_dx: {
+    const L g = sig(1.702L * x);
+    r = g * (1 + 1.702L * x * (1 - g));
+    break;
+  }
+  case MathFn::silu: r = x * sig(x); break;
+  case MathFn::silu_dx: r = sig(x) * (1 + x * (1 - sig(x))); break;
+  case MathFn::softplus: r = sp(x); break;
+  case MathFn::mish: r = x * std::tanh(sp(x)); break;
+  case MathFn::erf_dx: r = 2 / std::sqrt(std::numbers::pi_v<L>) * std::exp(-x * x); break;
+  }
+  return static_cast<float>(r);
+}
+
+// What activation computed before these vector forms: the formula in double through libm.
+float math_libm(MathFn f, float xf) {
+  const double x = xf;
+  auto sig = [](double v) { return 1.0 / (1.0 + std::exp(-v)); };
+  auto sp = [](double v) { return std::max(v, 0.0) + std::log1p(std::exp(-std::fabs(v))); };
+  double r = 0;
+  switch (f) {
+  case MathFn::log: r = std::log(x); break;
+  case MathFn::sqrt: r = std::sqrt(x); break;
+  case MathFn::rsqrt: r = 1.0 / std::sqrt(x); break;
+  case MathFn::reciprocal: r = 1.0 / x; break;
+  case MathFn::tanh: r = std::tanh(x); break;
+  case MathFn::sigmoid: r = sig(x); break;
+  case MathFn::gelu_apprx_tanh:
+    r = 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / std::numbers::pi) * (x + 0.044715 * x * x * x)));
+    break;
+  case MathFn::gelu_apprx_sigmoid: r = x * sig(1.702 * x); break;
+  case MathFn::gelu_apprx_sigmoid_dx: {
+    const double g = sig(1.702 * x);
+    r = g * (1.0 + 1.702 * x * (1.0 - g));
+    break;
+  }
+  case MathFn::silu: r = x * sig(x); break;
+  case MathFn::silu_dx: {
+    const double g = sig(x);
+    r = g * (1.0 + x * (1.0 - g));
+    break;
+  }
+  case MathFn::softplus: r = sp(x); break;
+  case MathFn::mish: r = x * std::tanh(sp(x)); break;
+  case MathFn::erf_dx: r = 2.0 / std::sqrt(std::numbers::pi) * std::exp(-x * x); break;
+  }
+  return static_cast<float>(r);
+}
+
+TEST(Simd, MathFunctionsWithinOneUlpOfTheirFormulaOverASweep) {
+  // About 200k fp32 values per sign of each range (every k-th bit pattern), against the formula
+  // in long double rounded to fp32.
+  for (const MathCase& c : kMath) {
+    int64_t worst = 0, differ = 0, total = 0, libm_worst = 0, libm_differ = 0;
+    auto sweep = [&](uint32_t from, uint32_t to) { // bit patterns [from, to], one sign
+      const uint32_t step = std::max<uint32_t>(1, (to - from) / 200000);
+      for (uint32_t u = from; u <= to && u >= from; u += step) {
+        const float x = from_bits(u);
+        const float got = simd::math_f32(c.f, x), want = math_reference(c.f, x);
+        if (std::isnan(want)) {
+          ASSERT_TRUE(std::isnan(got)) << c.name << " x=" << x;
+          continue;
+        }
+        const int64_t d = ulps(got, want);
+        ASSERT_LE(d, 1) << c.name << " x=" << x << " got " << got << " want " << want;
+        worst = std::max(worst, d);
+        differ += d != 0;
+        ++total;
+        const int64_t dl = ulps(got, math_libm(c.f, x)); // reported, not asserted
+        libm_worst = std::max(libm_worst, dl);
+        libm_differ += dl != 0;
+      }
+    };
+    if (c.hi > 0) sweep(c.lo > 0 ? bits(c.lo) : 0u, bits(c.hi));
+    if (c.lo < 0) sweep(0x80000000u, bits(c.lo));
+    std::printf("%s: of %lld values, %lld differ from the long-double formula (worst %lld ulp), "
+                "%lld from the libm formula in double (worst %lld ulp)\n",
+                c.name, (long long)total, (long long)differ, (long long)worst,
+                (long long)libm_differ, (long long)libm_worst);
+    EXPECT_LT(differ, total / 100) << c.name;
+  }
+  // Limits and specials (the scalar definition).
+  EXPECT_EQ(simd::math_f32(MathFn::log, 0.0f), -INFINITY);
+  EXPECT_EQ(simd::math_f32(MathFn::log, INFINITY), INFINITY);
+  EXPECT_EQ(simd::math_f32(MathFn::log, 1.0f), 0.0f);
+  EXPECT_TRUE(std::isnan(simd::math_f32(MathFn::log, -1.0f)));
+  EXPECT_EQ(simd::math_f32(MathFn::log, from_bits(1u)), static_cast<float>(std::log(0x1p-149)));
+  EXPECT_EQ(bits(simd::math_f32(MathFn::tanh, -0.0f)), bits(-0.0f));
+  EXPECT_EQ(simd::math_f32(MathFn::tanh, INFINITY), 1.0f);
+  EXPECT_EQ(simd::math_f32(MathFn::tanh, -INFINITY), -1.0f);
+  EXPECT_EQ(simd::math_f32(MathFn::sigmoid, -INFINITY), 0.0f);
+  EXPECT_EQ(simd::math_f32(MathFn::sigmoid, INFINITY), 1.0f);
+  EXPECT_EQ(simd::math_f32(MathFn::softplus, 100.0f), 100.0f);
+  EXPECT_EQ(simd::math_f32(MathFn::rsqrt, 0.0f), INFINITY);
+  EXPECT_EQ(simd::math_f32(MathFn::reciprocal, -0.0f), -INFINITY);
+  EXPECT_EQ(simd::math_f32(MathFn::gelu_apprx_tanh, 0.0f), 0.0f);
+  EXPECT_EQ(simd::math_f32(MathFn::silu_dx, 0.0f), 0.5f);
+  const float nan = from_bits(0x7fa00001u); // signalling: comes back quieted, payload kept
+  for (const MathCase& c : kMath) EXPECT_EQ(bits(simd::math_f32(c.f, nan)), 0x7fe00001u) << c.name;
+}
+
+TEST(Simd, MathRowEveryLevelBitIdentical) {
+  for (const MathCase& c : kMath)
+    for (uint64_t n : kLengths) {
+      std::vector<float> x = nasty_row(n, 15000 + uint32_t(n), true);
+      for (size_t i = 0; i < x.size(); i += 7) x[i] *= 20.0f; // the saturating ends
+      for (size_t i = 3; i < x.size(); i += 11) x[i] = std::fabs(x[i]) * 1e-30f;
+      for (float scale : {1.0f, -0.75f})
+        for (float bias : {0.0f, 0.5f}) {
+          std::vector<uint32_t> want(n);
+          for (uint64_t i = 0; i < n; ++i) want[i] = bits(simd::math_f32(c.f, x[i] * scale + bias));
+          for (Level l : levels()) {
+            std::vector<float> out(n);
+            simd::math_row(l, c.f, x.data(), n, scale, bias, out.data());
+            for (uint64_t i = 0; i < n; ++i)
+              ASSERT_EQ(bits(out[i]), want[i])
+                  << c.name << " " << simd::name(l) << " n=" << n << " x=" << x[i];
+          }
+        }
+    }
+}
+
+// ---- iota runs ---------------------------------------------------------------------------------
+TEST(Simd, IotaRunEveryLevelMatchesTheSequence) {
+  // Wrapping int32 arithmetic and fp32 rounding of large values (above 2^24: ties to even).
+  const uint32_t starts[] = {0u, 7u, 0x7ffffff0u, 0xfffffff9u, 16777213u, 0x80000000u};
+  const int32_t steps[] = {1, -3, 1 << 20, 5, 0};
+  for (uint32_t v0 : starts)
+    for (int32_t st : steps)
+      for (uint64_t n : kLengths) {
+        std::vector<int32_t> wi(n);
+        std::vector<uint32_t> wf(n);
+        for (uint64_t j = 0; j < n; ++j) {
+          const auto v = int32_t(v0 + uint32_t(j) * uint32_t(st)); // wraps
+          wi[j] = v;
+          wf[j] = bits(static_cast<float>(static_cast<double>(v))); // exact, then one rounding
+        }
+        for (Level l : levels()) {
+          std::vector<uint8_t> out(n * 4 + 1);
+          ASSERT_TRUE(simd::iota_run(l, DType::int32, out.data() + 1, v0, uint32_t(st), n));
+          for (uint64_t j = 0; j < n; ++j) {
+            int32_t got;
+            std::memcpy(&got, out.data() + 1 + 4 * j, 4);
+            ASSERT_EQ(got, wi[j]) << simd::name(l) << " j=" << j;
+          }
+          ASSERT_TRUE(simd::iota_run(l, DType::fp32, out.data(), v0, uint32_t(st), n));
+          for (uint64_t j = 0; j < n; ++j) {
+            uint32_t got;
+            std::memcpy(&got, out.data() + 4 * j, 4);
+            ASSERT_EQ(got, wf[j]) << simd::name(l) << " j=" << j;
+          }
+          EXPECT_FALSE(simd::iota_run(l, DType::bf16, out.data(), v0, 1, n));
+        }
+      }
 }
 
 // ---- DMA dtype conversion ---------------------------------------------------------------------

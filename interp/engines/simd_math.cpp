@@ -1,0 +1,294 @@
+// Vector forms of the activation functions other than exp (simd.h math_f32 / math_row).
+//
+// Each function is written once, as a template over the operations of a "vector of doubles"
+// (scalar double, __m256d, __m512d), and evaluated in double from the fp32 argument, then
+// rounded to fp32. The three forms therefore run the same IEEE operations (mul, add, sub,
+// div, sqrt, compares and selects; no fma: -ffp-contract=off; no libm) and give the same
+// bits at every level; the scalar form is the definition (act.cpp calls it).
+//
+// Building blocks, in double:
+// - exp: clamp to [-708, 708], k = round(x / ln 2) by the 1.5 * 2^52 shifter,
+//   r = x - k ln2_hi - k ln2_lo (|r| <= ln2 / 2), e^r - 1 = r * q(r) with q the degree-9
+//   Taylor polynomial (remainder < 2^-42 relative), 2^k through the exponent bits. e^x = s +
+//   s (e^r - 1) and e^x - 1 = s (e^r - 1) + (s - 1) (no cancellation for small x); outside
+//   [-708, 708] e^x is 0 / inf as in libm.
+// - log: x = 2^e m with m in [sqrt(1/2), sqrt(2)), s = (m - 1) / (m + 1),
+//   log m = 2 atanh s = 2 s (1 + s^2/3 + ... + s^18/19) (|s| <= 0.1716, remainder < 2^-53).
+// Relative error of both below 2^-41, far under an fp32 half ulp (2^-24): the fp32 results
+// equal those of the libm formulas except where the exact value lies within ~2^-27 ulp of a
+// rounding boundary (tests/semantics/simd_test.cpp sweeps measure it).
+// sqrt and reciprocal are the fp32 instructions (sqrtps, divps) in every form: rounding the
+// double result to fp32 gives the same bits (double has more than 2 * 24 + 2 bits, so the
+// double rounding is innocuous for +, -, *, / and sqrt), at fp32 speed.
+// NaN arguments give the argument quieted (a + a in fp32), as exp does.
+#pragma GCC optimize("O3")
+// GCC 12 reports the intrinsics' internal _mm512_undefined_*() as (maybe-)uninitialized.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized" // the same at -O0 (Debug, ASan)
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "interp/engines/simd.h"
+
+namespace nisa::interp::simd {
+
+namespace {
+
+#define NISA_AI __attribute__((always_inline)) inline
+
+// ---- the operations, three ways ----------------------------------------------------------
+struct Sd { // scalar
+  using V = double;
+  using M = bool;
+  static NISA_AI V set(double c) { return c; }
+  static NISA_AI V add(V a, V b) { return a + b; }
+  static NISA_AI V sub(V a, V b) { return a - b; }
+  static NISA_AI V mul(V a, V b) { return a * b; }
+  static NISA_AI V div(V a, V b) { return a / b; }
+  static NISA_AI V sqrt(V a) { return __builtin_sqrt(a); }
+  static NISA_AI M lt(V a, V b) { return a < b; }
+  static NISA_AI M eq(V a, V b) { return a == b; }
+  static NISA_AI V sel(M m, V a, V b) { return m ? a : b; }
+  static NISA_AI V abs(V a) { return __builtin_fabs(a); }
+  static NISA_AI uint64_t bits(V a) {
+    uint64_t u;
+    std::memcpy(&u, &a, 8);
+    return u;
+  }
+  static NISA_AI V from(uint64_t u) {
+    V a;
+    std::memcpy(&a, &u, 8);
+    return a;
+  }
+  // 2^k from t = k + 1.5 * 2^52 (k in the low bits of t)
+  static NISA_AI V pow2(V t) { return from((bits(t) + 1023) << 52); }
+  // x > 0 finite: m in [1, 2) and the biased exponent as a double
+  static NISA_AI void split(V x, V& m, V& e) {
+    const uint64_t u = bits(x);
+    m = from((u & 0x000FFFFFFFFFFFFFull) | 0x3FF0000000000000ull);
+    e = from((u >> 52) | 0x4330000000000000ull) - 4503599627370496.0;
+  }
+};
+
+struct S2 { // AVX2
+  using V = __m256d;
+  using M = __m256d;
+  static NISA_AVX2 NISA_AI V set(double c) { return _mm256_set1_pd(c); }
+  static NISA_AVX2 NISA_AI V add(V a, V b) { return _mm256_add_pd(a, b); }
+  static NISA_AVX2 NISA_AI V sub(V a, V b) { return _mm256_sub_pd(a, b); }
+  static NISA_AVX2 NISA_AI V mul(V a, V b) { return _mm256_mul_pd(a, b); }
+  static NISA_AVX2 NISA_AI V div(V a, V b) { return _mm256_div_pd(a, b); }
+  static NISA_AVX2 NISA_AI V sqrt(V a) { return _mm256_sqrt_pd(a); }
+  static NISA_AVX2 NISA_AI M lt(V a, V b) { return _mm256_cmp_pd(a, b, _CMP_LT_OQ); }
+  static NISA_AVX2 NISA_AI M eq(V a, V b) { return _mm256_cmp_pd(a, b, _CMP_EQ_OQ); }
+  static NISA_AVX2 NISA_AI V sel(M m, V a, V b) { return _mm256_blendv_pd(b, a, m); }
+  static NISA_AVX2 NISA_AI V abs(V a) {
+    return _mm256_and_pd(a, _mm256_castsi256_pd(_mm256_set1_epi64x(0x7FFFFFFFFFFFFFFFll)));
+  }
+  static NISA_AVX2 NISA_AI V pow2(V t) {
+    return _mm256_castsi256_pd(
+        _mm256_slli_epi64(_mm256_add_epi64(_mm256_castpd_si256(t), _mm256_set1_epi64x(1023)), 52));
+  }
+  static NISA_AVX2 NISA_AI void split(V x, V& m, V& e) {
+    const __m256i u = _mm256_castpd_si256(x);
+    m = _mm256_castsi256_pd(
+        _mm256_or_si256(_mm256_and_si256(u, _mm256_set1_epi64x(0x000FFFFFFFFFFFFFll)),
+                        _mm256_set1_epi64x(0x3FF0000000000000ll)));
+    e = _mm256_sub_pd(_mm256_castsi256_pd(_mm256_or_si256(
+                          _mm256_srli_epi64(u, 52), _mm256_set1_epi64x(0x4330000000000000ll))),
+                      _mm256_set1_pd(4503599627370496.0));
+  }
+};
+
+struct S5 { // AVX-512
+  using V = __m512d;
+  using M = __mmask8;
+  static NISA_AVX512 NISA_AI V set(double c) { return _mm512_set1_pd(c); }
+  static NISA_AVX512 NISA_AI V add(V a, V b) { return _mm512_add_pd(a, b); }
+  static NISA_AVX512 NISA_AI V sub(V a, V b) { return _mm512_sub_pd(a, b); }
+  static NISA_AVX512 NISA_AI V mul(V a, V b) { return _mm512_mul_pd(a, b); }
+  static NISA_AVX512 NISA_AI V div(V a, V b) { return _mm512_div_pd(a, b); }
+  static NISA_AVX512 NISA_AI V sqrt(V a) { return _mm512_sqrt_pd(a); }
+  static NISA_AVX512 NISA_AI M lt(V a, V b) { return _mm512_cmp_pd_mask(a, b, _CMP_LT_OQ); }
+  static NISA_AVX512 NISA_AI M eq(V a, V b) { return _mm512_cmp_pd_mask(a, b, _CMP_EQ_OQ); }
+  static NISA_AVX512 NISA_AI V sel(M m, V a, V b) { return _mm512_mask_blend_pd(m, b, a); }
+  static NISA_AVX512 NISA_AI V abs(V a) {
+    return _mm512_castsi512_pd(
+        _mm512_and_si512(_mm512_castpd_si512(a), _mm512_set1_epi64(0x7FFFFFFFFFFFFFFFll)));
+  }
+  static NISA_AVX512 NISA_AI V pow2(V t) {
+    return _mm512_castsi512_pd(
+        _mm512_slli_epi64(_mm512_add_epi64(_mm512_castpd_si512(t), _mm512_set1_epi64(1023)), 52));
+  }
+  static NISA_AVX512 NISA_AI void split(V x, V& m, V& e) {
+    const __m512i u = _mm512_castpd_si512(x);
+    m = _mm512_castsi512_pd(
+        _mm512_or_si512(_mm512_and_si512(u, _mm512_set1_epi64(0x000FFFFFFFFFFFFFll)),
+                        _mm512_set1_epi64(0x3FF0000000000000ll)));
+    e = _mm512_sub_pd(_mm512_castsi512_pd(_mm512_or_si512(_mm512_srli_epi64(u, 52),
+                                                          _mm512_set1_epi64(0x4330000000000000ll))),
+                      _mm512_set1_pd(4503599627370496.0));
+  }
+};
+
+// ---- the functions, once (simd_math_fns.inc, per target) ----------------------------------
+constexpr double kInvLn2 = 1.4426950408889634074;
+constexpr double kLn2Hi = 6.93147180369123816490e-01; // fdlibm: k * hi exact for |k| < 2^11
+constexpr double kLn2Lo = 1.90821492927058770002e-10;
+constexpr double kShifter = 6755399441055744.0; // 1.5 * 2^52
+constexpr double kExpMax = 708.0;
+constexpr double kInf = __builtin_inf();
+
+namespace fs {
+#include "interp/engines/simd_math_fns.inc"
+} // namespace fs
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,bmi,bmi2,popcnt")
+namespace f2 {
+#include "interp/engines/simd_math_fns.inc"
+} // namespace f2
+#pragma GCC pop_options
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512dq,avx512vl,bmi,bmi2,popcnt")
+namespace f5 {
+#include "interp/engines/simd_math_fns.inc"
+} // namespace f5
+#pragma GCC pop_options
+
+template <MathFn F> float scalar_one(float a) {
+  if (a != a) return a + a;
+  if constexpr (F == MathFn::sqrt) return __builtin_sqrtf(a);
+  if constexpr (F == MathFn::reciprocal) return 1.0f / a;
+  return static_cast<float>(fs::eval<Sd>(F, double(a)));
+}
+
+template <MathFn F>
+void row_scalar(const float* x, uint64_t n, float scale, float bias, float* out) {
+  for (uint64_t i = 0; i < n; ++i) {
+    const float a = x[i] * scale;
+    out[i] = scalar_one<F>(a + bias);
+  }
+}
+
+NISA_AVX512 NISA_AI __m256 lo_half(__m512 a) { return _mm512_castps512_ps256(a); }
+NISA_AVX512 NISA_AI __m256 hi_half(__m512 a) {
+  return _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a), 1));
+}
+NISA_AVX512 NISA_AI __m512 join(__m256 lo, __m256 hi) {
+  return _mm512_castpd_ps(
+      _mm512_insertf64x4(_mm512_castps_pd(_mm512_castps256_ps512(lo)), _mm256_castps_pd(hi), 1));
+}
+
+// Two blocks of 16 floats (4 double vectors) per step: the polynomial chains are
+// latency-bound, independent ones interleave.
+template <MathFn F>
+NISA_AVX512 void row_avx512(const float* x, uint64_t n, float scale, float bias, float* out) {
+  const __m512 vs = _mm512_set1_ps(scale), vb = _mm512_set1_ps(bias);
+  constexpr int kF = 2;
+  uint64_t i = 0;
+  if constexpr (F == MathFn::sqrt || F == MathFn::reciprocal) {
+    for (; i + 16 <= n; i += 16) {
+      const __m512 a = _mm512_add_ps(_mm512_mul_ps(_mm512_loadu_ps(x + i), vs), vb);
+      __m512 r = F == MathFn::sqrt ? _mm512_sqrt_ps(a) : _mm512_div_ps(_mm512_set1_ps(1.0f), a);
+      r = _mm512_mask_mov_ps(r, _mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q), _mm512_add_ps(a, a));
+      _mm512_storeu_ps(out + i, r);
+    }
+    return row_scalar<F>(x + i, n - i, scale, bias, out + i);
+  }
+  for (; i + 16 * kF <= n; i += 16 * kF) {
+    __m512 a[kF];
+    __m512d d[2 * kF];
+#pragma GCC unroll 4
+    for (int f = 0; f < kF; ++f) {
+      a[f] = _mm512_add_ps(_mm512_mul_ps(_mm512_loadu_ps(x + i + 16 * f), vs), vb);
+      d[2 * f] = _mm512_cvtps_pd(lo_half(a[f]));
+      d[2 * f + 1] = _mm512_cvtps_pd(hi_half(a[f]));
+    }
+    f5::eval4<S5>(F, d);
+#pragma GCC unroll 4
+    for (int f = 0; f < kF; ++f) {
+      __m512 r = join(_mm512_cvtpd_ps(d[2 * f]), _mm512_cvtpd_ps(d[2 * f + 1]));
+      r = _mm512_mask_mov_ps(r, _mm512_cmp_ps_mask(a[f], a[f], _CMP_UNORD_Q),
+                             _mm512_add_ps(a[f], a[f]));
+      _mm512_storeu_ps(out + i + 16 * f, r);
+    }
+  }
+  for (; i + 16 <= n; i += 16) {
+    const __m512 a = _mm512_add_ps(_mm512_mul_ps(_mm512_loadu_ps(x + i), vs), vb);
+    const __m512d lo = f5::eval<S5>(F, _mm512_cvtps_pd(lo_half(a)));
+    const __m512d hi = f5::eval<S5>(F, _mm512_cvtps_pd(hi_half(a)));
+    __m512 r = join(_mm512_cvtpd_ps(lo), _mm512_cvtpd_ps(hi));
+    r = _mm512_mask_mov_ps(r, _mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q), _mm512_add_ps(a, a));
+    _mm512_storeu_ps(out + i, r);
+  }
+  row_scalar<F>(x + i, n - i, scale, bias, out + i);
+}
+
+template <MathFn F>
+NISA_AVX2 void row_avx2(const float* x, uint64_t n, float scale, float bias, float* out) {
+  const __m256 vs = _mm256_set1_ps(scale), vb = _mm256_set1_ps(bias);
+  uint64_t i = 0;
+  if constexpr (F == MathFn::sqrt || F == MathFn::reciprocal) {
+    for (; i + 8 <= n; i += 8) {
+      const __m256 a = _mm256_add_ps(_mm256_mul_ps(_mm256_loadu_ps(x + i), vs), vb);
+      __m256 r = F == MathFn::sqrt ? _mm256_sqrt_ps(a) : _mm256_div_ps(_mm256_set1_ps(1.0f), a);
+      r = _mm256_blendv_ps(r, _mm256_add_ps(a, a), _mm256_cmp_ps(a, a, _CMP_UNORD_Q));
+      _mm256_storeu_ps(out + i, r);
+    }
+    return row_scalar<F>(x + i, n - i, scale, bias, out + i);
+  }
+  for (; i + 8 <= n; i += 8) {
+    const __m256 a = _mm256_add_ps(_mm256_mul_ps(_mm256_loadu_ps(x + i), vs), vb);
+    const __m128 alo = _mm256_castps256_ps128(a), ahi = _mm256_extractf128_ps(a, 1);
+    __m128 lo = _mm256_cvtpd_ps(f2::eval<S2>(F, _mm256_cvtps_pd(alo)));
+    __m128 hi = _mm256_cvtpd_ps(f2::eval<S2>(F, _mm256_cvtps_pd(ahi)));
+    lo = _mm_blendv_ps(lo, _mm_add_ps(alo, alo), _mm_cmpunord_ps(alo, alo));
+    hi = _mm_blendv_ps(hi, _mm_add_ps(ahi, ahi), _mm_cmpunord_ps(ahi, ahi));
+    _mm256_storeu_ps(out + i, _mm256_set_m128(hi, lo));
+  }
+  row_scalar<F>(x + i, n - i, scale, bias, out + i);
+}
+
+template <class G> void with_fn(MathFn f, G&& g) {
+  switch (f) {
+#define NISA_FN(id)                                                                                \
+  case MathFn::id: g(std::integral_constant<MathFn, MathFn::id>{}); return;
+    NISA_FN(log)
+    NISA_FN(sqrt)
+    NISA_FN(rsqrt)
+    NISA_FN(reciprocal)
+    NISA_FN(tanh)
+    NISA_FN(sigmoid)
+    NISA_FN(gelu_apprx_tanh)
+    NISA_FN(gelu_apprx_sigmoid)
+    NISA_FN(gelu_apprx_sigmoid_dx)
+    NISA_FN(silu)
+    NISA_FN(silu_dx)
+    NISA_FN(softplus)
+    NISA_FN(mish)
+    NISA_FN(erf_dx)
+#undef NISA_FN
+  }
+}
+
+} // namespace
+
+float math_f32(MathFn f, float x) {
+  float r = x;
+  with_fn(f, [&](auto fc) { r = scalar_one<decltype(fc)::value>(x); });
+  return r;
+}
+
+void math_row(Level l, MathFn f, const float* x, uint64_t n, float scale, float bias, float* out) {
+  with_fn(f, [&](auto fc) {
+    constexpr MathFn F = decltype(fc)::value;
+    switch (l) {
+    case Level::avx512: return row_avx512<F>(x, n, scale, bias, out);
+    case Level::avx2: return row_avx2<F>(x, n, scale, bias, out);
+    case Level::scalar: return row_scalar<F>(x, n, scale, bias, out);
+    }
+  });
+}
+
+} // namespace nisa::interp::simd
