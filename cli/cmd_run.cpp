@@ -20,7 +20,8 @@ int cmd_run(int argc, char** argv) {
       "--out NAME=FILE.npy... [options]\n\n"
       "Runs a kernel on the modelled machine (docs/machine.md). Exit codes: 0 ok, 1 usage or "
       "input error, 2 deadlock, 3 fault, 4 races found (--check-races), 5 --max-steps spent (an "
-      "endless loop?).\n\noptions");
+      "endless loop?).\n\nUnder `mpirun -np P` the --ranks are spread over the P processes (same "
+      "results; docs/machine.md \"MPI processes\").\n\noptions");
   opts.add_options()("help,h", "show this help");
   margs.add_to(opts);
   opts.add_options()("out", po::value(&outs)->composing(),
