@@ -39,51 +39,57 @@ void to_bf16_scalar(const uint8_t* s, uint8_t* d, uint64_t n) { to_bf16(s, d, n)
 void from_bf16_scalar(const uint8_t* s, uint8_t* d, uint64_t n) { from_bf16(s, d, n); }
 
 // iota runs: v0 + j * step (int32, wrapping) for j < n, stored as int32 or as fp32 (the
-// int -> float conversion rounds to nearest even in every form: cvtsi2ss / cvtdq2ps).
-__attribute__((always_inline)) inline void iota_i32(int32_t* o, uint32_t v0, uint32_t step,
+// int -> float conversion rounds to nearest even in every form: cvtsi2ss / cvtdq2ps). The
+// output need not be 4-byte aligned (any SBUF byte offset): stored by memcpy, which the
+// compiler still vectorises.
+__attribute__((always_inline)) inline void iota_i32(uint8_t* o, uint32_t v0, uint32_t step,
                                                     uint64_t n) {
-  for (uint64_t j = 0; j < n; ++j) o[j] = int32_t(v0 + uint32_t(j) * step);
+  for (uint64_t j = 0; j < n; ++j) {
+    const int32_t v = int32_t(v0 + uint32_t(j) * step);
+    std::memcpy(o + 4 * j, &v, 4);
+  }
 }
-__attribute__((always_inline)) inline void iota_f32(float* o, uint32_t v0, uint32_t step,
+__attribute__((always_inline)) inline void iota_f32(uint8_t* o, uint32_t v0, uint32_t step,
                                                     uint64_t n) {
-  for (uint64_t j = 0; j < n; ++j) o[j] = float(int32_t(v0 + uint32_t(j) * step));
+  for (uint64_t j = 0; j < n; ++j) {
+    const float v = float(int32_t(v0 + uint32_t(j) * step));
+    std::memcpy(o + 4 * j, &v, 4);
+  }
 }
-NISA_AVX512 void iota_i32_avx512(int32_t* o, uint32_t v0, uint32_t s, uint64_t n) {
+NISA_AVX512 void iota_i32_avx512(uint8_t* o, uint32_t v0, uint32_t s, uint64_t n) {
   iota_i32(o, v0, s, n);
 }
-NISA_AVX512 void iota_f32_avx512(float* o, uint32_t v0, uint32_t s, uint64_t n) {
+NISA_AVX512 void iota_f32_avx512(uint8_t* o, uint32_t v0, uint32_t s, uint64_t n) {
   iota_f32(o, v0, s, n);
 }
-NISA_AVX2 void iota_i32_avx2(int32_t* o, uint32_t v0, uint32_t s, uint64_t n) {
+NISA_AVX2 void iota_i32_avx2(uint8_t* o, uint32_t v0, uint32_t s, uint64_t n) {
   iota_i32(o, v0, s, n);
 }
-NISA_AVX2 void iota_f32_avx2(float* o, uint32_t v0, uint32_t s, uint64_t n) {
+NISA_AVX2 void iota_f32_avx2(uint8_t* o, uint32_t v0, uint32_t s, uint64_t n) {
   iota_f32(o, v0, s, n);
 }
-void iota_i32_scalar(int32_t* o, uint32_t v0, uint32_t s, uint64_t n) { iota_i32(o, v0, s, n); }
-void iota_f32_scalar(float* o, uint32_t v0, uint32_t s, uint64_t n) { iota_f32(o, v0, s, n); }
+void iota_i32_scalar(uint8_t* o, uint32_t v0, uint32_t s, uint64_t n) { iota_i32(o, v0, s, n); }
+void iota_f32_scalar(uint8_t* o, uint32_t v0, uint32_t s, uint64_t n) { iota_f32(o, v0, s, n); }
 
 } // namespace
 
 bool iota_run(Level l, DType d, uint8_t* out, uint32_t v0, uint32_t step, uint64_t n) {
   if (d == DType::int32) {
-    int32_t* o = reinterpret_cast<int32_t*>(out);
     if (l == Level::avx512)
-      iota_i32_avx512(o, v0, step, n);
+      iota_i32_avx512(out, v0, step, n);
     else if (l == Level::avx2)
-      iota_i32_avx2(o, v0, step, n);
+      iota_i32_avx2(out, v0, step, n);
     else
-      iota_i32_scalar(o, v0, step, n);
+      iota_i32_scalar(out, v0, step, n);
     return true;
   }
   if (d == DType::fp32) {
-    float* o = reinterpret_cast<float*>(out);
     if (l == Level::avx512)
-      iota_f32_avx512(o, v0, step, n);
+      iota_f32_avx512(out, v0, step, n);
     else if (l == Level::avx2)
-      iota_f32_avx2(o, v0, step, n);
+      iota_f32_avx2(out, v0, step, n);
     else
-      iota_f32_scalar(o, v0, step, n);
+      iota_f32_scalar(out, v0, step, n);
     return true;
   }
   return false;
