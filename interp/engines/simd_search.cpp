@@ -512,58 +512,40 @@ bool maxmin_scalar(bool is_max, const float* x, uint64_t n, float* out) {
   return false;
 }
 
-NISA_AVX512 bool maxmin_avx512(bool is_max, const float* x, uint64_t n, float* out) {
-  if (n < 64) return false;
-  __m512 a0 = _mm512_loadu_ps(x), a1 = a0, a2 = a0, a3 = a0;
-  __mmask16 nan = 0;
-  uint64_t i = 0;
-  for (; i + 64 <= n; i += 64) {
-    const __m512 v0 = _mm512_loadu_ps(x + i), v1 = _mm512_loadu_ps(x + i + 16);
-    const __m512 v2 = _mm512_loadu_ps(x + i + 32), v3 = _mm512_loadu_ps(x + i + 48);
-    nan |= _mm512_cmp_ps_mask(v0, v1, _CMP_UNORD_Q) | _mm512_cmp_ps_mask(v2, v3, _CMP_UNORD_Q);
-    if (is_max) {
-      a0 = _mm512_max_ps(a0, v0), a1 = _mm512_max_ps(a1, v1);
-      a2 = _mm512_max_ps(a2, v2), a3 = _mm512_max_ps(a3, v3);
-    } else {
-      a0 = _mm512_min_ps(a0, v0), a1 = _mm512_min_ps(a1, v1);
-      a2 = _mm512_min_ps(a2, v2), a3 = _mm512_min_ps(a3, v3);
-    }
+// Rows of fp32, or of bf16 widened in registers (bf16 -> fp32 is exact: the bits shifted up),
+// so a bf16 row gets the same maxima as the fp32 kernel on the converted row, without the
+// conversion pass.
+struct F32Row {
+  const float* x;
+  NISA_AVX512 __m512 load(uint64_t i) const { return _mm512_loadu_ps(x + i); }
+  float at(uint64_t i) const { return x[i]; }
+};
+struct Bf16Row {
+  const uint8_t* x;
+  NISA_AVX512 __m512 load(uint64_t i) const {
+    return _mm512_castsi512_ps(_mm512_slli_epi32(
+        _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + 2 * i))),
+        16));
   }
-  if (nan) return false;
-  a0 = is_max ? _mm512_max_ps(_mm512_max_ps(a0, a1), _mm512_max_ps(a2, a3))
-              : _mm512_min_ps(_mm512_min_ps(a0, a1), _mm512_min_ps(a2, a3));
-  float m = is_max ? _mm512_reduce_max_ps(a0) : _mm512_reduce_min_ps(a0);
-  for (; i < n; ++i) {
-    if (x[i] != x[i]) return false;
-    m = is_max ? std::max(m, x[i]) : std::min(m, x[i]);
+  float at(uint64_t i) const {
+    uint16_t h;
+    std::memcpy(&h, x + 2 * i, 2);
+    const uint32_t u = uint32_t(h) << 16;
+    float f;
+    std::memcpy(&f, &u, 4);
+    return f;
   }
-  if (m == 0.0f) return false;
-  *out = m;
-  return true;
-}
+};
 
-// bf16 rows widened in registers (bf16 -> fp32 is exact: the bits shifted up), so the same
-// maxima as the fp32 kernel on the converted row, without the conversion pass.
-NISA_AVX512 inline __m512 widen16(const uint8_t* p) {
-  return _mm512_castsi512_ps(_mm512_slli_epi32(
-      _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))), 16));
-}
-inline float bf16_at(const uint8_t* p, uint64_t i) {
-  uint16_t h;
-  std::memcpy(&h, p + 2 * i, 2);
-  const uint32_t u = uint32_t(h) << 16;
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-NISA_AVX512 bool maxmin_bf16_avx512(bool is_max, const uint8_t* x, uint64_t n, float* out) {
+template <class Row>
+NISA_AVX512 bool maxmin_row_avx512(bool is_max, const Row& x, uint64_t n, float* out) {
   if (n < 64) return false;
-  __m512 a0 = widen16(x), a1 = a0, a2 = a0, a3 = a0;
+  __m512 a0 = x.load(0), a1 = a0, a2 = a0, a3 = a0;
   __mmask16 nan = 0;
   uint64_t i = 0;
   for (; i + 64 <= n; i += 64) {
-    const __m512 v0 = widen16(x + 2 * i), v1 = widen16(x + 2 * i + 32);
-    const __m512 v2 = widen16(x + 2 * i + 64), v3 = widen16(x + 2 * i + 96);
+    const __m512 v0 = x.load(i), v1 = x.load(i + 16);
+    const __m512 v2 = x.load(i + 32), v3 = x.load(i + 48);
     nan |= _mm512_cmp_ps_mask(v0, v1, _CMP_UNORD_Q) | _mm512_cmp_ps_mask(v2, v3, _CMP_UNORD_Q);
     if (is_max) {
       a0 = _mm512_max_ps(a0, v0), a1 = _mm512_max_ps(a1, v1);
@@ -578,13 +560,19 @@ NISA_AVX512 bool maxmin_bf16_avx512(bool is_max, const uint8_t* x, uint64_t n, f
               : _mm512_min_ps(_mm512_min_ps(a0, a1), _mm512_min_ps(a2, a3));
   float m = is_max ? _mm512_reduce_max_ps(a0) : _mm512_reduce_min_ps(a0);
   for (; i < n; ++i) {
-    const float v = bf16_at(x, i);
+    const float v = x.at(i);
     if (v != v) return false;
     m = is_max ? std::max(m, v) : std::min(m, v);
   }
   if (m == 0.0f) return false;
   *out = m;
   return true;
+}
+NISA_AVX512 bool maxmin_avx512(bool is_max, const float* x, uint64_t n, float* out) {
+  return maxmin_row_avx512(is_max, F32Row{x}, n, out);
+}
+NISA_AVX512 bool maxmin_bf16_avx512(bool is_max, const uint8_t* x, uint64_t n, float* out) {
+  return maxmin_row_avx512(is_max, Bf16Row{x}, n, out);
 }
 
 NISA_AVX2 bool maxmin_avx2(bool is_max, const float* x, uint64_t n, float* out) {
