@@ -222,23 +222,16 @@ std::string agree(Procs* procs, const std::string& error) {
   return {};
 }
 
-struct NullBuf : std::streambuf {
-  int overflow(int c) override { return c; }
-};
-
 } // namespace
 
-int run_module(const Module& mod, const RunConfig& cfg, std::ostream& out_, std::ostream& err_) {
+int run_module(const Module& mod, const RunConfig& cfg, std::ostream& out, std::ostream& err) {
   MachineOptions mo = cfg.machine;
   if (!cfg.target_given) mo.target = mod.target;
-  // MPI processes (docs/machine.md "MPI processes"): rank 0's process prints and writes.
+  // MPI processes (docs/machine.md "MPI processes"): rank 0's process writes the files; what
+  // the others print goes to /dev/null (cli/main.cpp).
   Procs* mp = procs();
   mo.procs = mp;
-  NullBuf null_buf;
-  std::ostream null_stream(&null_buf);
   const bool root = !mp || mp->rank() == 0;
-  std::ostream& out = root ? out_ : null_stream;
-  std::ostream& err = root ? err_ : null_stream;
   if (mp && (cfg.check_races || !cfg.trace_path.empty() || mo.check_uninit)) {
     err << fmt::format("nisa run: error: {} is not available with ranks spread over {} MPI "
                        "processes; run it in one process (without mpirun)\n",

@@ -1039,6 +1039,12 @@ private:
     return any;
   }
 
+  // The cores [lo, hi) that process p simulates.
+  std::pair<int, int> cores_of(int p) const {
+    return {Procs::lo(p, procs_->size(), m_.opt.ranks) * m_.opt.lnc,
+            Procs::lo(p + 1, procs_->size(), m_.opt.ranks) * m_.opt.lnc};
+  }
+
   // At the end of a run that deadlocked or spent its budget: every core's engines,
   // semaphores, clock, steps and budget watch, so that the report names every rank.
   void gather_state() {
@@ -1065,8 +1071,7 @@ private:
     for (int p = 0; p < procs_->size(); ++p) {
       if (p == procs_->rank()) continue;
       Bytes in{std::move(all[size_t(p)])};
-      const int lo = Procs::lo(p, procs_->size(), m_.opt.ranks) * m_.opt.lnc,
-                hi = Procs::lo(p + 1, procs_->size(), m_.opt.ranks) * m_.opt.lnc;
+      const auto [lo, hi] = cores_of(p);
       for (int c = lo; c < hi; ++c) {
         CoreRt& C = cores_[size_t(c)];
         for (EngRt& E : C.eng) {
@@ -1098,8 +1103,7 @@ private:
     std::vector<std::vector<uint8_t>> all = procs_->allgather(mine.b);
     for (int p = 0; p < procs_->size(); ++p) {
       Bytes in{std::move(all[size_t(p)])};
-      const int lo = Procs::lo(p, procs_->size(), m_.opt.ranks) * m_.opt.lnc,
-                hi = Procs::lo(p + 1, procs_->size(), m_.opt.ranks) * m_.opt.lnc;
+      const auto [lo, hi] = cores_of(p);
       for (int c = lo; c < hi; ++c) res_.stats.cores[size_t(c)] = in.get<CoreStats>();
     }
     if (!o_.timeline) return;
