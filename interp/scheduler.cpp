@@ -934,7 +934,7 @@ private:
       ExecCtx cx = cores_[w.core].eng[w.eng].cx;
       cx.regs = w.regs; // the registers at the trigger
       CcSide& sd = p.side[i];
-      cc_prepare(cx, *w.pi->in, sd, true);
+      cc_prepare(cx, *w.pi->in, sd);
       mine.put(uint64_t(i));
       mine.put_str(sd.fault);
       mine.put(sd.src_dtype);

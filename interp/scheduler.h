@@ -170,7 +170,7 @@ struct CcSide {
   uint64_t src_elems = 0, dst_elems = 0;
   uint32_t src_rows = 0;
   uint64_t src_cols = 0;
-  std::vector<uint8_t> src; // the flat source bytes (when read or received)
+  std::vector<uint8_t> src; // the flat source bytes (read here, or received)
   View dst;                 // a participant of this process: where its result goes
 };
 struct CcParty {
@@ -179,8 +179,8 @@ struct CcParty {
   std::vector<CcSide> side;
   std::vector<bool> local; // this process writes the destination of participant i
 };
-void cc_prepare(ExecCtx& cx, const Inst& in, CcSide& s, bool read_src);
-void cc_check(const CcParty& p); // throws the Fault one process would
+void cc_prepare(ExecCtx& cx, const Inst& in, CcSide& s); // reads the source too
+void cc_check(const CcParty& p);                         // throws the Fault one process would
 std::vector<bool>
 cc_sources_needed(const CcParty& p,
                   const std::vector<bool>& writes); // the sources the destinations `writes` need

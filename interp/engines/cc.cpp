@@ -74,7 +74,7 @@ bool is_permute(Opcode op) {
 
 } // namespace
 
-void cc_prepare(ExecCtx& cx, const Inst& in, CcSide& s, bool read_src) {
+void cc_prepare(ExecCtx& cx, const Inst& in, CcSide& s) {
   s.rank = cx.rank;
   try {
     View src = cx.view(in.ops[1].ap, Access::read);
@@ -84,7 +84,7 @@ void cc_prepare(ExecCtx& cx, const Inst& in, CcSide& s, bool read_src) {
     s.src_rows = src.parts;
     s.src_cols = src.free_elems;
     s.dst_elems = total_elems(s.dst);
-    if (read_src) s.src = gather_bytes(src);
+    s.src = gather_bytes(src);
   } catch (const Fault& f) {
     s.fault = f.what();
     if (s.fault.empty()) s.fault = "collective: a bad operand";
@@ -218,7 +218,7 @@ void run_collective(const std::vector<ExecCtx*>& cx, const std::vector<const Ins
   p.in = in;
   p.side.resize(cx.size());
   p.local.assign(cx.size(), true);
-  for (size_t i = 0; i < cx.size(); ++i) cc_prepare(*cx[i], *in[i], p.side[i], true);
+  for (size_t i = 0; i < cx.size(); ++i) cc_prepare(*cx[i], *in[i], p.side[i]);
   cc_check(p);
   cc_apply(p);
 }
