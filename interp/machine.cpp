@@ -3,6 +3,7 @@
 #include "interp/procs.h"
 
 #include "interp/host_pool.h"
+#include "interp/npy.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -22,11 +23,13 @@
 
 namespace nisa::interp {
 
-HostBuffer::HostBuffer(size_t bytes) : n_(bytes) {
+HostBuffer::HostBuffer(size_t bytes, size_t shift) : n_(bytes), shift_(shift) {
   if (bytes == 0) return;
+  if (shift % 64 != 0 || shift >= 4096)
+    throw std::logic_error("HostBuffer: shift must be a multiple of 64 below 4096");
   constexpr size_t kHuge = size_t(2) << 20;
   // Huge pages need 2 MiB alignment: map a little more and trim both ends.
-  const size_t len = (bytes + 4095) & ~size_t(4095); // whole pages
+  const size_t len = (bytes + shift + 4095) & ~size_t(4095); // whole pages
   const size_t map = len >= kHuge ? len + kHuge : len;
   void* p = mmap(nullptr, map, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) throw std::runtime_error(fmt::format("cannot allocate {} bytes", bytes));
@@ -40,7 +43,7 @@ HostBuffer::HostBuffer(size_t bytes) : n_(bytes) {
     base = aligned;
     madvise(base, len, MADV_HUGEPAGE);
   }
-  p_ = base;
+  p_ = base + shift;
 }
 namespace {
 
@@ -132,18 +135,22 @@ void HostBuffer::repoison() {
   std::memset(p_, kPoisonByte, n_);
 }
 
-HostBuffer::HostBuffer(HostBuffer&& o) noexcept : p_(o.p_), n_(o.n_), lazy_(o.lazy_) {
+HostBuffer::HostBuffer(HostBuffer&& o) noexcept
+    : p_(o.p_), n_(o.n_), shift_(o.shift_), lazy_(o.lazy_) {
   o.p_ = nullptr;
   o.n_ = 0;
 }
 HostBuffer& HostBuffer::operator=(HostBuffer&& o) noexcept {
   std::swap(p_, o.p_);
   std::swap(n_, o.n_);
+  std::swap(shift_, o.shift_);
   std::swap(lazy_, o.lazy_);
   return *this;
 }
 HostBuffer::~HostBuffer() {
-  if (p_) munmap(p_, n_);
+  if (!p_) return;
+  forget_mapped_inputs(p_ - shift_, n_ + shift_); // input files mapped into it (npy.h)
+  munmap(p_ - shift_, n_ + shift_);
 }
 
 uint64_t Machine::tensor_bytes(const TensorDecl& t) {
@@ -259,6 +266,7 @@ Machine::Machine(const Module& m, const MachineOptions& o, InputFill fill) : mod
 
   const uint64_t hbm = hbm_size(m, o);
   const bool spilled = spill_hbm(hbm, o);
+  hbm_spilled = spilled;
   std::string dir = o.spill_dir;
   if (dir.empty()) {
     const char* t = std::getenv("TMPDIR");
@@ -274,7 +282,8 @@ Machine::Machine(const Module& m, const MachineOptions& o, InputFill fill) : mod
     RankSlot& r = ranks[size_t(i)];
     r.hbm_bytes = hbm;
     if (!local_rank(i)) continue;
-    r.hbm = spilled ? HostBuffer::file_backed(hbm, dir) : HostBuffer(hbm);
+    const size_t shift = size_t(i) < o.hbm_shift.size() ? o.hbm_shift[size_t(i)] : 0;
+    r.hbm = spilled ? HostBuffer::file_backed(hbm, dir) : HostBuffer(hbm, shift);
     if (o.check_uninit) r.hbm_written.assign(hbm, 0);
   }
   cores.resize(size_t(o.ranks) * o.lnc);

@@ -20,7 +20,9 @@ namespace nisa::interp {
 class HostBuffer {
 public:
   HostBuffer() = default;
-  explicit HostBuffer(size_t bytes);
+  // `shift` (a multiple of 64 below 4096): data() lies that many bytes past a page boundary,
+  // so that an input file's data can be mapped in place (map_npy_pages in interp/npy.h).
+  explicit HostBuffer(size_t bytes, size_t shift = 0);
   // A private copy-on-write mapping of a shared file of poison bytes: reads as kPoisonByte,
   // and only the pages written (or read) cost memory. repoison() drops the written pages.
   // For machines of many cores (--ranks 64 --lnc 2), whose SBUFs are mostly unused.
@@ -42,6 +44,7 @@ public:
 private:
   uint8_t* p_ = nullptr;
   size_t n_ = 0;
+  size_t shift_ = 0; // the mapping starts at p_ - shift_
   bool lazy_ = false;
 };
 
@@ -77,6 +80,9 @@ struct MachineOptions {
   // The MPI processes of the job (interp/procs.h): this process allocates and simulates only
   // its block of ranks. nullptr: one process, every rank.
   Procs* procs = nullptr;
+  // Per rank: how far past a page boundary its host HBM starts (HostBuffer's shift), chosen so
+  // that its largest input file can be mapped in place (run.cpp); missing entries are 0.
+  std::vector<uint16_t> hbm_shift;
 };
 
 // Poison pattern of fresh memory: all-ones bytes are NaN in every float dtype (fp32, bf16,
@@ -126,6 +132,7 @@ struct Machine {
   // The ranks [rank_lo, rank_hi) this process simulates (all of them without MPI). The slots
   // of the other ranks and their cores hold no memory (null HBM, SBUF and PSUM).
   int rank_lo = 0, rank_hi = 0;
+  bool hbm_spilled = false; // the ranks' HBM is file-backed (--hbm-spill)
   bool local_rank(int r) const { return r >= rank_lo && r < rank_hi; }
   bool local_core(int c) const { return local_rank(c / opt.lnc); }
   CoreSlot& core(int rank, int c) { return cores[size_t(rank) * opt.lnc + c]; }

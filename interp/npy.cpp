@@ -1,10 +1,13 @@
 #include "interp/npy.h"
 
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -289,6 +292,78 @@ NpyArray parse_npy(std::string_view b, const std::string& name) {
   return std::move(hd.array);
 }
 
+namespace {
+
+// The mapped input ranges, read by the SIGBUS handler: fixed slots of atomics (no allocation,
+// no lock in the handler). A full table means the next input is read instead of mapped.
+struct MappedInput {
+  std::atomic<uintptr_t> lo{0}, hi{0};
+  std::atomic<const char*> message{nullptr}; // what the handler writes (leaked: few, small)
+};
+constexpr int kMaxMappedInputs = 256;
+MappedInput mapped_inputs[kMaxMappedInputs];
+std::mutex mapped_mu; // writers only
+struct sigaction previous_bus {};
+
+void on_sigbus(int sig, siginfo_t* si, void* ctx) {
+  const uintptr_t a = reinterpret_cast<uintptr_t>(si->si_addr);
+  for (const MappedInput& m : mapped_inputs) {
+    const char* msg = m.message.load();
+    if (msg && a >= m.lo.load() && a < m.hi.load()) {
+      ssize_t ignored = ::write(2, msg, std::strlen(msg));
+      (void)ignored;
+      _exit(1);
+    }
+  }
+  // Not an input's page: what was there before (the default: the core dump of a crash).
+  if (previous_bus.sa_flags & SA_SIGINFO) {
+    if (previous_bus.sa_sigaction) return previous_bus.sa_sigaction(sig, si, ctx);
+  } else if (previous_bus.sa_handler != SIG_DFL && previous_bus.sa_handler != SIG_IGN) {
+    return previous_bus.sa_handler(sig);
+  }
+  signal(SIGBUS, SIG_DFL); // returning re-runs the access, which now ends the process
+}
+
+// Registers [lo, lo + n) as input `path`'s pages; false when the table is full.
+bool remember_mapped_input(const uint8_t* lo, size_t n, const std::string& path) {
+  std::lock_guard<std::mutex> lock(mapped_mu);
+  static bool installed = false;
+  if (!installed) {
+    struct sigaction sa {};
+    sa.sa_sigaction = on_sigbus;
+    sa.sa_flags = SA_SIGINFO;
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(SIGBUS, &sa, &previous_bus) != 0) return false;
+    installed = true;
+  }
+  for (MappedInput& m : mapped_inputs) {
+    if (m.message.load()) continue;
+    const std::string text = fmt::format(
+        "nisa: error: {}: the input file was truncated while the run had it mapped (its data "
+        "is gone); do not rewrite an input during a run, or run with --copy-inputs\n",
+        elide(path));
+    m.lo = reinterpret_cast<uintptr_t>(lo);
+    m.hi = reinterpret_cast<uintptr_t>(lo) + n;
+    m.message = strdup(text.c_str());
+    return true;
+  }
+  return false;
+}
+
+} // namespace
+
+void forget_mapped_inputs(const uint8_t* lo, size_t bytes) {
+  const uintptr_t a = reinterpret_cast<uintptr_t>(lo), b = a + bytes;
+  std::lock_guard<std::mutex> lock(mapped_mu);
+  for (MappedInput& m : mapped_inputs) {
+    const char* msg = m.message.load();
+    if (!msg || m.hi.load() <= a || m.lo.load() >= b) continue;
+    m.message = nullptr;
+    m.lo = m.hi = 0;
+    free(const_cast<char*>(msg)); // the handler runs on faults of mapped pages only: not now
+  }
+}
+
 NpyReader::NpyReader(const std::string& path) : path_(path) {
   // Read in steps so that nothing large is allocated before the header is known and checked:
   // a stream (a pipe, /dev/zero) is read only as far as the header says, a regular file's size
@@ -377,7 +452,42 @@ void NpyReader::check_size() const {
   }
 }
 
-void NpyReader::read_into(const std::vector<uint8_t*>& pieces) {
+bool NpyReader::mappable() const {
+  return regular_ && (!hd_.fortran || hd_.array.shape.size() < 2) && !big_endian(hd_.array);
+}
+
+void NpyReader::map_or_read(uint8_t* dst, uint64_t n, uint64_t& have) {
+  auto need = [&](uint8_t* d, uint64_t k) {
+    const size_t got = fill(d, size_t(k));
+    have += got;
+    if (got < k) fail(path_, truncated(hd_, have));
+  };
+  // The file offset of dst[0] (the checked size: data_offset + data_bytes fits).
+  const uint64_t start = have;
+  const uint64_t pos = hd_.data_offset + start;
+  const uintptr_t a = reinterpret_cast<uintptr_t>(dst);
+  const uint64_t head = (4096 - a % 4096) % 4096;
+  if ((a - pos) % 4096 != 0 || n < head + kMinMappedBytes) return need(dst, n);
+  const uint64_t mid = (n - head) / 4096 * 4096;
+  need(dst, head);
+  uint8_t* m = dst + head;
+  void* r = mmap(m, mid, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED, fd_, off_t(pos + head));
+  if (r != MAP_FAILED && remember_mapped_input(m, mid, path_)) {
+    have += mid;
+  } else if (mmap(m, mid, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1,
+                  0) == MAP_FAILED) { // (a failed MAP_FIXED may have unmapped the range)
+    fail(path_, fmt::format("cannot map or allocate {} bytes: {}", mid, std::strerror(errno)));
+  }
+  // On from the logical position (bytes read along with the header are in the mapping or
+  // are read again).
+  pending_.clear();
+  if (::lseek(fd_, off_t(hd_.data_offset + have), SEEK_SET) < 0)
+    fail(path_, fmt::format("seek failed: {}", std::strerror(errno)));
+  const uint64_t done = have - start;
+  need(dst + done, n - done);
+}
+
+void NpyReader::read_into(const std::vector<uint8_t*>& pieces, bool map_pages) {
   if (consumed_) fail(path_, "the data was read already");
   consumed_ = true;
   check_size();
@@ -397,6 +507,10 @@ void NpyReader::read_into(const std::vector<uint8_t*>& pieces) {
       if (!p) { // another process's slice (MPI): skipped
         skip(piece);
         have += piece;
+        continue;
+      }
+      if (map_pages && mappable()) {
+        map_or_read(p, piece, have);
         continue;
       }
       need(p, piece);

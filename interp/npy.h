@@ -64,12 +64,19 @@ public:
   // array's first axis ([R, ...] per-rank files); a null piece is skipped (the slice of a rank
   // of another MPI process). Once only. NpyError naming the file on a truncated file, trailing
   // data or a read error.
-  void read_into(const std::vector<uint8_t*>& pieces);
+  // map_pages: the whole pages of a piece whose address and file offset agree modulo the page
+  // size are mapped from the file in place of reading them (private copy-on-write: the modelled
+  // memory may be written, the file never is; map_npy_pages). The rest is read.
+  void read_into(const std::vector<uint8_t*>& pieces, bool map_pages = false);
+  // Whether read_into can map this file's data at all (a regular little-endian C-order file).
+  bool mappable() const;
 
 private:
   void read_header();
   size_t fill(uint8_t* dst, size_t n); // the next n data bytes (fewer only at end of file)
   void skip(uint64_t n);               // passes over n data bytes
+  // Reads or maps the next n data bytes into dst; true if any page was mapped.
+  void map_or_read(uint8_t* dst, uint64_t n, uint64_t& have);
   std::string path_;
   int fd_ = -1;
   bool regular_ = false;
@@ -78,6 +85,14 @@ private:
   std::string pending_; // bytes read past the header (a tiny header read with its magic)
   bool consumed_ = false;
 };
+
+// Input files mapped in place (NpyReader::read_into with map_pages). A mapped file that is
+// truncated while mapped makes its pages raise SIGBUS: a handler (installed with the first
+// mapping) reports which input it was and exits with code 1 instead of crashing. HostBuffer
+// forgets the ranges of a buffer it unmaps.
+void forget_mapped_inputs(const uint8_t* lo, size_t bytes);
+// The smallest run of whole pages worth a mapping (below it the bytes are read).
+inline constexpr uint64_t kMinMappedBytes = uint64_t(64) << 10;
 
 // Reads the header first and calls `check` (which may throw) on the array without data before
 // reading the data; the file's size must match the header exactly. Streams (pipes) are read

@@ -79,7 +79,31 @@ std::vector<InputData> read_inputs(const Module& mod, int ranks,
   return out;
 }
 
-void bind_inputs(Machine& m, std::vector<InputData>& inputs) {
+std::vector<uint16_t> input_hbm_shifts(int ranks, const std::vector<InputData>& inputs) {
+  std::vector<uint16_t> shifts(size_t(ranks), 0);
+  for (int r = 0; r < ranks; ++r) {
+    std::vector<std::pair<uint64_t, uint16_t>> votes; // (bytes, shift)
+    for (const InputData& in : inputs) {
+      if (!in.file || !in.file->mappable() || in.tensor->space != MemSpace::hbm) continue;
+      const uint64_t bytes = Machine::tensor_bytes(*in.tensor);
+      if (bytes < kMinMappedBytes) continue;
+      // (data_offset + data_bytes was checked against the file size: no overflow)
+      const uint64_t pos = in.file->header().data_offset + (in.per_rank ? uint64_t(r) * bytes : 0);
+      const uint64_t shift = (pos - in.tensor->address) % 4096;
+      if (shift % 64 != 0) continue; // HBM stays 64-byte aligned
+      votes.emplace_back(bytes, uint16_t(shift));
+    }
+    uint64_t best = 0;
+    for (const auto& [b, s] : votes) {
+      uint64_t total = 0;
+      for (const auto& [b2, s2] : votes) total += s2 == s ? b2 : 0;
+      if (total > best) best = total, shifts[size_t(r)] = s;
+    }
+  }
+  return shifts;
+}
+
+void bind_inputs(Machine& m, std::vector<InputData>& inputs, bool map_pages) {
   for (InputData& in : inputs) {
     const TensorDecl& t = *in.tensor;
     if (!in.file)
@@ -90,7 +114,7 @@ void bind_inputs(Machine& m, std::vector<InputData>& inputs) {
       for (int r = 0; r < m.opt.ranks; ++r) pieces.push_back(m.hbm_tensor(r, t));
     else
       pieces.push_back(m.rank_hi > m.rank_lo ? m.hbm_tensor(m.rank_lo, t) : nullptr);
-    in.file->read_into(pieces);
+    in.file->read_into(pieces, map_pages && !m.hbm_spilled);
     in.file.reset(); // closes it
     for (int r = m.rank_lo; r < m.rank_hi; ++r) {
       if (!in.per_rank && r > m.rank_lo)
@@ -261,9 +285,10 @@ int run_module(const Module& mod, const RunConfig& cfg, std::ostream& out, std::
     // limit, then each input's header against its declaration (the data only after).
     Machine::hbm_size(mod, mo);
     std::vector<InputData> inputs = read_inputs(mod, mo.ranks, cfg.inputs);
-    // Every input is read into place next: its bytes are not poisoned first.
+    // Every input is read (or mapped) into place next: its bytes are not poisoned first.
+    if (!cfg.copy_inputs) mo.hbm_shift = input_hbm_shifts(mo.ranks, inputs);
     m = std::make_unique<Machine>(mod, mo, InputFill::caller_writes);
-    bind_inputs(*m, inputs);
+    bind_inputs(*m, inputs, !cfg.copy_inputs);
   } catch (const std::exception& e) {
     setup_error = e.what();
     if (setup_error.empty()) setup_error = "set-up failed";

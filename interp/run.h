@@ -31,6 +31,8 @@ struct RunConfig {
   std::string trace_path;      // write the instruction trace (docs/trace-format.md)
   TraceFilter trace_filter;
   uint64_t trace_max_bytes = kDefaultTraceMaxBytes; // the trace file's cap; 0: unlimited
+  // Read the inputs into memory instead of mapping their files' pages (--copy-inputs).
+  bool copy_inputs = false;
 };
 
 // Exit code of a run that finished but found races (--check-races).
@@ -54,7 +56,13 @@ std::vector<InputData> read_inputs(const Module& mod, int ranks, const std::vect
 // Reads each input's data straight into each rank's HBM tensor (a [R, ...] file: slice r into
 // rank r; else into rank 0, copied to the others) and marks it written. Consumes the files.
 // NpyError naming the file on a truncated file or a read error.
-void bind_inputs(Machine& m, std::vector<InputData>& inputs);
+// map_pages: the files' whole pages are mapped in place where the HBM address allows
+// (NpyReader::read_into; with MachineOptions::hbm_shift from input_hbm_shifts).
+void bind_inputs(Machine& m, std::vector<InputData>& inputs, bool map_pages = false);
+// Per rank: the HostBuffer shift of its HBM under which the most input bytes can be mapped
+// from their files in place (a file's data offset and the tensor's HBM address must agree
+// modulo the page size).
+std::vector<uint16_t> input_hbm_shifts(int ranks, const std::vector<InputData>& inputs);
 // Both of the above (the machine's input bytes are overwritten, whatever they held).
 void bind_inputs(Machine& m, const std::vector<IoSpec>& inputs);
 // m.reset() with the inputs read from their files: every header is checked first, then the
