@@ -152,9 +152,7 @@ TEST(MappedInputs, OffsetsThatDisagreeAndConvertedFilesAreRead) {
   std::vector<uint8_t> zf(zb.size());
   for (int i = 0; i < 300; ++i)
     for (int j = 0; j < 200; ++j) std::memcpy(&zf[(j * 300 + i) * 4], &zb[(i * 200 + j) * 4], 4);
-  {
-    std::ofstream(d / "z.npy", std::ios::binary) << handmade("<i4", true, "(300, 200)", zf);
-  }
+  { std::ofstream(d / "z.npy", std::ios::binary) << handmade("<i4", true, "(300, 200)", zf); }
   ASSERT_NE((128 - k.m.tensors[x].address) % 4096, (128 - k.m.tensors[y].address) % 4096);
   auto m = bind_mapped(k.m, {}, {{"x", d / "x.npy"}, {"y", d / "y.npy"}, {"z", d / "z.npy"}});
   EXPECT_EQ(uintptr_t(m->ranks[0].hbm.data()) % 4096, (128 - k.m.tensors[y].address) % 4096);
@@ -174,9 +172,9 @@ KB copy_kernel() {
   const int x = k.hbm("x", DType::fp32, {128, 1100}, Role::input);
   const int y = k.hbm("y", DType::fp32, {128, 1100}, Role::output);
   const uint16_t s = k.sem("loaded");
-  k.add(Engine::sp, with_signal(dma(Engine::sp, 0, sbuf_ap(0, 128, 0, DType::fp32, 1100),
-                                    hbm_ap(k.m.tensors[x])),
-                                s));
+  k.add(Engine::sp,
+        with_signal(
+            dma(Engine::sp, 0, sbuf_ap(0, 128, 0, DType::fp32, 1100), hbm_ap(k.m.tensors[x])), s));
   k.add(Engine::act, with_wait(dma(Engine::act, 1, hbm_ap(k.m.tensors[y]),
                                    sbuf_ap(0, 128, 0, DType::fp32, 1100)),
                                s, 1));

@@ -4,7 +4,9 @@
 // (the conversions themselves are verified exhaustively in dtype_test.cpp).
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <numeric>
+#include <random>
 
 #include "harness.h"
 
@@ -687,6 +689,40 @@ TEST(Memset, ConvertsOnceToTheDtype) {
     set_f(in, "value", c.v);
     b.run(in);
     for (float g : b.get(D)) ASSERT_EQ(g, c.want);
+  }
+}
+
+TEST(Memset, LongUnalignedRowsFillExactlyTheirBytes) {
+  // Rows longer than the 16 KiB fill block, starting off any 64-byte boundary: every byte of
+  // each row holds the pattern, every byte around them keeps what it held.
+  struct Case {
+    DType t;
+    float v;
+    std::vector<uint8_t> pattern; // the value's bytes in the dtype, little-endian
+    uint64_t off;
+    uint32_t free;
+  };
+  for (const Case& c : {Case{DType::fp32, 0.1f, {0xCD, 0xCC, 0xCC, 0x3D}, 12, 5003},
+                        Case{DType::bf16, -9948.0f, {0x1B, 0xC6}, 6, 11001},
+                        Case{DType::int8, 2.5f, {0x02}, 3, 20011}}) {
+    Bench b;
+    const uint64_t pb = b.st.sbuf_part_bytes;
+    std::mt19937 rng(uint32_t(c.free));
+    std::vector<uint8_t> before(kNumPartitions * pb);
+    for (auto& x : before) x = uint8_t(rng());
+    std::memcpy(b.st.sbuf, before.data(), before.size());
+    Inst in = make(Opcode::memset, Engine::dve);
+    set_ap(in, "dst", Bench::tile(MemSpace::sbuf, c.t, 32, 32, c.off, c.free));
+    set_f(in, "value", c.v);
+    b.run(in);
+    const uint64_t eb = c.pattern.size(), end = c.off + c.free * eb;
+    for (uint64_t p = 0; p < kNumPartitions; ++p)
+      for (uint64_t i = 0; i < pb; ++i) {
+        const bool inside = p >= 32 && p < 64 && i >= c.off && i < end;
+        const uint8_t want = inside ? c.pattern[(i - c.off) % eb] : before[p * pb + i];
+        ASSERT_EQ(b.st.sbuf[p * pb + i], want)
+            << dtype_name(c.t) << " partition " << p << " byte " << i;
+      }
   }
 }
 
