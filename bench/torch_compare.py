@@ -681,7 +681,8 @@ def main():
     ap.add_argument("--workdir", metavar="DIR", help="directory for the .npy files (default: a temp dir)")
     ap.add_argument("--keep", action="store_true", help="keep the .npy files")
     ap.add_argument("--no-floor", action="store_true",
-                    help="skip the two extra traced runs of the rotational top-K floor")
+                    help="skip the extra traced runs of the floors (the rotational top-K's, and the "
+                         "traffic floor of every row above the target)")
     ap.add_argument("--self-test", action="store_true",
                     help="two tiny rows (cumsum, rotational top-K), one run each: checks the "
                     "script and nisa against torch, no timing target; exit 1 on a mismatch")
@@ -734,6 +735,7 @@ def main():
             print_row(res, len(results) == 1)
             sys.stdout.flush()
         floor(results, args, work, threads)
+        print_traffic_floors(results)
     finally:
         if not args.keep and not args.workdir:
             shutil.rmtree(work, ignore_errors=True)
@@ -784,12 +786,14 @@ def run_row(name, make, args, work, threads):
         a = np.load(os.path.join(d, "out_" + k + ".npy"))
         got[k] = from_bits(a) if kind == "bf16" else a.view(np.int16) if kind == "int16" else a
     row.ins = None  # free the inputs' copies (torch keeps its tensors)
-    if not args.keep and name not in ("topk_scanning", "topk_rotational"):  # (the floor reruns)
-        shutil.rmtree(d, ignore_errors=True)  # transformer_tkg alone writes 1.7 GB
     ref = {k: v.numpy() for k, v in row.tfn().items()}  # warm-up, and the values checked
     ok, msg = row.check(got, ref)
     del got, ref
     tt, tc = time_torch(row.tfn, max(1, args.torch_repeat))
+    if not args.no_floor and statistics.median(r[0] for r in runs) / tt > TARGET:
+        traffic_floor(res, cmd, d, threads)
+    if not args.keep and name not in ("topk_scanning", "topk_rotational"):  # (the floor reruns)
+        shutil.rmtree(d, ignore_errors=True)  # transformer_tkg alone writes 1.7 GB
     med = lambda i: statistics.median(r[i] for r in runs)
     cpu = statistics.median(r[1] + r[2] for r in runs)
     res.update(nisa_wall=med(0), nisa_user=med(1), nisa_sys=med(2), nisa_cpu=cpu,
@@ -821,6 +825,25 @@ def print_row(r, header):
            fmt_t(r["nisa_wall"]), fmt_t(r["torch_s"]), r["ratio"], TARGET, r["status"],
            fmt_t(r["nisa_user"]), fmt_t(r["nisa_sys"]), r["cpu_ratio"], r["nisa_rss_mb"],
            r["check"]))
+
+
+def print_traffic_floors(results):
+    rows = [r for r in results if "traffic_floor_s" in r]
+    if not rows:
+        return
+    print()
+    print("traffic floors (issue 16) of the rows above %gx: the bytes the executed instructions "
+          "cover at a native copy's %.3g GB/s (read + write), per host thread used; target: "
+          "nisa wall <= 1.5x the floor" % (TARGET, rows[0]["stream_bw"] / 1e9))
+    print("| kernel | instructions | bytes covered | threads | floor | nisa wall | nisa / floor | "
+          "torch | floor / torch |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    for r in rows:
+        r["traffic_floor_ratio"] = r["nisa_wall"] / r["traffic_floor_s"]
+        print("| %s | %d | %.3g GB | %d | %s | %s | %.2fx | %s | %.1fx |" %
+              (r["name"], r["traffic_insts"], r["traffic_bytes"] / 1e9, r["floor_threads"],
+               fmt_t(r["traffic_floor_s"]), fmt_t(r["nisa_wall"]), r["traffic_floor_ratio"],
+               fmt_t(r["torch_s"]), r["traffic_floor_s"] / r["torch_s"]))
 
 
 def floor(results, args, work, threads):
@@ -867,6 +890,71 @@ def floor(results, args, work, threads):
 
 
 SEARCH_OPS = ("max8", "match_replace8", "find_index8")
+
+DT_BYTES = dict(fp32=4, bf16=2, fp16=2, fp8e4m3=1, fp8e5m2=1, int8=1, uint8=1, int16=2, uint16=2,
+                int32=4, uint32=4)
+_stream_bw = []
+
+
+def stream_bandwidth():
+    """Bytes per second of a native copy (read + write counted), measured once per run: numpy
+    copying 64 MiB into a buffer already touched, best of 7."""
+    if not _stream_bw:
+        src = np.arange(16 << 20, dtype=np.float32)
+        dst = np.empty_like(src)
+        np.copyto(dst, src)
+        best = math.inf
+        for _ in range(7):
+            t0 = time.perf_counter()
+            np.copyto(dst, src)
+            best = min(best, time.perf_counter() - t0)
+        _stream_bw.append(2 * src.nbytes / best)
+    return _stream_bw[0]
+
+
+def traffic_bytes(path):
+    """(bytes, instructions): the bytes every executed instruction's access patterns cover (each
+    operand's partitions x the counts of its non-broadcast dims x the dtype's size), from a
+    --trace file."""
+    import re
+    ap = re.compile(r"ap\((\w+), (\w+), \d+, (\d+), 0x[0-9a-f]+, \[([^()]*)\]")
+    dim = re.compile(r"\[(-?\d+), (\d+)\]")
+    tot = n = 0
+    with open(path) as f:
+        for line in f:
+            if line.startswith("#"):
+                continue
+            n += 1
+            for _, dt, parts, dims in ap.findall(line.split("\t")[7]):
+                e = int(parts)
+                for step, count in dim.findall(dims):
+                    e *= int(count) if int(step) != 0 else 1
+                tot += e * DT_BYTES.get(dt, 4)
+    return tot, n
+
+
+def traffic_floor(res, cmd, d, threads):
+    """The floor of a row above the target (issue 16: where a kernel's algorithm does more work
+    than torch's): the bytes its instructions read and write (a --trace of the same command) at
+    the speed of a native copy, measured in the same run, spread over the host threads the run
+    may use (nisa's --threads, at most its modelled cores): traffic / (bandwidth x threads)."""
+    tr = os.path.join(d, "floor.trace")
+    _, _, _, _, rc = run_nisa(cmd + ["--trace", tr, "--trace-limit", "0"],
+                              os.path.join(d, "floor.log"))
+    if rc != 0:
+        print("torch_compare: traffic floor of %s: --trace failed (exit %d)" % (res["name"], rc))
+        return
+    tb, n = traffic_bytes(tr)
+    os.unlink(tr)
+    cores = 1
+    for i, f in enumerate(cmd):
+        if f in ("--ranks", "--lnc"):
+            cores *= int(cmd[i + 1])
+    t = int(threads[1]) if threads else (os.cpu_count() or 1)
+    par = max(1, min(t, cores))
+    bw = stream_bandwidth()
+    res.update(traffic_bytes=tb, traffic_insts=n, stream_bw=bw, floor_threads=par,
+               traffic_floor_s=tb / (bw * par))
 
 
 def search_elements(path):
