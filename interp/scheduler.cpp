@@ -1237,9 +1237,7 @@ private:
       if (reads && o.ap.dyn == DynKind::vec) { // the index tile is read too (one per row)
         const VecIndex& vi = o.ap.vidx;
         for (uint32_t p = 0; p < o.ap.part_count && vi.part_start + p < kNumPartitions; ++p)
-          f("vector index",
-            cx.state->sbuf + (vi.part_start + p) * cx.state->sbuf_part_bytes + vi.offset,
-            dtype_bytes(vi.dtype));
+          f("vector index", cx.state->sbuf_at(vi.part_start + p, vi.offset), dtype_bytes(vi.dtype));
       }
       View v = cx.view(o.ap, reads ? Access::read : Access::write, skip);
       uint32_t w = dtype_bytes(v.dtype);
