@@ -228,11 +228,12 @@ HostBuffer onchip_buffer(const Module& m, MemSpace space, uint64_t parts, uint64
     }
   }
   if (pages * 8 > total) return HostBuffer(bytes);
-  // A buffer of one chunk or less (PSUM) alone would pay the poison file's fill, more than its
-  // eager memset: lazy only when the file is there already (the SBUF went lazy).
-  if (bytes <= kPoisonChunk) {
+  // A buffer of about one chunk or less (PSUM: 2 MiB + the partition pads) alone would pay the
+  // poison file's fill, more than its eager memset: lazy only when the file is there already
+  // (the SBUF went lazy).
+  if (bytes < 2 * kPoisonChunk) {
     std::lock_guard<std::mutex> lock(poison_mu);
-    if (poison_size < bytes) return HostBuffer(bytes);
+    if (poison_size < std::min(bytes, kPoisonChunk)) return HostBuffer(bytes);
   }
   // The poison file counts against a file-size limit (ulimit -f): under a small one, eager.
   rlimit fs{};
