@@ -48,15 +48,31 @@ enum class Access : uint8_t { read, write };
 // The state of one core that instruction semantics read and write. The machine
 // (interp/machine.h) owns one per core and adds scheduling state around it.
 struct CoreState {
-  uint8_t* sbuf = nullptr; // 128 partitions x sbuf_part_bytes, partition-major
+  // 128 partitions, partition-major: partition p's modelled bytes [0, *_part_bytes) are at
+  // host address sbuf + p * sbuf_stride (stride > part bytes: the host pad of
+  // interp/target.h kHostPartPad, never addressed). Bounds use *_part_bytes, host pointers
+  // *_stride.
+  uint8_t* sbuf = nullptr;
   uint64_t sbuf_part_bytes = 0;
-  uint8_t* psum = nullptr; // 128 partitions x psum_part_bytes
+  uint64_t sbuf_stride = 0;
+  uint8_t* psum = nullptr;
   uint64_t psum_part_bytes = 0;
-  std::vector<uint8_t> psum_written;  // per 4-byte PSUM word: written by a matmul (auto acc)
+  uint64_t psum_stride = 0;
+  std::vector<uint8_t> psum_written;  // per 4-byte host PSUM word (p * psum_stride / 4 + w):
+                                      // written by a matmul (auto acc)
   float act_acc[kNumPartitions] = {}; // ScalarE reduce registers
   float dve_acc[kNumPartitions] = {}; // VectorE accumulators
   int32_t regs[kNumEngines][kNumRegs] = {};
   std::vector<uint32_t> sems;
+  // The host address of the modelled SBUF byte `off` of partition `part`. `off` may be past
+  // the partition: it continues into the next ones as the modelled bytes do (part * part_bytes
+  // + off), for the callers that take an unchecked operand's address (race and uninit checks
+  // of a vector-offset index tile; the view faults on it afterwards).
+  uint8_t* sbuf_at(uint64_t part, uint64_t off) const {
+    const uint64_t a = part * sbuf_part_bytes + off, end = kNumPartitions * sbuf_part_bytes;
+    if (a >= end) return sbuf + kNumPartitions * sbuf_stride + (a - end); // as far past the end
+    return sbuf + a / sbuf_part_bytes * sbuf_stride + a % sbuf_part_bytes;
+  }
 };
 
 // Everything one instruction may touch.

@@ -213,9 +213,10 @@ namespace {
 // when the module's declarations of that memory span at most 1/8 of its pages; else an eager
 // huge-page buffer that reset() poisons whole (~0.5 us per 4 KiB: a zeroing first touch and
 // the memset). Undeclared bytes read as poison either way (raw ap(...) may reach them).
-HostBuffer onchip_buffer(const Module& m, MemSpace space, uint64_t parts, uint64_t part_bytes,
+// stride: the host bytes from a partition to the next (interp/target.h host_stride()).
+HostBuffer onchip_buffer(const Module& m, MemSpace space, uint64_t parts, uint64_t stride,
                          bool many) {
-  const size_t bytes = parts * part_bytes;
+  const size_t bytes = parts * stride;
   if (many) return HostBuffer::lazy_poison(bytes);
   // The pages the declarations span (their union: small tensors share pages), partition by
   // partition; views alias their tensor and are not in the module.
@@ -228,17 +229,18 @@ HostBuffer onchip_buffer(const Module& m, MemSpace space, uint64_t parts, uint64
     const uint64_t row = std::max<uint64_t>(*checked_row_bytes(t), 1); // checked by hbm_size
     for (uint64_t p = t.part_start;
          p < std::min<uint64_t>(parts, t.part_start + uint64_t(t.shape[0])); ++p) {
-      const uint64_t at = p * part_bytes + t.address;
+      const uint64_t at = p * stride + t.address;
       for (uint64_t g = at / 4096; g <= (at + row - 1) / 4096 && g < total; ++g)
         if (!used[g]) used[g] = true, ++pages;
     }
   }
   if (pages * 8 > total) return HostBuffer(bytes);
-  // A buffer of one chunk or less (PSUM) alone would pay the poison file's fill, more than its
-  // eager memset: lazy only when the file is there already (the SBUF went lazy).
-  if (bytes <= kPoisonChunk) {
+  // A buffer of about one chunk or less (PSUM: 2 MiB + the partition pads) alone would pay the
+  // poison file's fill, more than its eager memset: lazy only when the file is there already
+  // (the SBUF went lazy).
+  if (bytes < 2 * kPoisonChunk) {
     std::lock_guard<std::mutex> lock(poison_mu);
-    if (poison_size < bytes) return HostBuffer(bytes);
+    if (poison_size < std::min(bytes, kPoisonChunk)) return HostBuffer(bytes);
   }
   // The poison file counts against a file-size limit (ulimit -f): under a small one, eager.
   rlimit fs{};
@@ -296,13 +298,15 @@ Machine::Machine(const Module& m, const MachineOptions& o, InputFill fill) : mod
     if (!local_rank(c.rank)) continue;
     // Many cores: SBUF and PSUM cost only the pages a kernel touches (docs/machine.md).
     const bool many = local_cores > kEagerCores;
-    c.sbuf = onchip_buffer(m, MemSpace::sbuf, tp->partitions, tp->sbuf_part_bytes, many);
-    c.psum = onchip_buffer(m, MemSpace::psum, tp->partitions, tp->psum_part_bytes, many);
+    c.sbuf = onchip_buffer(m, MemSpace::sbuf, tp->partitions, tp->sbuf_stride, many);
+    c.psum = onchip_buffer(m, MemSpace::psum, tp->partitions, tp->psum_stride, many);
     c.st.sbuf = c.sbuf.data();
     c.st.sbuf_part_bytes = tp->sbuf_part_bytes;
+    c.st.sbuf_stride = tp->sbuf_stride;
     c.st.psum = c.psum.data();
     c.st.psum_part_bytes = tp->psum_part_bytes;
-    c.st.psum_written.assign(tp->partitions * tp->psum_part_bytes / 4, 0);
+    c.st.psum_stride = tp->psum_stride;
+    c.st.psum_written.assign(tp->partitions * tp->psum_stride / 4, 0);
     if (o.check_uninit) {
       c.sbuf_written.assign(c.sbuf.size(), 0);
       c.psum_written_bytes.assign(c.psum.size(), 0);

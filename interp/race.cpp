@@ -53,24 +53,25 @@ std::string tensors_in(const Module& mod, const Region& r) {
 namespace {
 
 // Adds row p's extent [a, a + n) (host address) of a view to out, merging with the previous
-// rectangle when it continues it.
+// rectangle when it continues it. On chip the host address gives (partition, byte) by the host
+// stride; the region is in modelled bytes.
 void add_row(const Machine& m, int core, ExecCtx& cx, const uint8_t* a, uint64_t n, bool write,
              std::vector<Region>& out) {
   Region r;
   r.write = write;
   const CoreState& st = *cx.state;
-  uint64_t sb = uint64_t(kNumPartitions) * st.sbuf_part_bytes;
-  uint64_t pb = uint64_t(kNumPartitions) * st.psum_part_bytes;
+  uint64_t sb = uint64_t(kNumPartitions) * st.sbuf_stride;
+  uint64_t pb = uint64_t(kNumPartitions) * st.psum_stride;
   if (a >= st.sbuf && a < st.sbuf + sb) {
     uint64_t o = uint64_t(a - st.sbuf);
     r.kind = MemKind::sbuf, r.unit = uint16_t(core);
-    r.p0 = uint32_t(o / st.sbuf_part_bytes), r.p1 = r.p0 + 1;
-    r.b0 = o % st.sbuf_part_bytes, r.b1 = r.b0 + n;
+    r.p0 = uint32_t(o / st.sbuf_stride), r.p1 = r.p0 + 1;
+    r.b0 = o % st.sbuf_stride, r.b1 = r.b0 + n;
   } else if (a >= st.psum && a < st.psum + pb) {
     uint64_t o = uint64_t(a - st.psum);
     r.kind = MemKind::psum, r.unit = uint16_t(core);
-    r.p0 = uint32_t(o / st.psum_part_bytes), r.p1 = r.p0 + 1;
-    r.b0 = o % st.psum_part_bytes, r.b1 = r.b0 + n;
+    r.p0 = uint32_t(o / st.psum_stride), r.p1 = r.p0 + 1;
+    r.b0 = o % st.psum_stride, r.b1 = r.b0 + n;
   } else if (a >= cx.hbm && a < cx.hbm + cx.hbm_bytes) {
     r.kind = MemKind::hbm, r.unit = uint16_t(m.cores[size_t(core)].rank);
     r.p0 = 0, r.p1 = 1;
@@ -118,8 +119,7 @@ void collect_accesses(const Machine& m, int core, ExecCtx& cx, const Inst& in,
       if (o.ap.dyn == DynKind::vec) { // the index tile is read too (one element per row)
         const VecIndex& vi = o.ap.vidx;
         for (uint32_t p = 0; p < o.ap.part_count && vi.part_start + p < kNumPartitions; ++p)
-          add_row(m, core, cx,
-                  cx.state->sbuf + (vi.part_start + p) * cx.state->sbuf_part_bytes + vi.offset,
+          add_row(m, core, cx, cx.state->sbuf_at(vi.part_start + p, vi.offset),
                   uint64_t(dtype_bytes(vi.dtype)), false, out);
       }
       View v = cx.view(o.ap, is_write ? Access::write : Access::read, skip);

@@ -1236,10 +1236,11 @@ private:
       if (is_write == reads) return;
       if (reads && o.ap.dyn == DynKind::vec) { // the index tile is read too (one per row)
         const VecIndex& vi = o.ap.vidx;
+        // Byte by byte: an element past the partition's end reads on into the next partition
+        // (modelled bytes), not into the host pad (the view faults on it next).
         for (uint32_t p = 0; p < o.ap.part_count && vi.part_start + p < kNumPartitions; ++p)
-          f("vector index",
-            cx.state->sbuf + (vi.part_start + p) * cx.state->sbuf_part_bytes + vi.offset,
-            dtype_bytes(vi.dtype));
+          for (int b = 0; b < dtype_bytes(vi.dtype); ++b)
+            f("vector index", cx.state->sbuf_at(vi.part_start + p, uint64_t(vi.offset) + b), 1);
       }
       View v = cx.view(o.ap, reads ? Access::read : Access::write, skip);
       uint32_t w = dtype_bytes(v.dtype);

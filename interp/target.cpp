@@ -16,8 +16,10 @@ constexpr TargetParams make(Target t, int gen, std::string_view name, uint64_t s
   p.name = name;
   p.partitions = 128;
   p.sbuf_part_bytes = sbuf_kib * 1024;
+  p.sbuf_stride = host_stride(p.sbuf_part_bytes);
   p.sbuf_usable_bytes = usable;
   p.psum_part_bytes = 16 * 1024;
+  p.psum_stride = host_stride(p.psum_part_bytes);
   p.psum_banks = 8;
   p.psum_bank_bytes = 2048;
   const uint32_t clk[kNumEngines] = {pe, act, dve, pool, act, act};
@@ -60,6 +62,16 @@ constexpr bool clocks_exact() {
   return true;
 }
 static_assert(clocks_exact());
+
+// The host strides keep every partition start 64-byte aligned and are never a multiple of
+// 4 KiB (the L1 set conflict the pad is there to avoid).
+constexpr bool strides_padded() {
+  for (const auto& t : kTargets)
+    for (uint64_t s : {t.sbuf_stride, t.psum_stride})
+      if (s % 64 != 0 || s % 4096 == 0) return false;
+  return true;
+}
+static_assert(strides_padded());
 
 } // namespace
 

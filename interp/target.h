@@ -14,6 +14,19 @@ inline constexpr int64_t kTickMHz = 33600;
 inline constexpr double ticks_to_ns(int64_t t) { return double(t) * 1000.0 / double(kTickMHz); }
 inline constexpr int64_t ns_to_ticks(int64_t ns) { return ns * kTickMHz / 1000; }
 
+// Host layout of SBUF and PSUM (docs/machine.md "Memory"): partition p starts p * stride host
+// bytes into the buffer, stride = the modelled partition size + kHostPartPad. The modelled
+// sizes (trn2: 224 KiB, 16 KiB) are multiples of 4 KiB: as strides they map the same column of
+// every partition to one L1 set, which the kernels reading 16 partitions in lockstep (scan,
+// the add / multiply fold over partitions) thrash. 256 B (4 cache lines) spreads 16 rows over
+// 16 set groups (docs/performance.md "Issue 16: padded partition stride, session 7"). The pad
+// is host memory only: never addressed, never in a bound or a modelled address.
+inline constexpr uint64_t kHostPartPad = 256;
+// (Rounded up to 64 bytes first: every partition starts on a cache line.)
+inline constexpr uint64_t host_stride(uint64_t part_bytes) {
+  return ((part_bytes + 63) & ~uint64_t(63)) + kHostPartPad;
+}
+
 struct TargetParams {
   Target target;
   int gen;               // nc_version: 2, 3, 4
@@ -21,8 +34,10 @@ struct TargetParams {
   // On-chip memories, per core.
   uint32_t partitions;        // 128
   uint64_t sbuf_part_bytes;   // physical bytes per partition
+  uint64_t sbuf_stride;       // host bytes from partition p to p + 1 (host_stride())
   uint64_t sbuf_usable_bytes; // usable by kernels (the rest is compiler-reserved)
   uint64_t psum_part_bytes;   // 16 KiB
+  uint64_t psum_stride;       // host bytes from partition p to p + 1 (host_stride())
   uint32_t psum_banks;        // 8
   uint32_t psum_bank_bytes;   // 2 KiB
   // Engine clocks in MHz, indexed by Engine (pe act dve pool sp cc), and the derived

@@ -33,10 +33,12 @@ namespace {
 
 const char* verb(Access how) { return how == Access::read ? "read" : "write"; }
 
-// The memory an access pattern addresses: its bytes and, on chip, the partition size.
+// The memory an access pattern addresses: its bytes and, on chip, the partition size (every
+// bound) and the host stride between partitions (every host address).
 struct Region {
   uint8_t* mem;
   uint64_t part_bytes; // on chip: bytes per partition; hbm: total bytes
+  uint64_t stride;     // on chip: host bytes from a partition to the next; hbm: unused
   bool on_chip;
 };
 
@@ -45,13 +47,13 @@ Region region_of(const ExecCtx& cx, const AccessPattern& ap, Access how) {
   switch (ap.space) {
   case MemSpace::sbuf:
     if (!st || !st->sbuf) throw Fault("sbuf is not available to this instruction");
-    return {st->sbuf, st->sbuf_part_bytes, true};
+    return {st->sbuf, st->sbuf_part_bytes, st->sbuf_stride, true};
   case MemSpace::psum:
     if (!st || !st->psum) throw Fault("psum is not available to this instruction");
-    return {st->psum, st->psum_part_bytes, true};
+    return {st->psum, st->psum_part_bytes, st->psum_stride, true};
   case MemSpace::hbm:
     if (!cx.hbm) throw Fault("hbm is not available to this instruction");
-    return {cx.hbm, cx.hbm_bytes, false};
+    return {cx.hbm, cx.hbm_bytes, 0, false};
   case MemSpace::none: break;
   }
   throw Fault(fmt::format("{} operand has no memory space", verb(how)));
@@ -99,7 +101,7 @@ int64_t vector_index(const ExecCtx& cx, const AccessPattern& ap, uint32_t p) {
     throw Fault(fmt::format("vector offset index tile at byte {} is outside the {} bytes of a "
                             "partition",
                             vi.offset, st->sbuf_part_bytes));
-  const uint8_t* at = st->sbuf + (vi.part_start + p) * st->sbuf_part_bytes + vi.offset;
+  const uint8_t* at = st->sbuf + (vi.part_start + p) * st->sbuf_stride + vi.offset;
   return load_as_int(vi.dtype, at);
 }
 
@@ -165,7 +167,7 @@ View ExecCtx::view(const AccessPattern& ap, Access how, bool oob_skip) const {
       throw Fault(fmt::format("{} {} of partitions {}..{} exceeds the {} partitions", space,
                               verb(how), ap.part_start, ap.part_start + ap.part_count - 1,
                               kNumPartitions));
-    v.pstride = static_cast<int64_t>(rg.part_bytes);
+    v.pstride = static_cast<int64_t>(rg.stride);
   }
   // Whole-access byte range for the static part (rows by pstride).
   auto check_range = [&](i128 row_first, i128 row_end, const std::string& what) {
@@ -178,7 +180,7 @@ View ExecCtx::view(const AccessPattern& ap, Access how, bool oob_skip) const {
   if (ap.dyn != DynKind::vec) {
     if (rg.on_chip) {
       check_range(first, end, "");
-      v.base = rg.mem + ap.part_start * rg.part_bytes + int64_t(off);
+      v.base = rg.mem + ap.part_start * rg.stride + int64_t(off);
     } else {
       const i128 preach = i128(ap.part_stride) * eb * (ap.part_count - 1);
       check_range(first + std::min<i128>(preach, 0), end + std::max<i128>(preach, 0),
@@ -198,7 +200,7 @@ View ExecCtx::view(const AccessPattern& ap, Access how, bool oob_skip) const {
                               verb(how), ap.part_stride, rg.part_bytes));
     v.pstride = ap.part_count > 1 ? ap.part_stride * eb : 0;
   }
-  v.base = rg.mem + (rg.on_chip ? ap.part_start * rg.part_bytes : 0);
+  v.base = rg.mem + (rg.on_chip ? ap.part_start * rg.stride : 0);
   v.row_storage.resize(ap.part_count);
   for (uint32_t p = 0; p < ap.part_count; ++p) {
     const int64_t idx = vector_index(*this, ap, p);

@@ -16,6 +16,7 @@
 
 #include "interp/engines/elementwise.h"
 #include "interp/engines/engines.h"
+#include "interp/target.h"
 #ifdef NISA_HAVE_OPENBLAS
 #include <cblas.h>
 #endif
@@ -26,16 +27,19 @@ namespace {
 constexpr uint64_t kPartBytes = 212984; // trn2 usable SBUF per partition
 
 struct Core {
-  std::vector<uint8_t> sbuf = std::vector<uint8_t>(kNumPartitions * kPartBytes);
-  std::vector<uint8_t> psum = std::vector<uint8_t>(kNumPartitions * 16384);
+  // The host layout of `nisa run`: partitions host_stride() apart.
+  std::vector<uint8_t> sbuf = std::vector<uint8_t>(kNumPartitions * host_stride(kPartBytes));
+  std::vector<uint8_t> psum = std::vector<uint8_t>(kNumPartitions * host_stride(16384));
   CoreState st;
   ExecCtx cx;
   Core() {
     st.sbuf = sbuf.data();
     st.sbuf_part_bytes = kPartBytes;
+    st.sbuf_stride = host_stride(kPartBytes);
     st.psum = psum.data();
     st.psum_part_bytes = 16384;
-    st.psum_written.assign(kNumPartitions * 16384 / 4, 0);
+    st.psum_stride = host_stride(16384);
+    st.psum_written.assign(kNumPartitions * st.psum_stride / 4, 0);
     cx.state = &st;
     cx.target = Target::trn2;
     std::mt19937 g(42);
@@ -43,10 +47,10 @@ struct Core {
     for (uint32_t p = 0; p < kNumPartitions; ++p) // random fp32 everywhere (also valid bf16 pairs)
       for (uint64_t j = 0; j + 4 <= kPartBytes; j += 4) {
         const float v = d(g);
-        std::memcpy(sbuf.data() + p * kPartBytes + j, &v, 4);
+        std::memcpy(row(p, j), &v, 4);
       }
   }
-  uint8_t* row(uint32_t p, uint64_t off) { return sbuf.data() + p * kPartBytes + off; }
+  uint8_t* row(uint32_t p, uint64_t off) { return sbuf.data() + p * st.sbuf_stride + off; }
 };
 
 AccessPattern tile(MemSpace sp, DType dt, uint16_t parts, uint64_t off, uint32_t free) {

@@ -157,7 +157,8 @@ void Session::cmd_x(const std::string& a) {
     if (p < 0 || p >= kNumPartitions || off >= pb)
       throw Error(
           fmt::format("x: {}:{}:{:#x} is outside 128 partitions of {} bytes", space, p, off, pb));
-    base = (space == "sbuf" ? st.sbuf : st.psum) + uint64_t(p) * pb + off;
+    base = (space == "sbuf" ? st.sbuf : st.psum) +
+           uint64_t(p) * (space == "sbuf" ? st.sbuf_stride : st.psum_stride) + off;
     limit = pb - off;
     label = fmt::format("{}:{}:{:#x}", space, p, off);
   } else {

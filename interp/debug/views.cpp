@@ -198,9 +198,9 @@ uint8_t* Session::elem_ptr(const TensorDecl& t, const std::vector<int64_t>& idx,
   for (size_t k = 1; k < idx.size(); ++k) flat = flat * uint64_t(t.shape[k]) + uint64_t(idx[k]);
   const CoreState& st = m_->cores[size_t(core)].st;
   bool sbuf = t.space == MemSpace::sbuf;
-  uint64_t pb = sbuf ? st.sbuf_part_bytes : st.psum_part_bytes;
-  return (sbuf ? st.sbuf : st.psum) + (uint64_t(t.part_start) + uint64_t(idx[0])) * pb + t.address +
-         flat * w;
+  uint64_t stride = sbuf ? st.sbuf_stride : st.psum_stride; // host layout
+  return (sbuf ? st.sbuf : st.psum) + (uint64_t(t.part_start) + uint64_t(idx[0])) * stride +
+         t.address + flat * w;
 }
 
 std::vector<uint8_t> Session::read_slice(const Slice& s, int core) const {
@@ -223,7 +223,7 @@ std::vector<Region> Session::slice_regions(const Slice& s, int core) const {
   if (t.space != MemSpace::hbm) {
     const CoreState& st = m_->cores[size_t(core)].st;
     bool sbuf = t.space == MemSpace::sbuf;
-    uint64_t pb = sbuf ? st.sbuf_part_bytes : st.psum_part_bytes;
+    uint64_t pb = sbuf ? st.sbuf_stride : st.psum_stride; // host pointer -> modelled byte
     const uint8_t* base = sbuf ? st.sbuf : st.psum;
     Region r;
     r.kind = sbuf ? MemKind::sbuf : MemKind::psum;

@@ -73,26 +73,27 @@ void note_psum_write(ExecCtx& cx, const AccessPattern& ap) {
     const int64_t r = int64_t(ap.dims[k].stride) * (ap.dims[k].count - 1);
     (r < 0 ? lo : hi) += r;
   }
-  const uint64_t words = st->psum_part_bytes / 4;
+  // Flags are per host word: a row of words starts every psum_stride / 4 flags.
+  const uint64_t words = st->psum_part_bytes / 4, row = st->psum_stride / 4;
   const uint64_t w0 = (ap.offset + lo * eb) / 4, w1 = (ap.offset + (hi + 1) * eb + 3) / 4;
   for (uint32_t p = ap.part_start; p < ap.part_start + ap.part_count; ++p)
-    std::fill(st->psum_written.begin() + p * words + w0,
-              st->psum_written.begin() + p * words + std::min(w1, words), 0);
+    std::fill(st->psum_written.begin() + p * row + w0,
+              st->psum_written.begin() + p * row + std::min(w1, words), 0);
 }
 
 namespace {
 struct Placement {
   bool on_chip = false;
   const uint8_t* mem = nullptr;
-  uint64_t part_bytes = 0;
+  uint64_t stride = 0; // host bytes from a partition to the next
 };
 Placement placement(const ExecCtx& cx, const View& v) {
   const CoreState* st = cx.state;
-  auto inside = [&](const uint8_t* mem, uint64_t pb) {
-    return mem && v.base >= mem && v.base < mem + pb * kNumPartitions;
+  auto inside = [&](const uint8_t* mem, uint64_t stride) {
+    return mem && v.base >= mem && v.base < mem + stride * kNumPartitions;
   };
-  if (st && inside(st->sbuf, st->sbuf_part_bytes)) return {true, st->sbuf, st->sbuf_part_bytes};
-  if (st && inside(st->psum, st->psum_part_bytes)) return {true, st->psum, st->psum_part_bytes};
+  if (st && inside(st->sbuf, st->sbuf_stride)) return {true, st->sbuf, st->sbuf_stride};
+  if (st && inside(st->psum, st->psum_stride)) return {true, st->psum, st->psum_stride};
   return {};
 }
 // Byte range [lo, hi) of one row relative to row(p).
@@ -121,7 +122,7 @@ bool views_overlap(const ExecCtx& cx, const View& dst, const View& src) {
   const auto [slo, shi] = row_span(src);
   const Placement pd = placement(cx, dst), ps = placement(cx, src);
   if (pd.on_chip && ps.on_chip && pd.mem == ps.mem && !dst.rows && !src.rows) {
-    const int64_t P = static_cast<int64_t>(pd.part_bytes);
+    const int64_t P = static_cast<int64_t>(pd.stride);
     const int64_t od = dst.base - pd.mem, os = src.base - ps.mem;
     const int64_t pd0 = od / P, ps0 = os / P;
     const bool parts = pd0 < ps0 + src.parts && ps0 < pd0 + dst.parts;

@@ -133,7 +133,7 @@ const float* padded_rows_into(const View& v, int width, std::vector<float>& out)
   return out.data();
 }
 
-// Word index in psum_written of the byte at q.
+// Word index in psum_written of the byte at q (host words: the flags follow psum_stride).
 size_t psum_word(const ExecCtx& cx, const uint8_t* q) { return size_t(q - cx.state->psum) / 4; }
 
 // One fp32 PSUM row: overwrite, add, or (auto) add where a matmul already wrote.
@@ -219,7 +219,7 @@ void sem_matmul(ExecCtx& cx, const Inst& in) {
                           dtype_name(st.dtype), dtype_name(mv.dtype)));
   if (!gen4) { // one 2 KiB bank per matmul on gen2/3
     // Byte offset within the partition after any dynamic offset.
-    const uint64_t first = uint64_t(d.base - cx.state->psum) % cx.state->psum_part_bytes;
+    const uint64_t first = uint64_t(d.base - cx.state->psum) % cx.state->psum_stride;
     const uint64_t last = first + N * dtype_bytes(d.dtype) - 1;
     if (!d.contiguous() || first / 2048 != last / 2048)
       fault(in, "dst",

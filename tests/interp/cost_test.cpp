@@ -3,12 +3,48 @@
 
 #include "builders.h"
 #include "interp/cost.h"
+#include "interp/machine.h"
 #include "interp/target.h"
+
+#include <set>
+#include <utility>
 
 namespace nisa::test {
 namespace {
 
 using namespace nisa::interp;
+
+// The host stride of SBUF and PSUM (interp/target.h host_stride()): 64-byte aligned partition
+// starts, never a multiple of 4 KiB, and 16 partitions in lockstep (the scan / fold kernels)
+// on 16 distinct L1 set groups (64 sets of 64 B: address bits 6..11). A 4 KiB-multiple stride
+// puts all 16 in one set. Machines lay their cores out with it.
+TEST(Target, HostStrideIsPaddedOffEvery4KiBMultiple) {
+  for (Target tg : {Target::trn1, Target::trn2, Target::trn3}) {
+    const TargetParams& t = target_params(tg);
+    for (auto [size, stride] : {std::pair{t.sbuf_part_bytes, t.sbuf_stride},
+                                std::pair{t.psum_part_bytes, t.psum_stride}}) {
+      EXPECT_NE(stride % 4096, 0u) << t.name;
+      EXPECT_EQ(stride % 64, 0u) << t.name;
+      EXPECT_GE(stride, size) << t.name;
+      EXPECT_LE(stride - size, 4096u) << t.name; // a pad, not a second partition
+      std::set<uint64_t> sets;
+      for (uint64_t p = 0; p < 16; ++p) sets.insert(p * stride / 64 % 64);
+      EXPECT_EQ(sets.size(), 16u) << t.name << " stride " << stride;
+    }
+    KB k;
+    k.hbm("x", DType::fp32, {4, 8}, Role::input);
+    MachineOptions mo;
+    mo.target = tg;
+    Machine m(k.m, mo);
+    const CoreState& st = m.cores[0].st;
+    EXPECT_EQ(st.sbuf_part_bytes, t.sbuf_part_bytes);
+    EXPECT_EQ(st.sbuf_stride, t.sbuf_stride);
+    EXPECT_EQ(st.psum_part_bytes, t.psum_part_bytes);
+    EXPECT_EQ(st.psum_stride, t.psum_stride);
+    EXPECT_EQ(m.cores[0].sbuf.size(), 128 * t.sbuf_stride);
+    EXPECT_EQ(m.cores[0].psum.size(), 128 * t.psum_stride);
+  }
+}
 
 TEST(Target, TableValues) {
   const TargetParams& t1 = target_params(Target::trn1);

@@ -84,7 +84,7 @@ TEST(Dma, StridedCopyFollowsTheFlatElementOrder) {
     for (int i = 0; i < 3; ++i)
       for (int j = 0; j < 5; ++j) {
         float v;
-        std::memcpy(&v, st.sbuf + size_t(p) * st.sbuf_part_bytes + 64 + size_t(i * 8 + j) * 4, 4);
+        std::memcpy(&v, st.sbuf + size_t(p) * st.sbuf_stride + 64 + size_t(i * 8 + j) * 4, 4);
         EXPECT_EQ(v, in[size_t(p * 15 + i * 5 + j)]) << p << " " << i << " " << j;
       }
   // The gaps between runs were not written (still poison: NaN).

@@ -424,7 +424,7 @@ TEST(Memory, PeakRssOfARunStaysNearTheMemoryItModels) {
   const long peak = status_bytes("VmHWM");
   const uint64_t hbm = Machine::hbm_size(k.m, {});
   const auto& tp = interp::target_params(Target::trn2);
-  const uint64_t chip = tp.partitions * (tp.sbuf_part_bytes + tp.psum_part_bytes);
+  const uint64_t chip = tp.partitions * (tp.sbuf_stride + tp.psum_stride); // host bytes
   const double grown = double(peak - before), modelled = double(hbm + chip);
   // The memory modelled (HBM + one core's SBUF and PSUM) plus slack for the program and the
   // allocator; a full-size heap copy of x (48 MiB) on the way in would pass the bound.

@@ -21,8 +21,11 @@ TEST(Machine, MemoriesArePoisonedAndSizedPerTarget) {
   Machine m(k.m, mo);
   EXPECT_EQ(m.num_cores(), 6);
   EXPECT_EQ(m.ranks.size(), 3u);
-  EXPECT_EQ(m.cores[0].sbuf.size(), 128u * 224 * 1024);
-  EXPECT_EQ(m.cores[0].psum.size(), 128u * 16 * 1024);
+  // Modelled partitions of 224 KiB / 16 KiB; on the host 256 bytes apart more (the pad).
+  EXPECT_EQ(m.cores[0].st.sbuf_part_bytes, 224u * 1024);
+  EXPECT_EQ(m.cores[0].st.psum_part_bytes, 16u * 1024);
+  EXPECT_EQ(m.cores[0].sbuf.size(), 128u * (224 * 1024 + 256));
+  EXPECT_EQ(m.cores[0].psum.size(), 128u * (16 * 1024 + 256));
   float f;
   std::memcpy(&f, m.cores[5].sbuf.data() + 12345 * 4, 4);
   EXPECT_TRUE(std::isnan(f));

@@ -12,6 +12,7 @@
 #include "interp/engines/elementwise.h"
 #include "interp/engines/engines.h"
 #include "interp/exec.h"
+#include "interp/target.h"
 
 namespace nisa::interp::test {
 
@@ -23,14 +24,18 @@ class Bench {
 public:
   explicit Bench(Target t = Target::trn2, uint64_t sbuf_part_bytes = 96 * 1024,
                  uint64_t hbm_bytes = 1 << 20) {
-    sbuf_.reset(static_cast<uint8_t*>(std::calloc(kNumPartitions, sbuf_part_bytes)));
-    psum_.reset(static_cast<uint8_t*>(std::calloc(kNumPartitions, 16384)));
+    // The host layout of `nisa run`: partitions host_stride() apart, more than their size.
+    const uint64_t sbuf_stride = host_stride(sbuf_part_bytes), psum_stride = host_stride(16384);
+    sbuf_.reset(static_cast<uint8_t*>(std::calloc(kNumPartitions, sbuf_stride)));
+    psum_.reset(static_cast<uint8_t*>(std::calloc(kNumPartitions, psum_stride)));
     hbm_.reset(static_cast<uint8_t*>(std::calloc(1, hbm_bytes)));
     st.sbuf = sbuf_.get();
     st.sbuf_part_bytes = sbuf_part_bytes;
+    st.sbuf_stride = sbuf_stride;
     st.psum = psum_.get();
     st.psum_part_bytes = 16384;
-    st.psum_written.assign(kNumPartitions * 16384 / 4, 0);
+    st.psum_stride = psum_stride;
+    st.psum_written.assign(kNumPartitions * psum_stride / 4, 0);
     cx.target = t;
     cx.state = &st;
     cx.hbm = hbm_.get();

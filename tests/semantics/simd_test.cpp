@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <cstring>
 #include <numbers>
+#include <random>
+#include <tuple>
 
 #include "harness.h"
 #include "interp/engines/simd.h"
@@ -489,6 +491,97 @@ TEST(Simd, ScanAndReduceInstructionsAgreeAcrossLevels) {
   }
   for (size_t k = 1; k < scans.size(); ++k) {
     for (size_t i = 0; i < scans[0].size(); ++i) ASSERT_EQ(bits(scans[k][i]), bits(scans[0][i]));
+  }
+}
+
+// The host stride (interp/target.h host_stride()) is more than a partition: tiles that end on
+// the last byte of every partition (127 included), in SBUF and PSUM, read 16 rows in lockstep
+// by the scan and fold kernels, give the plain loops' values, and the pad between partitions
+// is never written. Checked through views and through raw host addresses p * stride + offset.
+TEST(Simd, ScanAndFoldOnTheLastBytesOfEveryPartitionMatchThePlainLoop) {
+  LevelGuard guard;
+  constexpr uint64_t kPart = 224 * 1024, kPsum = 16384; // trn2
+  const uint32_t P = 128, F = 1000, W = 4 * F;
+  std::mt19937 g(1607);
+  auto uniform = [&](float lo, float hi) {
+    std::uniform_real_distribution<float> d(lo, hi);
+    std::vector<float> v(P * F);
+    for (float& x : v) x = d(g);
+    return v;
+  };
+  const auto a = uniform(-1.0f, 1.0f), b = uniform(-1.0f, 1.0f), s = uniform(-2.0f, 2.0f),
+             m = uniform(0.9f, 1.1f);
+  std::vector<float> scan_ref(P * F), add_ref(P), mul_ref(P);
+  for (uint32_t p = 0; p < P; ++p) {
+    float acc = 0.25f;
+    for (uint32_t j = 0; j < F; ++j) {
+      const float t = a[p * F + j] * acc; // op0 = multiply (in0, state)
+      acc = t + b[p * F + j];             // op1 = add
+      scan_ref[p * F + j] = acc;
+    }
+    float sum = s[p * F], prod = m[p * F];
+    for (uint32_t j = 1; j < F; ++j) sum = sum + s[p * F + j], prod = prod * m[p * F + j];
+    add_ref[p] = sum, mul_ref[p] = prod;
+  }
+  for (Level l : levels()) {
+    ASSERT_TRUE(simd::set_level(l));
+    Bench bench(Target::trn2, kPart);
+    ASSERT_GT(bench.st.sbuf_stride, kPart);
+    ASSERT_GT(bench.st.psum_stride, kPsum);
+    for (uint32_t p = 0; p < P; ++p) { // the pads, to check they stay as they are
+      std::memset(bench.st.sbuf + p * bench.st.sbuf_stride + kPart, 0x5a,
+                  bench.st.sbuf_stride - kPart);
+      std::memset(bench.st.psum + p * bench.st.psum_stride + kPsum, 0x5a,
+                  bench.st.psum_stride - kPsum);
+    }
+    const auto A = Bench::sb(DType::fp32, P, F, 0), B = Bench::sb(DType::fp32, P, F, W);
+    const auto X = Bench::sb(DType::fp32, P, F, kPart - W),
+               Y = Bench::ps(DType::fp32, P, F, kPsum - W);
+    bench.put(A, a);
+    bench.put(B, b);
+    for (const AccessPattern& dst : {X, Y}) {
+      Inst in = make(Opcode::scan, Engine::dve);
+      set_ap(in, "dst", dst);
+      set_ap(in, "in0", A);
+      set_ap(in, "in1", B);
+      set_f(in, "init", 0.25f);
+      set_e(in, "op0", AluOp::multiply);
+      set_e(in, "op1", AluOp::add);
+      bench.run(in);
+      const auto got = bench.get(dst);
+      uint8_t* mem = dst.space == MemSpace::sbuf ? bench.st.sbuf : bench.st.psum;
+      const uint64_t stride =
+          dst.space == MemSpace::sbuf ? bench.st.sbuf_stride : bench.st.psum_stride;
+      for (uint32_t p = 0; p < P; ++p)
+        for (uint32_t j = 0; j < F; ++j) {
+          ASSERT_EQ(bits(got[p * F + j]), bits(scan_ref[p * F + j]))
+              << simd::name(l) << " " << name_of(dst.space) << " row " << p << " at " << j;
+          float raw;
+          std::memcpy(&raw, mem + p * stride + dst.offset + 4 * j, 4);
+          ASSERT_EQ(bits(raw), bits(scan_ref[p * F + j])) << simd::name(l) << " row " << p;
+        }
+    }
+    // The folds read [P, F] sources that end on the last byte of every partition.
+    const auto D = Bench::sb(DType::fp32, P, 2, 2 * W);
+    for (auto [op, src, ref] :
+         {std::tuple{AluOp::add, &s, &add_ref}, std::tuple{AluOp::multiply, &m, &mul_ref}}) {
+      bench.put(X, *src);
+      Inst r = make(Opcode::tensor_reduce, Engine::dve);
+      set_ap(r, "dst", Bench::sb(DType::fp32, P, 1, 2 * W));
+      set_ap(r, "src", X);
+      set_e(r, "op", op);
+      set_i(r, "axes", 1);
+      bench.run(r);
+      const auto got = bench.get(D);
+      for (uint32_t p = 0; p < P; ++p)
+        ASSERT_EQ(bits(got[p * 2]), bits((*ref)[p])) << simd::name(l) << " row " << p;
+    }
+    for (uint32_t p = 0; p < P; ++p) {
+      const uint8_t* sp = bench.st.sbuf + p * bench.st.sbuf_stride + kPart;
+      const uint8_t* pp = bench.st.psum + p * bench.st.psum_stride + kPsum;
+      for (uint64_t i = 0; i < bench.st.sbuf_stride - kPart; ++i) ASSERT_EQ(sp[i], 0x5a) << p;
+      for (uint64_t i = 0; i < bench.st.psum_stride - kPsum; ++i) ASSERT_EQ(pp[i], 0x5a) << p;
+    }
   }
 }
 

@@ -15,8 +15,8 @@ TEST(View, AddressesFollowThePattern) {
   EXPECT_EQ(v.parts, 16u);
   EXPECT_EQ(v.free_elems, 8u);
   EXPECT_FALSE(v.contiguous());
-  EXPECT_EQ(v.row(0), b.st.sbuf + 32 * b.st.sbuf_part_bytes + 32);
-  EXPECT_EQ(v.row(3) - v.row(0), int64_t(3 * b.st.sbuf_part_bytes));
+  EXPECT_EQ(v.row(0), b.st.sbuf + 32 * b.st.sbuf_stride + 32); // host stride, not the size
+  EXPECT_EQ(v.row(3) - v.row(0), int64_t(3 * b.st.sbuf_stride));
   // Flat element 5 = (i0 = 1, i1 = 1): 16 + 2 elements in.
   EXPECT_EQ(v.at(2, 5), v.row(2) + 18 * 4);
   EXPECT_TRUE(b.cx.view(Bench::sb(DType::bf16, 4, 100), Access::read).contiguous());
@@ -54,7 +54,7 @@ TEST(View, RegisterDynamicOffset) {
   ap.dyn_mult = 4; // one "row" of 4 elements per unit
   ap.dyn_limit = 64;
   b.cx.regs[3] = 5;
-  EXPECT_EQ(b.cx.view(ap, Access::read).row(1), b.st.sbuf + b.st.sbuf_part_bytes + 5 * 16);
+  EXPECT_EQ(b.cx.view(ap, Access::read).row(1), b.st.sbuf + b.st.sbuf_stride + 5 * 16);
   b.cx.regs[3] = 70;
   EXPECT_FAULT(b.cx.view(ap, Access::read),
                "register r3 = 70 is outside [0, 64) for dynamic offset");
