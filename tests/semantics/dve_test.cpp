@@ -706,9 +706,9 @@ TEST(Memset, LongUnalignedRowsFillExactlyTheirBytes) {
                         Case{DType::bf16, -9948.0f, {0x1B, 0xC6}, 6, 11001},
                         Case{DType::int8, 2.5f, {0x02}, 3, 20011}}) {
     Bench b;
-    const uint64_t pb = b.st.sbuf_part_bytes;
+    const uint64_t pb = b.st.sbuf_part_bytes, stride = b.st.sbuf_stride; // (host pad between)
     std::mt19937 rng(uint32_t(c.free));
-    std::vector<uint8_t> before(kNumPartitions * pb);
+    std::vector<uint8_t> before(kNumPartitions * stride);
     for (auto& x : before) x = uint8_t(rng());
     std::memcpy(b.st.sbuf, before.data(), before.size());
     Inst in = make(Opcode::memset, Engine::dve);
@@ -719,8 +719,8 @@ TEST(Memset, LongUnalignedRowsFillExactlyTheirBytes) {
     for (uint64_t p = 0; p < kNumPartitions; ++p)
       for (uint64_t i = 0; i < pb; ++i) {
         const bool inside = p >= 32 && p < 64 && i >= c.off && i < end;
-        const uint8_t want = inside ? c.pattern[(i - c.off) % eb] : before[p * pb + i];
-        ASSERT_EQ(b.st.sbuf[p * pb + i], want)
+        const uint8_t want = inside ? c.pattern[(i - c.off) % eb] : before[p * stride + i];
+        ASSERT_EQ(b.st.sbuf[p * stride + i], want)
             << dtype_name(c.t) << " partition " << p << " byte " << i;
       }
   }
