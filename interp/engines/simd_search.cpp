@@ -583,11 +583,12 @@ inline Bf16Sel bf16_select(int16_t tk) {
 }
 // Lane keys (32 lanes, index mod 32) plus the tail elements from i on into their lanes; false
 // on a NaN.
-inline bool bf16_tail_lanes(const uint8_t* x, uint64_t i, uint64_t n, int16_t k[32]) {
+// (raw: the signed maxima of the raw bits instead of the keys, see max8_bf16_avx512.)
+inline bool bf16_tail_lanes(const uint8_t* x, uint64_t i, uint64_t n, int16_t k[32], bool raw) {
   for (; i < n; ++i) {
     const uint16_t h = bf16_bits(x, i);
     if (bf16_nan(h)) return false;
-    k[i % 32] = std::max(k[i % 32], bf16_key(h));
+    k[i % 32] = std::max(k[i % 32], raw ? int16_t(h) : bf16_key(h));
   }
   return true;
 }
@@ -674,44 +675,72 @@ NISA_AVX2 int16_t eighth_largest_key_avx2(__m256i c0, __m256i c1) {
   return int16_t(_mm_extract_epi16(_mm_minpos_epu16(q), 0) ^ 0x8000);
 }
 
+// One load per vector: GCC otherwise folds the load into each operation that uses it (three
+// loads of the same bytes in pass 1 of max8, which then runs at the load ports' rate).
 NISA_AVX512 inline __m512i ld512(const uint8_t* x, uint64_t i) {
-  return _mm512_loadu_si512(x + 2 * i);
+  __m512i v = _mm512_loadu_si512(x + 2 * i);
+  asm("" : "+v"(v));
+  return v;
 }
 NISA_AVX512 inline __m512i lane_keys_avx512(__m512i smax, __m512i umin) {
   return _mm512_mask_mov_epi16(smax, _mm512_movepi16_mask(smax),
                                _mm512_xor_si512(umin, _mm512_set1_epi16(0x7fff)));
 }
 
+// Pass 1 first keeps only the signed maxima (and the NaN test): lanes holding a value >= +0
+// have their maximum there (its bits are its key). When 8 lanes do (the 8th largest signed
+// maximum is >= 0), the lanes without one rank below and that is the threshold; otherwise a
+// second pass takes every lane's maximum (the unsigned minima too).
+NISA_AVX512 inline __m512i lanes_with_tail_avx512(__m512i c, const uint8_t* x, uint64_t i,
+                                                  uint64_t n, bool raw, bool* ok) {
+  *ok = true;
+  if (i == n) return c;
+  alignas(64) int16_t k[32];
+  _mm512_store_si512(k, c);
+  *ok = bf16_tail_lanes(x, i, n, k, raw);
+  return _mm512_load_si512(k);
+}
 NISA_AVX512 bool max8_bf16_avx512(const uint8_t* x, uint64_t n, float out[8]) {
   if (n < kBf16Max8Min) return false;
-  __m512i s0 = ld512(x, 0), s1 = ld512(x, 32), u0 = s0, u1 = s1, h = _mm512_max_epu16(s0, s1);
+  __m512i s0 = ld512(x, 0), s1 = ld512(x, 32), h = _mm512_max_epu16(s0, s1);
   uint64_t i = 64;
   for (; i + 64 <= n; i += 64) {
     const __m512i v0 = ld512(x, i), v1 = ld512(x, i + 32);
     s0 = _mm512_max_epi16(s0, v0), s1 = _mm512_max_epi16(s1, v1);
-    u0 = _mm512_min_epu16(u0, v0), u1 = _mm512_min_epu16(u1, v1);
     h = _mm512_max_epu16(h, _mm512_max_epu16(v0, v1));
   }
   if (_mm512_cmpgt_epi16_mask(_mm512_max_epi16(s0, s1), _mm512_set1_epi16(0x7f80)) ||
       _mm512_cmpgt_epu16_mask(h, _mm512_set1_epi16(int16_t(0xff80))))
     return false;
-  __m512i c = _mm512_max_epi16(lane_keys_avx512(s0, u0), lane_keys_avx512(s1, u1));
-  if (i < n) {
-    alignas(64) int16_t k[32];
-    _mm512_store_si512(k, c);
-    if (!bf16_tail_lanes(x, i, n, k)) return false;
-    c = _mm512_load_si512(k);
+  bool ok;
+  __m512i c = lanes_with_tail_avx512(_mm512_max_epi16(s0, s1), x, i, n, true, &ok);
+  if (!ok) return false;
+  int16_t tk = eighth_largest_key_avx512(c);
+  if (tk < 0) {
+    __m512i u0 = ld512(x, 0), u1 = ld512(x, 32);
+    s0 = u0, s1 = u1;
+    for (i = 64; i + 64 <= n; i += 64) {
+      const __m512i v0 = ld512(x, i), v1 = ld512(x, i + 32);
+      s0 = _mm512_max_epi16(s0, v0), s1 = _mm512_max_epi16(s1, v1);
+      u0 = _mm512_min_epu16(u0, v0), u1 = _mm512_min_epu16(u1, v1);
+    }
+    c = _mm512_max_epi16(lane_keys_avx512(s0, u0), lane_keys_avx512(s1, u1));
+    tk = eighth_largest_key_avx512(lanes_with_tail_avx512(c, x, i, n, false, &ok));
   }
-  const Bf16Sel sel = bf16_select(eighth_largest_key_avx512(c));
+  const Bf16Sel sel = bf16_select(tk);
   const __m512i t = _mm512_set1_epi16(int16_t(sel.t));
   float top[8];
   uint64_t filled = 0;
   i = 0;
   for (; i + 64 <= n; i += 64) {
     const __m512i v0 = ld512(x, i), v1 = ld512(x, i + 32);
+    // One compare finds the blocks without a candidate (the common case).
+    if (sel.gt ? !_mm512_cmpgt_epi16_mask(_mm512_max_epi16(v0, v1), t)
+               : !_mm512_cmplt_epu16_mask(_mm512_min_epu16(v0, v1), t))
+      continue;
     const __mmask32 m0 = sel.gt ? _mm512_cmpgt_epi16_mask(v0, t) : _mm512_cmplt_epu16_mask(v0, t);
     const __mmask32 m1 = sel.gt ? _mm512_cmpgt_epi16_mask(v1, t) : _mm512_cmplt_epu16_mask(v1, t);
-    uint64_t m = uint64_t(m0) | uint64_t(m1) << 32;
+    uint64_t m = _cvtmask64_u64(_mm512_kunpackd(m1, m0));
     for (; m; m &= m - 1)
       top8_add_finite(top, filled, bf16_float(bf16_bits(x, i + __builtin_ctzll(m))));
   }
@@ -721,7 +750,9 @@ NISA_AVX512 bool max8_bf16_avx512(const uint8_t* x, uint64_t n, float out[8]) {
 }
 
 NISA_AVX2 inline __m256i ld256(const uint8_t* x, uint64_t i) {
-  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + 2 * i));
+  __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + 2 * i));
+  asm("" : "+x"(v)); // see ld512
+  return v;
 }
 NISA_AVX2 inline __m256i lane_keys_avx2(__m256i smax, __m256i umin) {
   return _mm256_blendv_epi8(smax, _mm256_xor_si256(umin, _mm256_set1_epi16(0x7fff)),
@@ -732,14 +763,25 @@ NISA_AVX2 inline uint32_t mask32_epi16(__m256i a, __m256i b) {
   return uint32_t(_mm256_movemask_epi8(_mm256_permute4x64_epi64(_mm256_packs_epi16(a, b), 0xD8)));
 }
 
+// 32 lanes in two vectors, plus the tail elements from i on (see lanes_with_tail_avx512).
+NISA_AVX2 inline void lanes_with_tail_avx2(__m256i* c0, __m256i* c1, const uint8_t* x, uint64_t i,
+                                           uint64_t n, bool raw, bool* ok) {
+  *ok = true;
+  if (i == n) return;
+  alignas(32) int16_t k[32];
+  _mm256_store_si256(reinterpret_cast<__m256i*>(k), *c0);
+  _mm256_store_si256(reinterpret_cast<__m256i*>(k + 16), *c1);
+  *ok = bf16_tail_lanes(x, i, n, k, raw);
+  *c0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(k));
+  *c1 = _mm256_load_si256(reinterpret_cast<const __m256i*>(k + 16));
+}
 NISA_AVX2 bool max8_bf16_avx2(const uint8_t* x, uint64_t n, float out[8]) {
   if (n < kBf16Max8Min) return false;
-  __m256i s0 = ld256(x, 0), s1 = ld256(x, 16), u0 = s0, u1 = s1, h = _mm256_max_epu16(s0, s1);
+  __m256i s0 = ld256(x, 0), s1 = ld256(x, 16), h = _mm256_max_epu16(s0, s1);
   uint64_t i = 32;
   for (; i + 32 <= n; i += 32) {
     const __m256i v0 = ld256(x, i), v1 = ld256(x, i + 16);
     s0 = _mm256_max_epi16(s0, v0), s1 = _mm256_max_epi16(s1, v1);
-    u0 = _mm256_min_epu16(u0, v0), u1 = _mm256_min_epu16(u1, v1);
     h = _mm256_max_epu16(h, _mm256_max_epu16(v0, v1));
   }
   // NaN: signed maximum above 0x7f80, or unsigned maximum above 0xff80 (max_epu16 with 0xff80
@@ -751,16 +793,24 @@ NISA_AVX2 bool max8_bf16_avx2(const uint8_t* x, uint64_t n, float out[8]) {
       !_mm256_testc_si256(_mm256_cmpeq_epi16(_mm256_max_epu16(h, ff80), ff80),
                           _mm256_set1_epi8(-1)))
     return false;
-  __m256i c0 = lane_keys_avx2(s0, u0), c1 = lane_keys_avx2(s1, u1);
-  if (i < n) {
-    alignas(32) int16_t k[32];
-    _mm256_store_si256(reinterpret_cast<__m256i*>(k), c0);
-    _mm256_store_si256(reinterpret_cast<__m256i*>(k + 16), c1);
-    if (!bf16_tail_lanes(x, i, n, k)) return false;
-    c0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(k));
-    c1 = _mm256_load_si256(reinterpret_cast<const __m256i*>(k + 16));
+  bool ok;
+  __m256i c0 = s0, c1 = s1;
+  lanes_with_tail_avx2(&c0, &c1, x, i, n, true, &ok);
+  if (!ok) return false;
+  int16_t tk = eighth_largest_key_avx2(c0, c1);
+  if (tk < 0) { // see max8_bf16_avx512
+    __m256i u0 = ld256(x, 0), u1 = ld256(x, 16);
+    s0 = u0, s1 = u1;
+    for (i = 32; i + 32 <= n; i += 32) {
+      const __m256i v0 = ld256(x, i), v1 = ld256(x, i + 16);
+      s0 = _mm256_max_epi16(s0, v0), s1 = _mm256_max_epi16(s1, v1);
+      u0 = _mm256_min_epu16(u0, v0), u1 = _mm256_min_epu16(u1, v1);
+    }
+    c0 = lane_keys_avx2(s0, u0), c1 = lane_keys_avx2(s1, u1);
+    lanes_with_tail_avx2(&c0, &c1, x, i, n, false, &ok);
+    tk = eighth_largest_key_avx2(c0, c1);
   }
-  const Bf16Sel sel = bf16_select(eighth_largest_key_avx2(c0, c1));
+  const Bf16Sel sel = bf16_select(tk);
   // Unsigned x < T as signed (T ^ 0x8000) > (x ^ 0x8000).
   const __m256i flip = _mm256_set1_epi16(sel.gt ? 0 : int16_t(0x8000));
   const __m256i t = _mm256_xor_si256(_mm256_set1_epi16(int16_t(sel.t)), flip);
@@ -768,13 +818,21 @@ NISA_AVX2 bool max8_bf16_avx2(const uint8_t* x, uint64_t n, float out[8]) {
   uint64_t filled = 0;
   i = 0;
   for (; i + 64 <= n; i += 64) {
+    __m256i v[4];
+    for (int b = 0; b < 4; ++b) v[b] = ld256(x, i + 16 * b);
+    // One compare finds the blocks without a candidate: of the signed maximum (gt), or of the
+    // unsigned minimum.
+    const __m256i e =
+        sel.gt ? _mm256_max_epi16(_mm256_max_epi16(v[0], v[1]), _mm256_max_epi16(v[2], v[3]))
+               : _mm256_min_epu16(_mm256_min_epu16(v[0], v[1]), _mm256_min_epu16(v[2], v[3]));
+    const __m256i ef = _mm256_xor_si256(e, flip);
+    const __m256i any = sel.gt ? _mm256_cmpgt_epi16(ef, t) : _mm256_cmpgt_epi16(t, ef);
+    if (_mm256_testz_si256(any, any)) continue;
     __m256i c[4];
     for (int b = 0; b < 4; ++b) {
-      const __m256i v = _mm256_xor_si256(ld256(x, i + 16 * b), flip);
-      c[b] = sel.gt ? _mm256_cmpgt_epi16(v, t) : _mm256_cmpgt_epi16(t, v);
+      const __m256i vf = _mm256_xor_si256(v[b], flip);
+      c[b] = sel.gt ? _mm256_cmpgt_epi16(vf, t) : _mm256_cmpgt_epi16(t, vf);
     }
-    const __m256i any = _mm256_or_si256(_mm256_or_si256(c[0], c[1]), _mm256_or_si256(c[2], c[3]));
-    if (_mm256_testz_si256(any, any)) continue;
     uint64_t m = uint64_t(mask32_epi16(c[0], c[1])) | uint64_t(mask32_epi16(c[2], c[3])) << 32;
     for (; m; m &= m - 1)
       top8_add_finite(top, filled, bf16_float(bf16_bits(x, i + __builtin_ctzll(m))));
@@ -801,36 +859,38 @@ inline void bf16_key_range(float lo, float hi, int16_t* klo, int16_t* khi) {
   if (h == -1) h = 0;           // -0: +0 equals it
   *klo = int16_t(l), *khi = int16_t(h);
 }
-// The range test on raw bits: keys >= 0 are the bits themselves (signed compares), keys < 0
-// the bits ^ 0x7fff, in reverse (unsigned compares of the bits); a range across zero compares
-// keys.
-enum class Bf16Range { pos, neg, both };
-inline Bf16Range bf16_range_kind(int16_t klo, int16_t khi) {
-  return klo >= 0 ? Bf16Range::pos : khi < 0 ? Bf16Range::neg : Bf16Range::both;
+// The range test as one unsigned compare, (u - base) <=u span, on u = the raw bits when the
+// range lies on one side of zero (keys >= 0 are the bits; keys < 0 are the bits ^ 0x7fff, an
+// unsigned interval of the bits in reverse), else on u = the key. Neither interval wraps, so
+// the difference is exact.
+struct Bf16Span {
+  bool keys;
+  uint16_t base, span;
+};
+inline Bf16Span bf16_span(int16_t klo, int16_t khi) {
+  if (klo >= 0) return {false, uint16_t(klo), uint16_t(khi - klo)};
+  if (khi < 0) return {false, uint16_t(uint16_t(khi) ^ 0x7fff), uint16_t(khi - klo)};
+  return {true, uint16_t(klo), uint16_t(khi - klo)};
 }
 
-template <Bf16Range R>
-NISA_AVX512 inline __mmask32 in_range_avx512(__m512i v, __m512i a, __m512i b) {
-  if constexpr (R == Bf16Range::pos)
-    return _mm512_mask_cmple_epi16_mask(_mm512_cmpge_epi16_mask(v, a), v, b);
-  else if constexpr (R == Bf16Range::neg)
-    return _mm512_mask_cmple_epu16_mask(_mm512_cmpge_epu16_mask(v, a), v, b);
-  else { // key = v ^ (sign(v) & 0x7fff)
-    const __m512i key =
-        _mm512_ternarylogic_epi32(v, _mm512_srai_epi16(v, 15), _mm512_set1_epi16(0x7fff), 0x78);
-    return _mm512_mask_cmple_epi16_mask(_mm512_cmpge_epi16_mask(key, a), key, b);
-  }
+// (u - base) per lane, u as above (K: keys).
+template <bool K> NISA_AVX512 inline __m512i off512(__m512i v, __m512i base) {
+  if constexpr (K) // key = v ^ (sign(v) & 0x7fff)
+    v = _mm512_ternarylogic_epi32(v, _mm512_srai_epi16(v, 15), _mm512_set1_epi16(0x7fff), 0x78);
+  return _mm512_sub_epi16(v, base);
 }
-// Ascending positions of keys in [klo, khi]; false when more than kMaxCand. (a, b): the bounds
-// in the kind's domain.
-template <Bf16Range R>
+// Ascending positions in the range; false when more than kMaxCand.
+template <bool K>
 NISA_AVX512 bool candidates_bf16_512(const uint8_t* x, uint64_t n, int16_t klo, int16_t khi,
-                                     __m512i a, __m512i b, uint32_t* c, int* nc) {
+                                     const Bf16Span& r, uint32_t* c, int* nc) {
+  const __m512i base = _mm512_set1_epi16(int16_t(r.base)),
+                span = _mm512_set1_epi16(int16_t(r.span));
   int k = 0;
   uint64_t i = 0;
   for (; i + 64 <= n; i += 64) {
-    uint64_t m = in_range_avx512<R>(ld512(x, i), a, b) |
-                 uint64_t(in_range_avx512<R>(ld512(x, i + 32), a, b)) << 32;
+    const __m512i t0 = off512<K>(ld512(x, i), base), t1 = off512<K>(ld512(x, i + 32), base);
+    uint64_t m = _cvtmask64_u64(
+        _mm512_kunpackd(_mm512_cmple_epu16_mask(t1, span), _mm512_cmple_epu16_mask(t0, span)));
     if (!m) continue;
     if (k + __builtin_popcountll(m) > kMaxCand) return false;
     for (; m; m &= m - 1) c[k++] = uint32_t(i + __builtin_ctzll(m));
@@ -849,42 +909,34 @@ NISA_AVX512 bool candidates_bf16_avx512(const uint8_t* x, uint64_t n, float lo, 
                                         uint32_t* c, int* nc) {
   int16_t klo, khi;
   bf16_key_range(lo, hi, &klo, &khi);
-  switch (bf16_range_kind(klo, khi)) {
-  case Bf16Range::pos:
-    return candidates_bf16_512<Bf16Range::pos>(x, n, klo, khi, _mm512_set1_epi16(klo),
-                                               _mm512_set1_epi16(khi), c, nc);
-  case Bf16Range::neg:
-    return candidates_bf16_512<Bf16Range::neg>(x, n, klo, khi,
-                                               _mm512_set1_epi16(int16_t(khi ^ 0x7fff)),
-                                               _mm512_set1_epi16(int16_t(klo ^ 0x7fff)), c, nc);
-  case Bf16Range::both: break;
-  }
-  return candidates_bf16_512<Bf16Range::both>(x, n, klo, khi, _mm512_set1_epi16(klo),
-                                              _mm512_set1_epi16(khi), c, nc);
+  const Bf16Span r = bf16_span(klo, khi);
+  return r.keys ? candidates_bf16_512<true>(x, n, klo, khi, r, c, nc)
+                : candidates_bf16_512<false>(x, n, klo, khi, r, c, nc);
 }
 
-// AVX2: lanes outside the range (all ones), in the kind's domain; unsigned compares as signed
-// ones of the bits ^ 0x8000 (a, b given flipped too).
-template <Bf16Range R> NISA_AVX2 inline __m256i out_of_range_avx2(__m256i v, __m256i a, __m256i b) {
-  if constexpr (R == Bf16Range::neg)
-    v = _mm256_xor_si256(v, _mm256_set1_epi16(int16_t(0x8000)));
-  else if constexpr (R == Bf16Range::both)
+// AVX2: t <=u span as max_epu16(t, span) == span.
+template <bool K> NISA_AVX2 inline __m256i off256(__m256i v, __m256i base) {
+  if constexpr (K)
     v = _mm256_xor_si256(v, _mm256_and_si256(_mm256_srai_epi16(v, 15), _mm256_set1_epi16(0x7fff)));
-  return _mm256_or_si256(_mm256_cmpgt_epi16(a, v), _mm256_cmpgt_epi16(v, b));
+  return _mm256_sub_epi16(v, base);
 }
-template <Bf16Range R>
+template <bool K>
 NISA_AVX2 bool candidates_bf16_256(const uint8_t* x, uint64_t n, int16_t klo, int16_t khi,
-                                   __m256i a, __m256i b, uint32_t* c, int* nc) {
+                                   const Bf16Span& r, uint32_t* c, int* nc) {
+  const __m256i base = _mm256_set1_epi16(int16_t(r.base)),
+                span = _mm256_set1_epi16(int16_t(r.span));
   int k = 0;
   uint64_t i = 0;
   for (; i + 64 <= n; i += 64) {
-    __m256i out[4];
-    for (int j = 0; j < 4; ++j) out[j] = out_of_range_avx2<R>(ld256(x, i + 16 * j), a, b);
-    const __m256i all =
-        _mm256_and_si256(_mm256_and_si256(out[0], out[1]), _mm256_and_si256(out[2], out[3]));
-    if (_mm256_testc_si256(all, _mm256_set1_epi8(-1))) continue; // every lane outside
-    uint64_t m =
-        ~(uint64_t(mask32_epi16(out[0], out[1])) | uint64_t(mask32_epi16(out[2], out[3])) << 32);
+    __m256i in[4];
+    for (int j = 0; j < 4; ++j) {
+      const __m256i t = off256<K>(ld256(x, i + 16 * j), base);
+      in[j] = _mm256_cmpeq_epi16(_mm256_max_epu16(t, span), span);
+    }
+    const __m256i any =
+        _mm256_or_si256(_mm256_or_si256(in[0], in[1]), _mm256_or_si256(in[2], in[3]));
+    if (_mm256_testz_si256(any, any)) continue;
+    uint64_t m = uint64_t(mask32_epi16(in[0], in[1])) | uint64_t(mask32_epi16(in[2], in[3])) << 32;
     if (k + __builtin_popcountll(m) > kMaxCand) return false;
     for (; m; m &= m - 1) c[k++] = uint32_t(i + __builtin_ctzll(m));
   }
@@ -902,18 +954,9 @@ NISA_AVX2 bool candidates_bf16_avx2(const uint8_t* x, uint64_t n, float lo, floa
                                     int* nc) {
   int16_t klo, khi;
   bf16_key_range(lo, hi, &klo, &khi);
-  switch (bf16_range_kind(klo, khi)) {
-  case Bf16Range::pos:
-    return candidates_bf16_256<Bf16Range::pos>(x, n, klo, khi, _mm256_set1_epi16(klo),
-                                               _mm256_set1_epi16(khi), c, nc);
-  case Bf16Range::neg: // bits in [khi ^ 0x7fff, klo ^ 0x7fff] unsigned; flipped: ^ 0xffff
-    return candidates_bf16_256<Bf16Range::neg>(x, n, klo, khi,
-                                               _mm256_set1_epi16(int16_t(khi ^ 0xffff)),
-                                               _mm256_set1_epi16(int16_t(klo ^ 0xffff)), c, nc);
-  case Bf16Range::both: break;
-  }
-  return candidates_bf16_256<Bf16Range::both>(x, n, klo, khi, _mm256_set1_epi16(klo),
-                                              _mm256_set1_epi16(khi), c, nc);
+  const Bf16Span r = bf16_span(klo, khi);
+  return r.keys ? candidates_bf16_256<true>(x, n, klo, khi, r, c, nc)
+                : candidates_bf16_256<false>(x, n, klo, khi, r, c, nc);
 }
 
 // The per-slot scans of a bf16 row (when the candidates are too many): element h equals v
@@ -971,96 +1014,70 @@ NISA_AVX2 int64_t nth_equal_bf16_avx2(const uint8_t* x, uint64_t n, float v, int
 }
 #undef NISA_NTH_EQUAL_BODY
 
-// find_index8_on / match_replace8_on for up to 64 candidates: their values widened once into a
-// NaN-padded array, each slot's equal candidates as one mask (vector compares), the taken
-// candidates as a mask. The same rules: slot j takes its (dup_rank)-th match (find_index8),
-// or the first match no later slot took (match_replace8, slots 7..0).
-constexpr int kFewCand = 64;
-inline void bf16_cand_values(const uint8_t* x, const uint32_t* c, int nc, float cv[kFewCand]) {
-  for (int k = 0; k < nc; ++k) cv[k] = bf16_float(bf16_bits(x, c[k]));
-  for (int k = nc; k < kFewCand; ++k) cv[k] = NAN;
-}
-NISA_AVX512 inline uint64_t cand_eq_avx512(const float* cv, int nc, float v) {
-  const __m512 vv = _mm512_set1_ps(v);
-  uint64_t m = 0;
-  for (int b = 0; b * 16 < nc; ++b)
-    m |= uint64_t(_mm512_cmp_ps_mask(_mm512_loadu_ps(cv + 16 * b), vv, _CMP_EQ_OQ)) << (16 * b);
-  return m;
-}
-NISA_AVX2 inline uint64_t cand_eq_avx2(const float* cv, int nc, float v) {
-  const __m256 vv = _mm256_set1_ps(v);
-  uint64_t m = 0;
-  for (int b = 0; b * 8 < nc; ++b)
-    m |= uint64_t(uint32_t(
-             _mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(cv + 8 * b), vv, _CMP_EQ_OQ))))
-         << (8 * b);
-  return m;
-}
-#define NISA_FIND_INDEX8_FEW(EQ)                                                                   \
-  float cv[kFewCand];                                                                              \
-  bf16_cand_values(data, c, nc, cv);                                                               \
-  for (int j = 0; j < 8; ++j) {                                                                    \
-    uint64_t m = EQ(cv, nc, vals[j]);                                                              \
-    for (int skip = dup_rank(vals, j); skip > 0 && m; --skip) m &= m - 1;                          \
-    out[j] = m ? int64_t(c[__builtin_ctzll(m)]) : -1;                                              \
+// find_index8 / match_replace8 on the candidates, the 8 slots in the lanes of one vector. Slot
+// j takes the rank_j-th (from 0) position equal to its value, with rank_j the number of equal
+// slots before it (find_index8: i < j) or after it (match_replace8: slots 7..0 each take the
+// first match no later slot took, and positions equal to one slot value are equal to every
+// slot value == it, so the r-th of them goes to the r-th such slot from the top). Per
+// candidate: one compare with the 8 values, a blend; no branch on the data.
+#define NISA_SLOTS_ON(ATTR, NAME)                                                                  \
+  ATTR inline void NAME(const uint8_t* x, const uint32_t* c, int nc, const float vals[8],          \
+                        bool later, int64_t out[8]) {                                              \
+    const __m256 vs = _mm256_loadu_ps(vals);                                                       \
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);                                \
+    __m256i rank = _mm256_setzero_si256();                                                         \
+    for (int i = 0; i < 8; ++i) {                                                                  \
+      const __m256i e =                                                                            \
+          _mm256_castps_si256(_mm256_cmp_ps(vs, _mm256_set1_ps(vals[i]), _CMP_EQ_OQ));             \
+      const __m256i side = later ? _mm256_cmpgt_epi32(_mm256_set1_epi32(i), lane)                  \
+                                 : _mm256_cmpgt_epi32(lane, _mm256_set1_epi32(i));                 \
+      rank = _mm256_sub_epi32(rank, _mm256_and_si256(e, side));                                    \
+    }                                                                                              \
+    __m256i seen = _mm256_setzero_si256(), pos = _mm256_set1_epi32(-1);                            \
+    for (int k = 0; k < nc; ++k) {                                                                 \
+      const __m256i e = _mm256_castps_si256(                                                       \
+          _mm256_cmp_ps(vs, _mm256_set1_ps(bf16_float(bf16_bits(x, c[k]))), _CMP_EQ_OQ));          \
+      pos = _mm256_blendv_epi8(pos, _mm256_set1_epi32(int32_t(c[k])),                              \
+                               _mm256_and_si256(e, _mm256_cmpeq_epi32(seen, rank)));               \
+      seen = _mm256_sub_epi32(seen, e);                                                            \
+    }                                                                                              \
+    alignas(32) int32_t o[8];                                                                      \
+    _mm256_store_si256(reinterpret_cast<__m256i*>(o), pos);                                        \
+    for (int j = 0; j < 8; ++j) out[j] = o[j];                                                     \
   }
-#define NISA_MATCH_REPLACE8_FEW(EQ)                                                                \
-  float cv[kFewCand];                                                                              \
-  bf16_cand_values(data, c, nc, cv);                                                               \
-  uint64_t taken = 0;                                                                              \
-  for (int j = 7; j >= 0; --j) {                                                                   \
-    const uint64_t m = EQ(cv, nc, vals[j]) & ~taken;                                               \
-    out[j] = m ? int64_t(c[__builtin_ctzll(m)]) : -1;                                              \
-    taken |= m & -m;                                                                               \
-  }
+NISA_SLOTS_ON(NISA_AVX512, slots_on_avx512)
+NISA_SLOTS_ON(NISA_AVX2, slots_on_avx2)
+#undef NISA_SLOTS_ON
 
 NISA_AVX512 void find_index8_bf16_avx512(const uint8_t* data, uint64_t n, const float vals[8],
                                          int64_t out[8]) {
   NISA_CANDIDATES(candidates_bf16_avx512)
-  if (few && nc <= kFewCand) {
-    NISA_FIND_INDEX8_FEW(cand_eq_avx512)
-    return;
-  }
-  if (few) return find_index8_on(Bf16Row{data}, c, nc, vals, out);
+  if (few) return slots_on_avx512(data, c, nc, vals, false, out);
   for (int j = 0; j < 8; ++j)
     out[j] = nth_equal_bf16_avx512(data, n, vals[j], dup_rank(vals, j), nullptr, 0);
 }
 NISA_AVX2 void find_index8_bf16_avx2(const uint8_t* data, uint64_t n, const float vals[8],
                                      int64_t out[8]) {
   NISA_CANDIDATES(candidates_bf16_avx2)
-  if (few && nc <= kFewCand) {
-    NISA_FIND_INDEX8_FEW(cand_eq_avx2)
-    return;
-  }
-  if (few) return find_index8_on(Bf16Row{data}, c, nc, vals, out);
+  if (few) return slots_on_avx2(data, c, nc, vals, false, out);
   for (int j = 0; j < 8; ++j)
     out[j] = nth_equal_bf16_avx2(data, n, vals[j], dup_rank(vals, j), nullptr, 0);
 }
 NISA_AVX512 void match_replace8_bf16_avx512(const uint8_t* data, uint64_t n, const float vals[8],
                                             int64_t out[8]) {
   NISA_CANDIDATES(candidates_bf16_avx512)
-  if (few && nc <= kFewCand) {
-    NISA_MATCH_REPLACE8_FEW(cand_eq_avx512)
-    return;
-  }
-  if (few) return match_replace8_on(Bf16Row{data}, c, nc, vals, out);
+  if (few) return slots_on_avx512(data, c, nc, vals, true, out);
   for (int j = 7; j >= 0; --j)
     out[j] = nth_equal_bf16_avx512(data, n, vals[j], 0, out + j + 1, 7 - j);
 }
 NISA_AVX2 void match_replace8_bf16_avx2(const uint8_t* data, uint64_t n, const float vals[8],
                                         int64_t out[8]) {
   NISA_CANDIDATES(candidates_bf16_avx2)
-  if (few && nc <= kFewCand) {
-    NISA_MATCH_REPLACE8_FEW(cand_eq_avx2)
-    return;
-  }
-  if (few) return match_replace8_on(Bf16Row{data}, c, nc, vals, out);
+  if (few) return slots_on_avx2(data, c, nc, vals, true, out);
   for (int j = 7; j >= 0; --j)
     out[j] = nth_equal_bf16_avx2(data, n, vals[j], 0, out + j + 1, 7 - j);
 }
 #undef NISA_CANDIDATES
-#undef NISA_FIND_INDEX8_FEW
-#undef NISA_MATCH_REPLACE8_FEW
 
 // ---- tensor_reduce max / min ------------------------------------------------------------------
 // The sequential fold acc = fmax_nan(acc, x[k]) ends on a NaN sum if any element is NaN, and
