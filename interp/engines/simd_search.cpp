@@ -889,9 +889,9 @@ NISA_AVX512 bool candidates_bf16_512(const uint8_t* x, uint64_t n, int16_t klo, 
   uint64_t i = 0;
   for (; i + 64 <= n; i += 64) {
     const __m512i t0 = off512<K>(ld512(x, i), base), t1 = off512<K>(ld512(x, i + 32), base);
+    if (!_mm512_cmple_epu16_mask(_mm512_min_epu16(t0, t1), span)) continue; // none in the block
     uint64_t m = _cvtmask64_u64(
         _mm512_kunpackd(_mm512_cmple_epu16_mask(t1, span), _mm512_cmple_epu16_mask(t0, span)));
-    if (!m) continue;
     if (k + __builtin_popcountll(m) > kMaxCand) return false;
     for (; m; m &= m - 1) c[k++] = uint32_t(i + __builtin_ctzll(m));
   }
@@ -928,14 +928,12 @@ NISA_AVX2 bool candidates_bf16_256(const uint8_t* x, uint64_t n, int16_t klo, in
   int k = 0;
   uint64_t i = 0;
   for (; i + 64 <= n; i += 64) {
-    __m256i in[4];
-    for (int j = 0; j < 4; ++j) {
-      const __m256i t = off256<K>(ld256(x, i + 16 * j), base);
-      in[j] = _mm256_cmpeq_epi16(_mm256_max_epu16(t, span), span);
-    }
-    const __m256i any =
-        _mm256_or_si256(_mm256_or_si256(in[0], in[1]), _mm256_or_si256(in[2], in[3]));
-    if (_mm256_testz_si256(any, any)) continue;
+    __m256i t[4], in[4];
+    for (int j = 0; j < 4; ++j) t[j] = off256<K>(ld256(x, i + 16 * j), base);
+    const __m256i u = _mm256_min_epu16(_mm256_min_epu16(t[0], t[1]), _mm256_min_epu16(t[2], t[3]));
+    const __m256i any = _mm256_cmpeq_epi16(_mm256_max_epu16(u, span), span);
+    if (_mm256_testz_si256(any, any)) continue; // none in the block
+    for (int j = 0; j < 4; ++j) in[j] = _mm256_cmpeq_epi16(_mm256_max_epu16(t[j], span), span);
     uint64_t m = uint64_t(mask32_epi16(in[0], in[1])) | uint64_t(mask32_epi16(in[2], in[3])) << 32;
     if (k + __builtin_popcountll(m) > kMaxCand) return false;
     for (; m; m &= m - 1) c[k++] = uint32_t(i + __builtin_ctzll(m));
@@ -1049,35 +1047,68 @@ NISA_SLOTS_ON(NISA_AVX512, slots_on_avx512)
 NISA_SLOTS_ON(NISA_AVX2, slots_on_avx2)
 #undef NISA_SLOTS_ON
 
+// slot_range in one vector: the least and greatest non-NaN slot value (which zero a range
+// ends on does not matter here: bf16_key_range takes both zeros in).
+#define NISA_SLOT_RANGE_V(ATTR, NAME)                                                              \
+  ATTR inline bool NAME(const float vals[8], float* lo, float* hi) {                               \
+    const __m256 v = _mm256_loadu_ps(vals);                                                        \
+    const __m256 ord = _mm256_cmp_ps(v, v, _CMP_ORD_Q);                                            \
+    if (_mm256_movemask_ps(ord) == 0) return false;                                                \
+    __m256 a = _mm256_blendv_ps(_mm256_set1_ps(INFINITY), v, ord);                                 \
+    __m256 b = _mm256_blendv_ps(_mm256_set1_ps(-INFINITY), v, ord);                                \
+    a = _mm256_min_ps(a, _mm256_permute2f128_ps(a, a, 1));                                         \
+    b = _mm256_max_ps(b, _mm256_permute2f128_ps(b, b, 1));                                         \
+    a = _mm256_min_ps(a, _mm256_permute_ps(a, 0x4e));                                              \
+    b = _mm256_max_ps(b, _mm256_permute_ps(b, 0x4e));                                              \
+    a = _mm256_min_ps(a, _mm256_permute_ps(a, 0xb1));                                              \
+    b = _mm256_max_ps(b, _mm256_permute_ps(b, 0xb1));                                              \
+    *lo = _mm256_cvtss_f32(a);                                                                     \
+    *hi = _mm256_cvtss_f32(b);                                                                     \
+    return true;                                                                                   \
+  }
+NISA_SLOT_RANGE_V(NISA_AVX512, slot_range_avx512)
+NISA_SLOT_RANGE_V(NISA_AVX2, slot_range_avx2)
+#undef NISA_SLOT_RANGE_V
+#define NISA_CANDIDATES_BF16(FN, RANGE)                                                            \
+  float lo = 0, hi = 0;                                                                            \
+  uint32_t c[kMaxCand];                                                                            \
+  int nc = 0;                                                                                      \
+  if (!RANGE(vals, &lo, &hi)) {                                                                    \
+    for (int j = 0; j < 8; ++j) out[j] = -1;                                                       \
+    return;                                                                                        \
+  }                                                                                                \
+  const bool few = FN(data, n, lo, hi, c, &nc);
+
 NISA_AVX512 void find_index8_bf16_avx512(const uint8_t* data, uint64_t n, const float vals[8],
                                          int64_t out[8]) {
-  NISA_CANDIDATES(candidates_bf16_avx512)
+  NISA_CANDIDATES_BF16(candidates_bf16_avx512, slot_range_avx512)
   if (few) return slots_on_avx512(data, c, nc, vals, false, out);
   for (int j = 0; j < 8; ++j)
     out[j] = nth_equal_bf16_avx512(data, n, vals[j], dup_rank(vals, j), nullptr, 0);
 }
 NISA_AVX2 void find_index8_bf16_avx2(const uint8_t* data, uint64_t n, const float vals[8],
                                      int64_t out[8]) {
-  NISA_CANDIDATES(candidates_bf16_avx2)
+  NISA_CANDIDATES_BF16(candidates_bf16_avx2, slot_range_avx2)
   if (few) return slots_on_avx2(data, c, nc, vals, false, out);
   for (int j = 0; j < 8; ++j)
     out[j] = nth_equal_bf16_avx2(data, n, vals[j], dup_rank(vals, j), nullptr, 0);
 }
 NISA_AVX512 void match_replace8_bf16_avx512(const uint8_t* data, uint64_t n, const float vals[8],
                                             int64_t out[8]) {
-  NISA_CANDIDATES(candidates_bf16_avx512)
+  NISA_CANDIDATES_BF16(candidates_bf16_avx512, slot_range_avx512)
   if (few) return slots_on_avx512(data, c, nc, vals, true, out);
   for (int j = 7; j >= 0; --j)
     out[j] = nth_equal_bf16_avx512(data, n, vals[j], 0, out + j + 1, 7 - j);
 }
 NISA_AVX2 void match_replace8_bf16_avx2(const uint8_t* data, uint64_t n, const float vals[8],
                                         int64_t out[8]) {
-  NISA_CANDIDATES(candidates_bf16_avx2)
+  NISA_CANDIDATES_BF16(candidates_bf16_avx2, slot_range_avx2)
   if (few) return slots_on_avx2(data, c, nc, vals, true, out);
   for (int j = 7; j >= 0; --j)
     out[j] = nth_equal_bf16_avx2(data, n, vals[j], 0, out + j + 1, 7 - j);
 }
 #undef NISA_CANDIDATES
+#undef NISA_CANDIDATES_BF16
 
 // ---- tensor_reduce max / min ------------------------------------------------------------------
 // The sequential fold acc = fmax_nan(acc, x[k]) ends on a NaN sum if any element is NaN, and
