@@ -20,31 +20,6 @@ namespace nisa::interp::simd {
 
 namespace {
 
-// Rows of fp32, or of bf16 widened in registers (bf16 -> fp32 is exact: the bits shifted up),
-// so a bf16 row gets the same maxima as the fp32 kernel on the converted row, without the
-// conversion pass.
-struct F32Row {
-  const float* x;
-  NISA_AVX512 __m512 load(uint64_t i) const { return _mm512_loadu_ps(x + i); }
-  float at(uint64_t i) const { return x[i]; }
-};
-struct Bf16Row {
-  const uint8_t* x;
-  NISA_AVX512 __m512 load(uint64_t i) const {
-    return _mm512_castsi512_ps(_mm512_slli_epi32(
-        _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + 2 * i))),
-        16));
-  }
-  float at(uint64_t i) const {
-    uint16_t h;
-    std::memcpy(&h, x + 2 * i, 2);
-    const uint32_t u = uint32_t(h) << 16;
-    float f;
-    std::memcpy(&f, &u, 4);
-    return f;
-  }
-};
-
 // Total order for max8: NaN above +inf, otherwise numeric.
 inline bool ranks_above(float a, float b) {
   if (a != a) return b == b;
@@ -137,43 +112,19 @@ inline void top8_finish_strict(float top[8], uint64_t& filled, float t0) {
 // the elements >= t0 (typically a dozen), in index order, to the insertion: the same stable
 // top 8 as inserting every element, without the ~8 ln(n/8) insertions a single pass makes
 // while its threshold is still low.
-// fp32 rows (BF = false) or bf16 rows widened in registers (BF = true: x holds 2 bytes per
-// element; the values are those of the converted row, so the results are too).
-template <bool BF> NISA_AVX512 inline __m512 load16(const void* x, uint64_t i) {
-  if constexpr (BF)
-    return _mm512_castsi512_ps(
-        _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(
-                              static_cast<const uint8_t*>(x) + 2 * i))),
-                          16));
-  else
-    return _mm512_loadu_ps(static_cast<const float*>(x) + i);
-}
-template <bool BF> inline float elem(const void* x, uint64_t i) {
-  if constexpr (BF) {
-    uint16_t h;
-    std::memcpy(&h, static_cast<const uint8_t*>(x) + 2 * i, 2);
-    const uint32_t u = uint32_t(h) << 16;
-    float f;
-    std::memcpy(&f, &u, 4);
-    return f;
-  } else {
-    return static_cast<const float*>(x)[i];
-  }
-}
-
-template <bool BF> NISA_AVX512 bool max8_two_pass_512(const void* x, uint64_t n, float out[8]) {
+NISA_AVX512 bool max8_two_pass_avx512(const float* x, uint64_t n, float out[8]) {
   if (n < 512) return false;
   __m512 lm[4];
-  for (int k = 0; k < 4; ++k) lm[k] = load16<BF>(x, 16 * k);
+  for (int k = 0; k < 4; ++k) lm[k] = _mm512_loadu_ps(x + 16 * k);
   __mmask16 nan = 0;
   uint64_t i = 0;
   for (; i + 64 <= n; i += 64)
     for (int k = 0; k < 4; ++k) {
-      const __m512 v = load16<BF>(x, i + 16 * k);
+      const __m512 v = _mm512_loadu_ps(x + i + 16 * k);
       nan |= _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
       lm[k] = _mm512_max_ps(lm[k], v);
     }
-  for (; i < n; ++i) nan |= elem<BF>(x, i) != elem<BF>(x, i);
+  for (; i < n; ++i) nan |= x[i] != x[i];
   if (nan) return false;
   float mx[64];
   for (int k = 0; k < 4; ++k) _mm512_storeu_ps(mx + 16 * k, lm[k]);
@@ -187,23 +138,20 @@ template <bool BF> NISA_AVX512 bool max8_two_pass_512(const void* x, uint64_t n,
   for (; i + 64 <= n; i += 64) {
     uint64_t m = 0;
     for (int b = 0; b < 4; ++b) {
-      const __m512 v = load16<BF>(x, i + 16 * b);
+      const __m512 v = _mm512_loadu_ps(x + i + 16 * b);
       const uint64_t k =
           strict ? _mm512_cmp_ps_mask(v, t, _CMP_GT_OQ) : _mm512_cmp_ps_mask(v, t, _CMP_GE_OQ);
       m |= k << (16 * b);
     }
-    for (; m; m &= m - 1) top8_add_finite(top, filled, elem<BF>(x, i + __builtin_ctzll(m)));
+    for (; m; m &= m - 1) top8_add_finite(top, filled, x[i + __builtin_ctzll(m)]);
   }
   for (; i < n; ++i) {
-    const float v = elem<BF>(x, i);
+    const float v = x[i];
     if (strict ? v > t0 : v >= t0) top8_add_finite(top, filled, v);
   }
   if (strict) top8_finish_strict(top, filled, t0);
   top8_out(top, filled, out);
   return true;
-}
-NISA_AVX512 bool max8_two_pass_avx512(const float* x, uint64_t n, float out[8]) {
-  return max8_two_pass_512<false>(x, n, out);
 }
 
 NISA_AVX2 bool max8_two_pass_avx2(const float* x, uint64_t n, float out[8]) {
@@ -447,26 +395,24 @@ NISA_AVX2 bool candidates_avx2(const float* x, uint64_t n, float lo, float hi, u
 
 // find_index8 / match_replace8 restricted to the candidate positions (same rules, same
 // order: the positions left out equal no slot value).
-template <class Row>
-inline void find_index8_on(const Row& data, const uint32_t* c, int nc, const float vals[8],
+inline void find_index8_on(const float* data, const uint32_t* c, int nc, const float vals[8],
                            int64_t out[8]) {
   for (int j = 0; j < 8; ++j) {
     int skip = dup_rank(vals, j);
     out[j] = -1;
     for (int k = 0; k < nc; ++k)
-      if (data.at(c[k]) == vals[j] && skip-- == 0) {
+      if (data[c[k]] == vals[j] && skip-- == 0) {
         out[j] = c[k];
         break;
       }
   }
 }
-template <class Row>
-inline void match_replace8_on(const Row& data, const uint32_t* c, int nc, const float vals[8],
+inline void match_replace8_on(const float* data, const uint32_t* c, int nc, const float vals[8],
                               int64_t out[8]) {
   for (int j = 7; j >= 0; --j) {
     out[j] = -1;
     for (int k = 0; k < nc; ++k) {
-      if (data.at(c[k]) != vals[j]) continue;
+      if (data[c[k]] != vals[j]) continue;
       bool taken = false;
       for (int i = j + 1; i < 8; ++i) taken |= out[i] == int64_t(c[k]);
       if (taken) continue;
@@ -490,14 +436,14 @@ inline void match_replace8_on(const Row& data, const uint32_t* c, int nc, const 
 NISA_AVX512 void find_index8_avx512(const float* data, uint64_t n, const float vals[8],
                                     int64_t out[8]) {
   NISA_CANDIDATES(candidates_avx512)
-  if (few) return find_index8_on(F32Row{data}, c, nc, vals, out);
+  if (few) return find_index8_on(data, c, nc, vals, out);
   for (int j = 0; j < 8; ++j)
     out[j] = nth_equal_avx512(data, n, vals[j], dup_rank(vals, j), nullptr, 0);
 }
 NISA_AVX2 void find_index8_avx2(const float* data, uint64_t n, const float vals[8],
                                 int64_t out[8]) {
   NISA_CANDIDATES(candidates_avx2)
-  if (few) return find_index8_on(F32Row{data}, c, nc, vals, out);
+  if (few) return find_index8_on(data, c, nc, vals, out);
   for (int j = 0; j < 8; ++j)
     out[j] = nth_equal_avx2(data, n, vals[j], dup_rank(vals, j), nullptr, 0);
 }
@@ -519,13 +465,13 @@ void match_replace8_scalar(const float* data, uint64_t n, const float vals[8], i
 NISA_AVX512 void match_replace8_avx512(const float* data, uint64_t n, const float vals[8],
                                        int64_t out[8]) {
   NISA_CANDIDATES(candidates_avx512)
-  if (few) return match_replace8_on(F32Row{data}, c, nc, vals, out);
+  if (few) return match_replace8_on(data, c, nc, vals, out);
   for (int j = 7; j >= 0; --j) out[j] = nth_equal_avx512(data, n, vals[j], 0, out + j + 1, 7 - j);
 }
 NISA_AVX2 void match_replace8_avx2(const float* data, uint64_t n, const float vals[8],
                                    int64_t out[8]) {
   NISA_CANDIDATES(candidates_avx2)
-  if (few) return match_replace8_on(F32Row{data}, c, nc, vals, out);
+  if (few) return match_replace8_on(data, c, nc, vals, out);
   for (int j = 7; j >= 0; --j) out[j] = nth_equal_avx2(data, n, vals[j], 0, out + j + 1, 7 - j);
 }
 
@@ -1118,6 +1064,31 @@ bool maxmin_scalar(bool is_max, const float* x, uint64_t n, float* out) {
   (void)is_max, (void)x, (void)n, (void)out;
   return false;
 }
+
+// Rows of fp32, or of bf16 widened in registers (bf16 -> fp32 is exact: the bits shifted up),
+// so a bf16 row gets the same maxima as the fp32 kernel on the converted row, without the
+// conversion pass.
+struct F32Row {
+  const float* x;
+  NISA_AVX512 __m512 load(uint64_t i) const { return _mm512_loadu_ps(x + i); }
+  float at(uint64_t i) const { return x[i]; }
+};
+struct Bf16Row {
+  const uint8_t* x;
+  NISA_AVX512 __m512 load(uint64_t i) const {
+    return _mm512_castsi512_ps(_mm512_slli_epi32(
+        _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + 2 * i))),
+        16));
+  }
+  float at(uint64_t i) const {
+    uint16_t h;
+    std::memcpy(&h, x + 2 * i, 2);
+    const uint32_t u = uint32_t(h) << 16;
+    float f;
+    std::memcpy(&f, &u, 4);
+    return f;
+  }
+};
 
 template <class Row>
 NISA_AVX512 bool maxmin_row_avx512(bool is_max, const Row& x, uint64_t n, float* out) {
