@@ -689,11 +689,11 @@ void sem_max8(ExecCtx& cx, const Inst& in) {
   check_eight(in, "dst", d, s.parts);
   // Rows are independent: ranges of them on the host threads (a snapshot: one range).
   const bool snap = views_overlap(cx, d, s);
-  // Contiguous bf16 rows: the AVX-512 form reads the bf16 bytes (no fp32 copy of the row);
-  // rows it declines are converted as below.
+  // Contiguous bf16 rows: the vector forms read the bf16 bytes (no fp32 copy of the row);
+  // rows they decline are converted as below.
   const simd::Level lv = simd::level();
   if (s.dtype == DType::bf16 && s.contiguous() && s.row_skip.empty() && !snap &&
-      lv == simd::Level::avx512) {
+      lv != simd::Level::scalar) {
     for_row_ranges(cx.pool, s.parts, s.free_elems, [&](uint32_t p0, uint32_t p1) {
       F32Rows rs(s, false);
       for (uint32_t p = p0; p < p1; ++p) {
@@ -728,6 +728,9 @@ void sem_find_index8(ExecCtx& cx, const Inst& in) {
     fault(in, "dst",
           fmt::format("must be an integer dtype (uint32 or uint16), not {}", dtype_name(d.dtype)));
   const bool snap_d = views_overlap(cx, d, data), snap_v = views_overlap(cx, d, vals);
+  // Contiguous bf16 data rows: the vector forms read the bf16 bytes (no fp32 copy).
+  const bool bf16_rows = data.dtype == DType::bf16 && data.contiguous() && data.row_skip.empty() &&
+                         !snap_d && !snap_v && simd::level() != simd::Level::scalar;
   for_row_ranges(snap_d || snap_v ? nullptr : cx.pool, data.parts, data.free_elems,
                  [&](uint32_t p0, uint32_t p1) {
                    F32Rows rd(data, snap_d), rv(vals, snap_v);
@@ -735,7 +738,9 @@ void sem_find_index8(ExecCtx& cx, const Inst& in) {
                      float v8[8];
                      std::memcpy(v8, rv.get(p), sizeof v8);
                      int64_t idx[8];
-                     find_index8_row(rd.get(p), data.free_elems, v8, idx);
+                     if (!bf16_rows || !simd::find_index8_bf16_row(simd::level(), data.row(p),
+                                                                   data.free_elems, v8, idx))
+                       find_index8_row(rd.get(p), data.free_elems, v8, idx);
                      store_row_int(d, p, idx); // -1 truncates to all ones: "not found"
                    }
                  });
@@ -768,23 +773,34 @@ void sem_match_replace8(ExecCtx& cx, const Inst& in) {
   const size_t row_bytes = data.free_elems * dtype_bytes(data.dtype);
   uint8_t imm_bytes[4];
   store_from_f32(d.dtype, imm_bytes, imm);
+  // Contiguous bf16 data rows copied as bits: the vector forms read the bf16 bytes (no fp32
+  // copy).
+  const bool bf16_rows = bits && !snap && data.dtype == DType::bf16 && data.contiguous() &&
+                         data.row_skip.empty() && simd::level() != simd::Level::scalar;
+  const bool d_contig = bf16_rows && d.contiguous();
   for_row_ranges(snap ? nullptr : cx.pool, data.parts, data.free_elems,
                  [&](uint32_t p0, uint32_t p1) {
                    F32Rows rd(data, snap), rv(vals, snap);
                    for (uint32_t p = p0; p < p1; ++p) {
-                     const float* x = rd.get(p);
                      float v8[8];
                      std::memcpy(v8, rv.get(p), sizeof v8);
                      int64_t pos[8];
-                     match_replace8_row(x, data.free_elems, v8, pos);
+                     const float* x = nullptr;
+                     if (!bf16_rows || !simd::match_replace8_bf16_row(simd::level(), data.row(p),
+                                                                      data.free_elems, v8, pos)) {
+                       x = rd.get(p);
+                       match_replace8_row(x, data.free_elems, v8, pos);
+                     }
                      if (!bits)
                        store_row(d, p, x);
                      else if (snap)
                        scatter_bits_row(d, p, data_bits.data() + p * row_bytes);
                      else if (!same_layout(d, data))
                        copy_row_bits(d, p, data, p);
+                     const size_t eb = dtype_bytes(d.dtype);
+                     uint8_t* const drow = d_contig ? d.row(p) : nullptr;
                      for (int64_t k : pos)
-                       if (k >= 0) std::memcpy(d.at(p, k), imm_bytes, dtype_bytes(d.dtype));
+                       if (k >= 0) std::memcpy(drow ? drow + k * eb : d.at(p, k), imm_bytes, eb);
                      if (idx) store_row_int(*idx, p, pos);
                    }
                  });

@@ -36,13 +36,21 @@ const char* name(Level l);
 namespace nisa::interp::simd {
 // See ew::max8_row, ew::find_index8_row, ew::match_replace8_row (elementwise.h).
 void max8_row(Level l, const float* x, uint64_t n, float out[8]);
-// max8 of a contiguous bf16 row (x: its bytes, 2 per element, any alignment), widened in
-// registers: the result of max8_row on the converted row. false (nothing written) when this
-// form declines (a NaN, fewer than 512 elements, a level without it): convert and use max8_row.
+// max8 of a contiguous bf16 row (x: its bytes, 2 per element, any alignment), read as bf16
+// (compares on the 16-bit patterns): the result of max8_row on the converted row. false
+// (nothing written) when this form declines (a NaN, fewer than 256 elements, the scalar
+// level): convert and use max8_row.
 bool max8_bf16_row(Level l, const uint8_t* x, uint64_t n, float out[8]);
 void find_index8_row(Level l, const float* data, uint64_t n, const float vals[8], int64_t out[8]);
 void match_replace8_row(Level l, const float* data, uint64_t n, const float vals[8],
                         int64_t out[8]);
+// The same for a contiguous bf16 data row (2 bytes per element, any alignment), read as bf16:
+// the results of find_index8_row / match_replace8_row on the converted row. false (nothing
+// written) at the scalar level: convert and use those.
+bool find_index8_bf16_row(Level l, const uint8_t* data, uint64_t n, const float vals[8],
+                          int64_t out[8]);
+bool match_replace8_bf16_row(Level l, const uint8_t* data, uint64_t n, const float vals[8],
+                             int64_t out[8]);
 // fp32 max (is_max) or min of x[0..n), n >= 1, exactly as the sequential fmax_nan / fmin_nan
 // fold of tensor_reduce: false when only the sequential fold can tell (a NaN, or a zero
 // result whose sign depends on which zero came last); the caller then folds.

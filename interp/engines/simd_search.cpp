@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <utility>
 
 #include "interp/engines/simd.h"
 
@@ -111,43 +112,19 @@ inline void top8_finish_strict(float top[8], uint64_t& filled, float t0) {
 // the elements >= t0 (typically a dozen), in index order, to the insertion: the same stable
 // top 8 as inserting every element, without the ~8 ln(n/8) insertions a single pass makes
 // while its threshold is still low.
-// fp32 rows (BF = false) or bf16 rows widened in registers (BF = true: x holds 2 bytes per
-// element; the values are those of the converted row, so the results are too).
-template <bool BF> NISA_AVX512 inline __m512 load16(const void* x, uint64_t i) {
-  if constexpr (BF)
-    return _mm512_castsi512_ps(
-        _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(
-                              static_cast<const uint8_t*>(x) + 2 * i))),
-                          16));
-  else
-    return _mm512_loadu_ps(static_cast<const float*>(x) + i);
-}
-template <bool BF> inline float elem(const void* x, uint64_t i) {
-  if constexpr (BF) {
-    uint16_t h;
-    std::memcpy(&h, static_cast<const uint8_t*>(x) + 2 * i, 2);
-    const uint32_t u = uint32_t(h) << 16;
-    float f;
-    std::memcpy(&f, &u, 4);
-    return f;
-  } else {
-    return static_cast<const float*>(x)[i];
-  }
-}
-
-template <bool BF> NISA_AVX512 bool max8_two_pass_512(const void* x, uint64_t n, float out[8]) {
+NISA_AVX512 bool max8_two_pass_avx512(const float* x, uint64_t n, float out[8]) {
   if (n < 512) return false;
   __m512 lm[4];
-  for (int k = 0; k < 4; ++k) lm[k] = load16<BF>(x, 16 * k);
+  for (int k = 0; k < 4; ++k) lm[k] = _mm512_loadu_ps(x + 16 * k);
   __mmask16 nan = 0;
   uint64_t i = 0;
   for (; i + 64 <= n; i += 64)
     for (int k = 0; k < 4; ++k) {
-      const __m512 v = load16<BF>(x, i + 16 * k);
+      const __m512 v = _mm512_loadu_ps(x + i + 16 * k);
       nan |= _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
       lm[k] = _mm512_max_ps(lm[k], v);
     }
-  for (; i < n; ++i) nan |= elem<BF>(x, i) != elem<BF>(x, i);
+  for (; i < n; ++i) nan |= x[i] != x[i];
   if (nan) return false;
   float mx[64];
   for (int k = 0; k < 4; ++k) _mm512_storeu_ps(mx + 16 * k, lm[k]);
@@ -161,26 +138,20 @@ template <bool BF> NISA_AVX512 bool max8_two_pass_512(const void* x, uint64_t n,
   for (; i + 64 <= n; i += 64) {
     uint64_t m = 0;
     for (int b = 0; b < 4; ++b) {
-      const __m512 v = load16<BF>(x, i + 16 * b);
+      const __m512 v = _mm512_loadu_ps(x + i + 16 * b);
       const uint64_t k =
           strict ? _mm512_cmp_ps_mask(v, t, _CMP_GT_OQ) : _mm512_cmp_ps_mask(v, t, _CMP_GE_OQ);
       m |= k << (16 * b);
     }
-    for (; m; m &= m - 1) top8_add_finite(top, filled, elem<BF>(x, i + __builtin_ctzll(m)));
+    for (; m; m &= m - 1) top8_add_finite(top, filled, x[i + __builtin_ctzll(m)]);
   }
   for (; i < n; ++i) {
-    const float v = elem<BF>(x, i);
+    const float v = x[i];
     if (strict ? v > t0 : v >= t0) top8_add_finite(top, filled, v);
   }
   if (strict) top8_finish_strict(top, filled, t0);
   top8_out(top, filled, out);
   return true;
-}
-NISA_AVX512 bool max8_two_pass_avx512(const float* x, uint64_t n, float out[8]) {
-  return max8_two_pass_512<false>(x, n, out);
-}
-NISA_AVX512 bool max8_bf16_avx512(const uint8_t* x, uint64_t n, float out[8]) {
-  return max8_two_pass_512<true>(x, n, out);
 }
 
 NISA_AVX2 bool max8_two_pass_avx2(const float* x, uint64_t n, float out[8]) {
@@ -276,14 +247,16 @@ inline int64_t nth_equal_scalar(const float* x, uint64_t from, uint64_t n, float
   return -1;
 }
 
-NISA_AVX512 inline uint64_t eq64_avx512(const float* x, __m512 v) {
+NISA_AVX512 inline uint64_t eq64_avx512(const float* x, uint64_t i, __m512 v) {
+  x += i;
   const uint64_t m0 = _mm512_cmp_ps_mask(_mm512_loadu_ps(x), v, _CMP_EQ_OQ);
   const uint64_t m1 = _mm512_cmp_ps_mask(_mm512_loadu_ps(x + 16), v, _CMP_EQ_OQ);
   const uint64_t m2 = _mm512_cmp_ps_mask(_mm512_loadu_ps(x + 32), v, _CMP_EQ_OQ);
   const uint64_t m3 = _mm512_cmp_ps_mask(_mm512_loadu_ps(x + 48), v, _CMP_EQ_OQ);
   return m0 | m1 << 16 | m2 << 32 | m3 << 48;
 }
-NISA_AVX2 inline uint64_t eq64_avx2(const float* x, __m256 v) {
+NISA_AVX2 inline uint64_t eq64_avx2(const float* x, uint64_t i, __m256 v) {
+  x += i;
   uint64_t m = 0;
   for (int b = 0; b < 8; ++b)
     m |= uint64_t(
@@ -316,7 +289,7 @@ inline int64_t nth_equal_tail(const float* x, uint64_t from, uint64_t n, float v
 #define NISA_NTH_EQUAL_BODY(EQ)                                                                    \
   uint64_t i = 0;                                                                                  \
   for (; i + 64 <= n; i += 64) {                                                                   \
-    uint64_t m = EQ(x + i, vv);                                                                    \
+    uint64_t m = EQ(x, i, vv);                                                                     \
     if (!m) continue;                                                                              \
     m = drop_taken(m, i, taken, ntaken);                                                           \
     const int c = __builtin_popcountll(m);                                                         \
@@ -339,7 +312,6 @@ NISA_AVX2 int64_t nth_equal_avx2(const float* x, uint64_t n, float v, int skip,
   const __m256 vv = _mm256_set1_ps(v);
   NISA_NTH_EQUAL_BODY(eq64_avx2)
 }
-#undef NISA_NTH_EQUAL_BODY
 
 // j-th slot: skip as many matches as earlier slots ask for the same value.
 inline int dup_rank(const float vals[8], int j) {
@@ -503,6 +475,587 @@ NISA_AVX2 void match_replace8_avx2(const float* data, uint64_t n, const float va
   for (int j = 7; j >= 0; --j) out[j] = nth_equal_avx2(data, n, vals[j], 0, out + j + 1, 7 - j);
 }
 
+// ---- bf16 rows: the search in the int16 domain --------------------------------------------------
+// A bf16 element's bits h as an int16 key in the order of the values: h when the sign bit is
+// clear, h ^ 0x7fff when it is set. -0 (key -1) sits just below +0 (key 0); the NaNs lie
+// outside the keys of [-inf, +inf] (positive ones above +inf's 0x7f80, negative ones below
+// -inf's). The map is its own inverse. Compares on keys, or on the raw bits where one compare
+// does it, test 32 (AVX-512) or 16 (AVX2) elements per instruction without widening; the
+// elements that could matter go, widened to fp32 (exact), to the same steps as the fp32 forms,
+// in index order, so the results are those of the fp32 forms on the converted row.
+inline int16_t bf16_key(uint16_t h) { return int16_t(h & 0x8000 ? h ^ 0x7fff : h); }
+inline uint16_t bf16_bits(const uint8_t* x, uint64_t i) {
+  uint16_t h;
+  std::memcpy(&h, x + 2 * i, 2);
+  return h;
+}
+inline float bf16_float(uint16_t h) {
+  const uint32_t u = uint32_t(h) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+inline bool bf16_nan(uint16_t h) { return (h & 0x7fff) > 0x7f80; }
+
+// ---- max8 of a bf16 row: two passes (see max8_two_pass_512) ---------------------------------
+// Pass 1 keeps, per lane (index mod 64, folded to index mod 32), the signed maximum, the
+// unsigned minimum and the unsigned maximum of the raw bits. A lane's largest value is its
+// signed maximum when that has the sign bit clear (a value >= +0), else its unsigned minimum
+// (every element negative: the one nearest zero). NaN: a signed maximum above 0x7f80 (a
+// positive NaN) or an unsigned maximum above 0xff80 (a negative one).
+// The 8th largest lane key tk has 8 elements at or above it. Pass 2 takes, in index order:
+//   tk > 0:        raw >s tk                        (x > t0, strict; then fill with t0)
+//   tk = 0 or -1:  raw <=u 0x8000                   (x >= 0: both zeros, their order matters)
+//   tk < -1:       raw <u (tk ^ 0x7fff)             (x > t0, strict; then fill with t0)
+// Elements left out have a key below tk (strictly below t0 when t0 is not a zero), so 8
+// elements rank above them.
+constexpr uint64_t kBf16Max8Min = 256;
+
+// Pass-2 predicate on raw bits: signed greater than T (Gt) or unsigned less than T.
+struct Bf16Sel {
+  bool gt;
+  uint16_t t;
+  bool strict;
+  float t0;
+};
+inline bool bf16_sel(const Bf16Sel& s, uint16_t h) {
+  return s.gt ? int16_t(h) > int16_t(s.t) : h < s.t;
+}
+inline Bf16Sel bf16_select(int16_t tk) {
+  const float t0 = bf16_float(uint16_t(bf16_key(uint16_t(tk))));
+  if (tk > 0) return {true, uint16_t(tk), true, t0};
+  if (tk >= -1) return {false, 0x8001, false, t0};
+  return {false, uint16_t(uint16_t(tk) ^ 0x7fff), true, t0};
+}
+// Lane keys (32 lanes, index mod 32) plus the tail elements from i on into their lanes; false
+// on a NaN.
+// (raw: the signed maxima of the raw bits instead of the keys, see max8_bf16_avx512.)
+inline bool bf16_tail_lanes(const uint8_t* x, uint64_t i, uint64_t n, int16_t k[32], bool raw) {
+  for (; i < n; ++i) {
+    const uint16_t h = bf16_bits(x, i);
+    if (bf16_nan(h)) return false;
+    k[i % 32] = std::max(k[i % 32], raw ? int16_t(h) : bf16_key(h));
+  }
+  return true;
+}
+inline void bf16_candidates_tail(const uint8_t* x, uint64_t i, uint64_t n, const Bf16Sel& s,
+                                 float top[8], uint64_t& filled) {
+  for (; i < n; ++i) {
+    const uint16_t h = bf16_bits(x, i);
+    if (bf16_sel(s, h)) top8_add_finite(top, filled, bf16_float(h));
+  }
+}
+inline void bf16_max8_finish(const Bf16Sel& s, float top[8], uint64_t filled, float out[8]) {
+  if (s.strict) top8_finish_strict(top, filled, s.t0);
+  top8_out(top, filled, out);
+}
+
+// The 8th largest of 32 int16 keys: the least key with at most 7 keys strictly above it. The
+// counts compare each lane with the 31 rotations of the vector (valignd by 2k, and by 2k + 1
+// after one vpermw), all in registers.
+template <int... K>
+NISA_AVX512 inline __m512i count_above_avx512(__m512i c, std::integer_sequence<int, K...>) {
+  const __m512i d = _mm512_permutexvar_epi16(
+      _mm512_set_epi16(0, 31, 30, 29, 28, 27, 26, 25, 24, 23, 22, 21, 20, 19, 18, 17, 16, 15, 14,
+                       13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1),
+      c); // lane i: c[i + 1]
+  const __m512i one = _mm512_set1_epi16(1);
+  __m512i a = _mm512_mask_add_epi16(_mm512_setzero_si512(), _mm512_cmpgt_epi16_mask(d, c),
+                                    _mm512_setzero_si512(), one);
+  __m512i b = _mm512_setzero_si512();
+  ((a = _mm512_mask_add_epi16(a, _mm512_cmpgt_epi16_mask(_mm512_alignr_epi32(c, c, K + 1), c), a,
+                              one),
+    b = _mm512_mask_add_epi16(b, _mm512_cmpgt_epi16_mask(_mm512_alignr_epi32(d, d, K + 1), c), b,
+                              one)),
+   ...);
+  return _mm512_add_epi16(a, b);
+}
+NISA_AVX512 int16_t eighth_largest_key_avx512(__m512i c) {
+  const __m512i cnt = count_above_avx512(c, std::make_integer_sequence<int, 15>{});
+  const __m512i v = _mm512_mask_mov_epi16(_mm512_set1_epi16(0x7fff),
+                                          _mm512_cmplt_epi16_mask(cnt, _mm512_set1_epi16(8)), c);
+  const __m256i h = _mm256_min_epi16(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
+  const __m128i q =
+      _mm_xor_si128(_mm_min_epi16(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1)),
+                    _mm_set1_epi16(int16_t(0x8000))); // signed order as unsigned for phminposuw
+  return int16_t(_mm_extract_epi16(_mm_minpos_epu16(q), 0) ^ 0x8000);
+}
+// c rotated by K int16 lanes (lane i: c[(i + K) mod 16]); sw = c with its 128-bit halves swapped.
+template <int K> NISA_AVX2 inline __m256i rot16_avx2(__m256i c, __m256i sw) {
+  if constexpr (K == 0)
+    return c;
+  else if constexpr (K < 8)
+    return _mm256_alignr_epi8(sw, c, 2 * K);
+  else if constexpr (K == 8)
+    return sw;
+  else
+    return _mm256_alignr_epi8(c, sw, 2 * (K - 8));
+}
+// Minus the counts of keys above each lane of (c0, c1) (32 lanes).
+template <int... K>
+NISA_AVX2 inline void count_above_avx2(__m256i c0, __m256i c1, __m256i* n0, __m256i* n1,
+                                       std::integer_sequence<int, K...>) {
+  const __m256i s0 = _mm256_permute2x128_si256(c0, c0, 1),
+                s1 = _mm256_permute2x128_si256(c1, c1, 1);
+  __m256i a0 = _mm256_setzero_si256(), a1 = a0, b0 = a0, b1 = a0;
+  ((a0 = _mm256_add_epi16(a0, _mm256_cmpgt_epi16(rot16_avx2<K>(c1, s1), c0)),
+    a1 = _mm256_add_epi16(a1, _mm256_cmpgt_epi16(rot16_avx2<K>(c0, s0), c1)),
+    b0 = _mm256_add_epi16(b0, _mm256_cmpgt_epi16(rot16_avx2<K + 1>(c0, s0), c0)),
+    b1 = _mm256_add_epi16(b1, _mm256_cmpgt_epi16(rot16_avx2<K + 1>(c1, s1), c1))),
+   ...);
+  // K + 1 ran 1..16; the 16th is c itself (never above itself): K = 0..15 of c1 / c0, 1..15 of
+  // c0 / c1.
+  *n0 = _mm256_add_epi16(a0, b0);
+  *n1 = _mm256_add_epi16(a1, b1);
+}
+NISA_AVX2 int16_t eighth_largest_key_avx2(__m256i c0, __m256i c1) {
+  __m256i n0, n1;
+  count_above_avx2(c0, c1, &n0, &n1, std::make_integer_sequence<int, 16>{});
+  const __m256i m8 = _mm256_set1_epi16(-8), big = _mm256_set1_epi16(0x7fff);
+  const __m256i v0 = _mm256_blendv_epi8(big, c0, _mm256_cmpgt_epi16(n0, m8));
+  const __m256i v1 = _mm256_blendv_epi8(big, c1, _mm256_cmpgt_epi16(n1, m8));
+  const __m256i h = _mm256_min_epi16(v0, v1);
+  const __m128i q =
+      _mm_xor_si128(_mm_min_epi16(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1)),
+                    _mm_set1_epi16(int16_t(0x8000)));
+  return int16_t(_mm_extract_epi16(_mm_minpos_epu16(q), 0) ^ 0x8000);
+}
+
+// One load per vector: GCC otherwise folds the load into each operation that uses it (three
+// loads of the same bytes in pass 1 of max8, which then runs at the load ports' rate).
+NISA_AVX512 inline __m512i ld512(const uint8_t* x, uint64_t i) {
+  __m512i v = _mm512_loadu_si512(x + 2 * i);
+  asm("" : "+v"(v));
+  return v;
+}
+NISA_AVX512 inline __m512i lane_keys_avx512(__m512i smax, __m512i umin) {
+  return _mm512_mask_mov_epi16(smax, _mm512_movepi16_mask(smax),
+                               _mm512_xor_si512(umin, _mm512_set1_epi16(0x7fff)));
+}
+
+// Pass 1 first keeps only the signed maxima (and the NaN test): lanes holding a value >= +0
+// have their maximum there (its bits are its key). When 8 lanes do (the 8th largest signed
+// maximum is >= 0), the lanes without one rank below and that is the threshold; otherwise a
+// second pass takes every lane's maximum (the unsigned minima too).
+NISA_AVX512 inline __m512i lanes_with_tail_avx512(__m512i c, const uint8_t* x, uint64_t i,
+                                                  uint64_t n, bool raw, bool* ok) {
+  *ok = true;
+  if (i == n) return c;
+  alignas(64) int16_t k[32];
+  _mm512_store_si512(k, c);
+  *ok = bf16_tail_lanes(x, i, n, k, raw);
+  return _mm512_load_si512(k);
+}
+NISA_AVX512 bool max8_bf16_avx512(const uint8_t* x, uint64_t n, float out[8]) {
+  if (n < kBf16Max8Min) return false;
+  __m512i s0 = ld512(x, 0), s1 = ld512(x, 32), h = _mm512_max_epu16(s0, s1);
+  uint64_t i = 64;
+  for (; i + 64 <= n; i += 64) {
+    const __m512i v0 = ld512(x, i), v1 = ld512(x, i + 32);
+    s0 = _mm512_max_epi16(s0, v0), s1 = _mm512_max_epi16(s1, v1);
+    h = _mm512_max_epu16(h, _mm512_max_epu16(v0, v1));
+  }
+  if (_mm512_cmpgt_epi16_mask(_mm512_max_epi16(s0, s1), _mm512_set1_epi16(0x7f80)) ||
+      _mm512_cmpgt_epu16_mask(h, _mm512_set1_epi16(int16_t(0xff80))))
+    return false;
+  bool ok;
+  __m512i c = lanes_with_tail_avx512(_mm512_max_epi16(s0, s1), x, i, n, true, &ok);
+  if (!ok) return false;
+  int16_t tk = eighth_largest_key_avx512(c);
+  if (tk < 0) {
+    __m512i u0 = ld512(x, 0), u1 = ld512(x, 32);
+    s0 = u0, s1 = u1;
+    for (i = 64; i + 64 <= n; i += 64) {
+      const __m512i v0 = ld512(x, i), v1 = ld512(x, i + 32);
+      s0 = _mm512_max_epi16(s0, v0), s1 = _mm512_max_epi16(s1, v1);
+      u0 = _mm512_min_epu16(u0, v0), u1 = _mm512_min_epu16(u1, v1);
+    }
+    c = _mm512_max_epi16(lane_keys_avx512(s0, u0), lane_keys_avx512(s1, u1));
+    tk = eighth_largest_key_avx512(lanes_with_tail_avx512(c, x, i, n, false, &ok));
+  }
+  const Bf16Sel sel = bf16_select(tk);
+  const __m512i t = _mm512_set1_epi16(int16_t(sel.t));
+  float top[8];
+  uint64_t filled = 0;
+  i = 0;
+  for (; i + 64 <= n; i += 64) {
+    const __m512i v0 = ld512(x, i), v1 = ld512(x, i + 32);
+    // One compare finds the blocks without a candidate (the common case).
+    if (sel.gt ? !_mm512_cmpgt_epi16_mask(_mm512_max_epi16(v0, v1), t)
+               : !_mm512_cmplt_epu16_mask(_mm512_min_epu16(v0, v1), t))
+      continue;
+    const __mmask32 m0 = sel.gt ? _mm512_cmpgt_epi16_mask(v0, t) : _mm512_cmplt_epu16_mask(v0, t);
+    const __mmask32 m1 = sel.gt ? _mm512_cmpgt_epi16_mask(v1, t) : _mm512_cmplt_epu16_mask(v1, t);
+    uint64_t m = _cvtmask64_u64(_mm512_kunpackd(m1, m0));
+    for (; m; m &= m - 1)
+      top8_add_finite(top, filled, bf16_float(bf16_bits(x, i + __builtin_ctzll(m))));
+  }
+  bf16_candidates_tail(x, i, n, sel, top, filled);
+  bf16_max8_finish(sel, top, filled, out);
+  return true;
+}
+
+NISA_AVX2 inline __m256i ld256(const uint8_t* x, uint64_t i) {
+  __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + 2 * i));
+  asm("" : "+x"(v)); // see ld512
+  return v;
+}
+NISA_AVX2 inline __m256i lane_keys_avx2(__m256i smax, __m256i umin) {
+  return _mm256_blendv_epi8(smax, _mm256_xor_si256(umin, _mm256_set1_epi16(0x7fff)),
+                            _mm256_srai_epi16(smax, 15));
+}
+// 32 compare results (lanes 0 / -1 of 16 bits: a = elements 0..15, b = 16..31) as a bit mask.
+NISA_AVX2 inline uint32_t mask32_epi16(__m256i a, __m256i b) {
+  return uint32_t(_mm256_movemask_epi8(_mm256_permute4x64_epi64(_mm256_packs_epi16(a, b), 0xD8)));
+}
+
+// 32 lanes in two vectors, plus the tail elements from i on (see lanes_with_tail_avx512).
+NISA_AVX2 inline void lanes_with_tail_avx2(__m256i* c0, __m256i* c1, const uint8_t* x, uint64_t i,
+                                           uint64_t n, bool raw, bool* ok) {
+  *ok = true;
+  if (i == n) return;
+  alignas(32) int16_t k[32];
+  _mm256_store_si256(reinterpret_cast<__m256i*>(k), *c0);
+  _mm256_store_si256(reinterpret_cast<__m256i*>(k + 16), *c1);
+  *ok = bf16_tail_lanes(x, i, n, k, raw);
+  *c0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(k));
+  *c1 = _mm256_load_si256(reinterpret_cast<const __m256i*>(k + 16));
+}
+NISA_AVX2 bool max8_bf16_avx2(const uint8_t* x, uint64_t n, float out[8]) {
+  if (n < kBf16Max8Min) return false;
+  __m256i s0 = ld256(x, 0), s1 = ld256(x, 16), h = _mm256_max_epu16(s0, s1);
+  uint64_t i = 32;
+  for (; i + 32 <= n; i += 32) {
+    const __m256i v0 = ld256(x, i), v1 = ld256(x, i + 16);
+    s0 = _mm256_max_epi16(s0, v0), s1 = _mm256_max_epi16(s1, v1);
+    h = _mm256_max_epu16(h, _mm256_max_epu16(v0, v1));
+  }
+  // NaN: signed maximum above 0x7f80, or unsigned maximum above 0xff80 (max_epu16 with 0xff80
+  // changes it).
+  const __m256i sm = _mm256_max_epi16(s0, s1);
+  const __m256i ff80 = _mm256_set1_epi16(int16_t(0xff80));
+  if (!_mm256_testz_si256(_mm256_cmpgt_epi16(sm, _mm256_set1_epi16(0x7f80)),
+                          _mm256_set1_epi8(-1)) ||
+      !_mm256_testc_si256(_mm256_cmpeq_epi16(_mm256_max_epu16(h, ff80), ff80),
+                          _mm256_set1_epi8(-1)))
+    return false;
+  bool ok;
+  __m256i c0 = s0, c1 = s1;
+  lanes_with_tail_avx2(&c0, &c1, x, i, n, true, &ok);
+  if (!ok) return false;
+  int16_t tk = eighth_largest_key_avx2(c0, c1);
+  if (tk < 0) { // see max8_bf16_avx512
+    __m256i u0 = ld256(x, 0), u1 = ld256(x, 16);
+    s0 = u0, s1 = u1;
+    for (i = 32; i + 32 <= n; i += 32) {
+      const __m256i v0 = ld256(x, i), v1 = ld256(x, i + 16);
+      s0 = _mm256_max_epi16(s0, v0), s1 = _mm256_max_epi16(s1, v1);
+      u0 = _mm256_min_epu16(u0, v0), u1 = _mm256_min_epu16(u1, v1);
+    }
+    c0 = lane_keys_avx2(s0, u0), c1 = lane_keys_avx2(s1, u1);
+    lanes_with_tail_avx2(&c0, &c1, x, i, n, false, &ok);
+    tk = eighth_largest_key_avx2(c0, c1);
+  }
+  const Bf16Sel sel = bf16_select(tk);
+  // Unsigned x < T as signed (T ^ 0x8000) > (x ^ 0x8000).
+  const __m256i flip = _mm256_set1_epi16(sel.gt ? 0 : int16_t(0x8000));
+  const __m256i t = _mm256_xor_si256(_mm256_set1_epi16(int16_t(sel.t)), flip);
+  float top[8];
+  uint64_t filled = 0;
+  i = 0;
+  for (; i + 64 <= n; i += 64) {
+    __m256i v[4];
+    for (int b = 0; b < 4; ++b) v[b] = ld256(x, i + 16 * b);
+    // One compare finds the blocks without a candidate: of the signed maximum (gt), or of the
+    // unsigned minimum.
+    const __m256i e =
+        sel.gt ? _mm256_max_epi16(_mm256_max_epi16(v[0], v[1]), _mm256_max_epi16(v[2], v[3]))
+               : _mm256_min_epu16(_mm256_min_epu16(v[0], v[1]), _mm256_min_epu16(v[2], v[3]));
+    const __m256i ef = _mm256_xor_si256(e, flip);
+    const __m256i any = sel.gt ? _mm256_cmpgt_epi16(ef, t) : _mm256_cmpgt_epi16(t, ef);
+    if (_mm256_testz_si256(any, any)) continue;
+    __m256i c[4];
+    for (int b = 0; b < 4; ++b) {
+      const __m256i vf = _mm256_xor_si256(v[b], flip);
+      c[b] = sel.gt ? _mm256_cmpgt_epi16(vf, t) : _mm256_cmpgt_epi16(t, vf);
+    }
+    uint64_t m = uint64_t(mask32_epi16(c[0], c[1])) | uint64_t(mask32_epi16(c[2], c[3])) << 32;
+    for (; m; m &= m - 1)
+      top8_add_finite(top, filled, bf16_float(bf16_bits(x, i + __builtin_ctzll(m))));
+  }
+  bf16_candidates_tail(x, i, n, sel, top, filled);
+  bf16_max8_finish(sel, top, filled, out);
+  return true;
+}
+
+// ---- find_index8 / match_replace8 of a bf16 row ---------------------------------------------
+// [klo, khi]: the keys of the bf16 values in [lo, hi] (lo <= hi, neither NaN), with both zeros
+// when either is inside. key32 is the same map on fp32 bits: monotone, and key32 >> 16 of a
+// bf16 value is its key, so key32(f) >> 16 is the key of the greatest bf16 value <= f.
+inline float bf16_of_key(int k) { return bf16_float(uint16_t(bf16_key(uint16_t(k)))); }
+inline void bf16_key_range(float lo, float hi, int16_t* klo, int16_t* khi) {
+  auto key32 = [](float f) {
+    int32_t u;
+    std::memcpy(&u, &f, 4);
+    return u < 0 ? u ^ 0x7fffffff : u;
+  };
+  int l = key32(lo) >> 16, h = key32(hi) >> 16;
+  if (bf16_of_key(l) < lo) ++l; // the least bf16 value >= lo
+  if (l == 0) l = -1;           // +0: -0 equals it
+  if (h == -1) h = 0;           // -0: +0 equals it
+  *klo = int16_t(l), *khi = int16_t(h);
+}
+// The range test as one unsigned compare, (u - base) <=u span, on u = the raw bits when the
+// range lies on one side of zero (keys >= 0 are the bits; keys < 0 are the bits ^ 0x7fff, an
+// unsigned interval of the bits in reverse), else on u = the key. Neither interval wraps, so
+// the difference is exact.
+struct Bf16Span {
+  bool keys;
+  uint16_t base, span;
+};
+inline Bf16Span bf16_span(int16_t klo, int16_t khi) {
+  if (klo >= 0) return {false, uint16_t(klo), uint16_t(khi - klo)};
+  if (khi < 0) return {false, uint16_t(uint16_t(khi) ^ 0x7fff), uint16_t(khi - klo)};
+  return {true, uint16_t(klo), uint16_t(khi - klo)};
+}
+
+// (u - base) per lane, u as above (K: keys).
+template <bool K> NISA_AVX512 inline __m512i off512(__m512i v, __m512i base) {
+  if constexpr (K) // key = v ^ (sign(v) & 0x7fff)
+    v = _mm512_ternarylogic_epi32(v, _mm512_srai_epi16(v, 15), _mm512_set1_epi16(0x7fff), 0x78);
+  return _mm512_sub_epi16(v, base);
+}
+// Ascending positions in the range; false when more than kMaxCand.
+template <bool K>
+NISA_AVX512 bool candidates_bf16_512(const uint8_t* x, uint64_t n, int16_t klo, int16_t khi,
+                                     const Bf16Span& r, uint32_t* c, int* nc) {
+  const __m512i base = _mm512_set1_epi16(int16_t(r.base)),
+                span = _mm512_set1_epi16(int16_t(r.span));
+  int k = 0;
+  uint64_t i = 0;
+  for (; i + 64 <= n; i += 64) {
+    const __m512i t0 = off512<K>(ld512(x, i), base), t1 = off512<K>(ld512(x, i + 32), base);
+    if (!_mm512_cmple_epu16_mask(_mm512_min_epu16(t0, t1), span)) continue; // none in the block
+    uint64_t m = _cvtmask64_u64(
+        _mm512_kunpackd(_mm512_cmple_epu16_mask(t1, span), _mm512_cmple_epu16_mask(t0, span)));
+    if (k + __builtin_popcountll(m) > kMaxCand) return false;
+    for (; m; m &= m - 1) c[k++] = uint32_t(i + __builtin_ctzll(m));
+  }
+  for (; i < n; ++i) {
+    const int16_t key = bf16_key(bf16_bits(x, i));
+    if (key >= klo && key <= khi) {
+      if (k == kMaxCand) return false;
+      c[k++] = uint32_t(i);
+    }
+  }
+  *nc = k;
+  return true;
+}
+NISA_AVX512 bool candidates_bf16_avx512(const uint8_t* x, uint64_t n, float lo, float hi,
+                                        uint32_t* c, int* nc) {
+  int16_t klo, khi;
+  bf16_key_range(lo, hi, &klo, &khi);
+  const Bf16Span r = bf16_span(klo, khi);
+  return r.keys ? candidates_bf16_512<true>(x, n, klo, khi, r, c, nc)
+                : candidates_bf16_512<false>(x, n, klo, khi, r, c, nc);
+}
+
+// AVX2: t <=u span as max_epu16(t, span) == span.
+template <bool K> NISA_AVX2 inline __m256i off256(__m256i v, __m256i base) {
+  if constexpr (K)
+    v = _mm256_xor_si256(v, _mm256_and_si256(_mm256_srai_epi16(v, 15), _mm256_set1_epi16(0x7fff)));
+  return _mm256_sub_epi16(v, base);
+}
+template <bool K>
+NISA_AVX2 bool candidates_bf16_256(const uint8_t* x, uint64_t n, int16_t klo, int16_t khi,
+                                   const Bf16Span& r, uint32_t* c, int* nc) {
+  const __m256i base = _mm256_set1_epi16(int16_t(r.base)),
+                span = _mm256_set1_epi16(int16_t(r.span));
+  int k = 0;
+  uint64_t i = 0;
+  for (; i + 64 <= n; i += 64) {
+    __m256i t[4], in[4];
+    for (int j = 0; j < 4; ++j) t[j] = off256<K>(ld256(x, i + 16 * j), base);
+    const __m256i u = _mm256_min_epu16(_mm256_min_epu16(t[0], t[1]), _mm256_min_epu16(t[2], t[3]));
+    const __m256i any = _mm256_cmpeq_epi16(_mm256_max_epu16(u, span), span);
+    if (_mm256_testz_si256(any, any)) continue; // none in the block
+    for (int j = 0; j < 4; ++j) in[j] = _mm256_cmpeq_epi16(_mm256_max_epu16(t[j], span), span);
+    uint64_t m = uint64_t(mask32_epi16(in[0], in[1])) | uint64_t(mask32_epi16(in[2], in[3])) << 32;
+    if (k + __builtin_popcountll(m) > kMaxCand) return false;
+    for (; m; m &= m - 1) c[k++] = uint32_t(i + __builtin_ctzll(m));
+  }
+  for (; i < n; ++i) {
+    const int16_t key = bf16_key(bf16_bits(x, i));
+    if (key >= klo && key <= khi) {
+      if (k == kMaxCand) return false;
+      c[k++] = uint32_t(i);
+    }
+  }
+  *nc = k;
+  return true;
+}
+NISA_AVX2 bool candidates_bf16_avx2(const uint8_t* x, uint64_t n, float lo, float hi, uint32_t* c,
+                                    int* nc) {
+  int16_t klo, khi;
+  bf16_key_range(lo, hi, &klo, &khi);
+  const Bf16Span r = bf16_span(klo, khi);
+  return r.keys ? candidates_bf16_256<true>(x, n, klo, khi, r, c, nc)
+                : candidates_bf16_256<false>(x, n, klo, khi, r, c, nc);
+}
+
+// The per-slot scans of a bf16 row (when the candidates are too many): element h equals v
+// (fp32 ==) iff (h & mask) == bits; false when no element can (v NaN, or not a bf16 value).
+struct Bf16Eq {
+  uint16_t mask, bits;
+};
+inline bool bf16_eq_of(float v, Bf16Eq* e) {
+  uint32_t u;
+  std::memcpy(&u, &v, 4);
+  if (v != v || (u & 0xffff) != 0) return false;
+  *e = v == 0.0f ? Bf16Eq{0x7fff, 0} : Bf16Eq{0xffff, uint16_t(u >> 16)};
+  return true;
+}
+inline int64_t nth_equal_tail(const uint8_t* x, uint64_t from, uint64_t n, float v, int skip,
+                              const int64_t* taken, int ntaken) {
+  for (uint64_t i = from; i < n; ++i) {
+    if (!(bf16_float(bf16_bits(x, i)) == v)) continue;
+    bool is_taken = false;
+    for (int t = 0; t < ntaken; ++t) is_taken |= taken[t] == int64_t(i);
+    if (!is_taken && skip-- == 0) return int64_t(i);
+  }
+  return -1;
+}
+struct Bf16Eq512 {
+  __m512i mask, bits;
+};
+NISA_AVX512 inline uint64_t eq64_bf16_avx512(const uint8_t* x, uint64_t i, const Bf16Eq512& e) {
+  const uint64_t m0 = _mm512_cmpeq_epi16_mask(_mm512_and_si512(ld512(x, i), e.mask), e.bits);
+  const uint64_t m1 = _mm512_cmpeq_epi16_mask(_mm512_and_si512(ld512(x, i + 32), e.mask), e.bits);
+  return m0 | m1 << 32;
+}
+struct Bf16Eq256 {
+  __m256i mask, bits;
+};
+NISA_AVX2 inline uint64_t eq64_bf16_avx2(const uint8_t* x, uint64_t i, const Bf16Eq256& e) {
+  __m256i c[4];
+  for (int b = 0; b < 4; ++b)
+    c[b] = _mm256_cmpeq_epi16(_mm256_and_si256(ld256(x, i + 16 * b), e.mask), e.bits);
+  return uint64_t(mask32_epi16(c[0], c[1])) | uint64_t(mask32_epi16(c[2], c[3])) << 32;
+}
+NISA_AVX512 int64_t nth_equal_bf16_avx512(const uint8_t* x, uint64_t n, float v, int skip,
+                                          const int64_t* taken, int ntaken) {
+  Bf16Eq e;
+  if (!bf16_eq_of(v, &e)) return -1;
+  const Bf16Eq512 vv{_mm512_set1_epi16(int16_t(e.mask)), _mm512_set1_epi16(int16_t(e.bits))};
+  NISA_NTH_EQUAL_BODY(eq64_bf16_avx512)
+}
+NISA_AVX2 int64_t nth_equal_bf16_avx2(const uint8_t* x, uint64_t n, float v, int skip,
+                                      const int64_t* taken, int ntaken) {
+  Bf16Eq e;
+  if (!bf16_eq_of(v, &e)) return -1;
+  const Bf16Eq256 vv{_mm256_set1_epi16(int16_t(e.mask)), _mm256_set1_epi16(int16_t(e.bits))};
+  NISA_NTH_EQUAL_BODY(eq64_bf16_avx2)
+}
+#undef NISA_NTH_EQUAL_BODY
+
+// find_index8 / match_replace8 on the candidates, the 8 slots in the lanes of one vector. Slot
+// j takes the rank_j-th (from 0) position equal to its value, with rank_j the number of equal
+// slots before it (find_index8: i < j) or after it (match_replace8: slots 7..0 each take the
+// first match no later slot took, and positions equal to one slot value are equal to every
+// slot value == it, so the r-th of them goes to the r-th such slot from the top). Per
+// candidate: one compare with the 8 values, a blend; no branch on the data.
+#define NISA_SLOTS_ON(ATTR, NAME)                                                                  \
+  ATTR inline void NAME(const uint8_t* x, const uint32_t* c, int nc, const float vals[8],          \
+                        bool later, int64_t out[8]) {                                              \
+    const __m256 vs = _mm256_loadu_ps(vals);                                                       \
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);                                \
+    __m256i rank = _mm256_setzero_si256();                                                         \
+    for (int i = 0; i < 8; ++i) {                                                                  \
+      const __m256i e =                                                                            \
+          _mm256_castps_si256(_mm256_cmp_ps(vs, _mm256_set1_ps(vals[i]), _CMP_EQ_OQ));             \
+      const __m256i side = later ? _mm256_cmpgt_epi32(_mm256_set1_epi32(i), lane)                  \
+                                 : _mm256_cmpgt_epi32(lane, _mm256_set1_epi32(i));                 \
+      rank = _mm256_sub_epi32(rank, _mm256_and_si256(e, side));                                    \
+    }                                                                                              \
+    __m256i seen = _mm256_setzero_si256(), pos = _mm256_set1_epi32(-1);                            \
+    for (int k = 0; k < nc; ++k) {                                                                 \
+      const __m256i e = _mm256_castps_si256(                                                       \
+          _mm256_cmp_ps(vs, _mm256_set1_ps(bf16_float(bf16_bits(x, c[k]))), _CMP_EQ_OQ));          \
+      pos = _mm256_blendv_epi8(pos, _mm256_set1_epi32(int32_t(c[k])),                              \
+                               _mm256_and_si256(e, _mm256_cmpeq_epi32(seen, rank)));               \
+      seen = _mm256_sub_epi32(seen, e);                                                            \
+    }                                                                                              \
+    alignas(32) int32_t o[8];                                                                      \
+    _mm256_store_si256(reinterpret_cast<__m256i*>(o), pos);                                        \
+    for (int j = 0; j < 8; ++j) out[j] = o[j];                                                     \
+  }
+NISA_SLOTS_ON(NISA_AVX512, slots_on_avx512)
+NISA_SLOTS_ON(NISA_AVX2, slots_on_avx2)
+#undef NISA_SLOTS_ON
+
+// slot_range in one vector: the least and greatest non-NaN slot value (which zero a range
+// ends on does not matter here: bf16_key_range takes both zeros in).
+#define NISA_SLOT_RANGE_V(ATTR, NAME)                                                              \
+  ATTR inline bool NAME(const float vals[8], float* lo, float* hi) {                               \
+    const __m256 v = _mm256_loadu_ps(vals);                                                        \
+    const __m256 ord = _mm256_cmp_ps(v, v, _CMP_ORD_Q);                                            \
+    if (_mm256_movemask_ps(ord) == 0) return false;                                                \
+    __m256 a = _mm256_blendv_ps(_mm256_set1_ps(INFINITY), v, ord);                                 \
+    __m256 b = _mm256_blendv_ps(_mm256_set1_ps(-INFINITY), v, ord);                                \
+    a = _mm256_min_ps(a, _mm256_permute2f128_ps(a, a, 1));                                         \
+    b = _mm256_max_ps(b, _mm256_permute2f128_ps(b, b, 1));                                         \
+    a = _mm256_min_ps(a, _mm256_permute_ps(a, 0x4e));                                              \
+    b = _mm256_max_ps(b, _mm256_permute_ps(b, 0x4e));                                              \
+    a = _mm256_min_ps(a, _mm256_permute_ps(a, 0xb1));                                              \
+    b = _mm256_max_ps(b, _mm256_permute_ps(b, 0xb1));                                              \
+    *lo = _mm256_cvtss_f32(a);                                                                     \
+    *hi = _mm256_cvtss_f32(b);                                                                     \
+    return true;                                                                                   \
+  }
+NISA_SLOT_RANGE_V(NISA_AVX512, slot_range_avx512)
+NISA_SLOT_RANGE_V(NISA_AVX2, slot_range_avx2)
+#undef NISA_SLOT_RANGE_V
+#define NISA_CANDIDATES_BF16(FN, RANGE)                                                            \
+  float lo = 0, hi = 0;                                                                            \
+  uint32_t c[kMaxCand];                                                                            \
+  int nc = 0;                                                                                      \
+  if (!RANGE(vals, &lo, &hi)) {                                                                    \
+    for (int j = 0; j < 8; ++j) out[j] = -1;                                                       \
+    return;                                                                                        \
+  }                                                                                                \
+  const bool few = FN(data, n, lo, hi, c, &nc);
+
+NISA_AVX512 void find_index8_bf16_avx512(const uint8_t* data, uint64_t n, const float vals[8],
+                                         int64_t out[8]) {
+  NISA_CANDIDATES_BF16(candidates_bf16_avx512, slot_range_avx512)
+  if (few) return slots_on_avx512(data, c, nc, vals, false, out);
+  for (int j = 0; j < 8; ++j)
+    out[j] = nth_equal_bf16_avx512(data, n, vals[j], dup_rank(vals, j), nullptr, 0);
+}
+NISA_AVX2 void find_index8_bf16_avx2(const uint8_t* data, uint64_t n, const float vals[8],
+                                     int64_t out[8]) {
+  NISA_CANDIDATES_BF16(candidates_bf16_avx2, slot_range_avx2)
+  if (few) return slots_on_avx2(data, c, nc, vals, false, out);
+  for (int j = 0; j < 8; ++j)
+    out[j] = nth_equal_bf16_avx2(data, n, vals[j], dup_rank(vals, j), nullptr, 0);
+}
+NISA_AVX512 void match_replace8_bf16_avx512(const uint8_t* data, uint64_t n, const float vals[8],
+                                            int64_t out[8]) {
+  NISA_CANDIDATES_BF16(candidates_bf16_avx512, slot_range_avx512)
+  if (few) return slots_on_avx512(data, c, nc, vals, true, out);
+  for (int j = 7; j >= 0; --j)
+    out[j] = nth_equal_bf16_avx512(data, n, vals[j], 0, out + j + 1, 7 - j);
+}
+NISA_AVX2 void match_replace8_bf16_avx2(const uint8_t* data, uint64_t n, const float vals[8],
+                                        int64_t out[8]) {
+  NISA_CANDIDATES_BF16(candidates_bf16_avx2, slot_range_avx2)
+  if (few) return slots_on_avx2(data, c, nc, vals, true, out);
+  for (int j = 7; j >= 0; --j)
+    out[j] = nth_equal_bf16_avx2(data, n, vals[j], 0, out + j + 1, 7 - j);
+}
+#undef NISA_CANDIDATES
+#undef NISA_CANDIDATES_BF16
+
 // ---- tensor_reduce max / min ------------------------------------------------------------------
 // The sequential fold acc = fmax_nan(acc, x[k]) ends on a NaN sum if any element is NaN, and
 // otherwise on the last element equal to the maximum M: that is M's own bits unless M is a
@@ -649,7 +1202,32 @@ bool reduce_maxmin_row(Level l, bool is_max, const float* x, uint64_t n, float* 
 }
 
 bool max8_bf16_row(Level l, const uint8_t* x, uint64_t n, float out[8]) {
-  return l == Level::avx512 && max8_bf16_avx512(x, n, out);
+  switch (l) {
+  case Level::avx512: return max8_bf16_avx512(x, n, out);
+  case Level::avx2: return max8_bf16_avx2(x, n, out);
+  case Level::scalar: break;
+  }
+  return false;
+}
+
+bool find_index8_bf16_row(Level l, const uint8_t* data, uint64_t n, const float vals[8],
+                          int64_t out[8]) {
+  switch (l) {
+  case Level::avx512: return find_index8_bf16_avx512(data, n, vals, out), true;
+  case Level::avx2: return find_index8_bf16_avx2(data, n, vals, out), true;
+  case Level::scalar: break;
+  }
+  return false;
+}
+
+bool match_replace8_bf16_row(Level l, const uint8_t* data, uint64_t n, const float vals[8],
+                             int64_t out[8]) {
+  switch (l) {
+  case Level::avx512: return match_replace8_bf16_avx512(data, n, vals, out), true;
+  case Level::avx2: return match_replace8_bf16_avx2(data, n, vals, out), true;
+  case Level::scalar: break;
+  }
+  return false;
 }
 
 bool reduce_maxmin_bf16_row(Level l, bool is_max, const uint8_t* x, uint64_t n, float* out) {

@@ -245,6 +245,229 @@ TEST(Simd, MatchReplace8EveryLevelMatchesReverseSlotOrder) {
     }
 }
 
+// ---- bf16 rows of the search instructions (the vector forms read them as 16-bit patterns) -------
+float bf16_value(uint16_t h) { return from_bits(uint32_t(h) << 16); }
+bool bf16_is_nan(uint16_t h) { return (h & 0x7fff) > 0x7f80; }
+
+// A bf16 row (its bits) of kind: 0 values in [-8, 8) truncated, 30% of them integers (ties);
+// 1 few distinct values (+-0, +-1, +-2, +-inf, a denormal: ties everywhere); 2 all negative
+// (some -inf); 3 negative with zeros of both signs (the top 8 hold zeros); 4 -inf padding with
+// 5 live values; 5 any bit pattern; 6 negative with many -0 and three +0 (the 8th largest
+// lane maximum is -0). nan: a few NaNs (several payloads, both signs); else none.
+std::vector<uint16_t> bf16_row(uint64_t n, uint32_t seed, int kind, bool nan) {
+  std::mt19937 g(seed);
+  std::uniform_real_distribution<float> d(-8.0f, 8.0f);
+  std::uniform_int_distribution<int> pick(0, 99);
+  std::uniform_int_distribution<uint32_t> any(0, 0xffff);
+  const uint16_t kFew[] = {0x0000, 0x8000, 0x3f80, 0xbf80, 0x4000, 0xc000, 0x7f80, 0xff80, 0x0001};
+  const uint16_t kNan[] = {0x7fc0, 0xffc0, 0x7f81, 0xffff, 0x7fff};
+  std::vector<uint16_t> v(n);
+  for (uint64_t i = 0; i < n; ++i) {
+    float f = d(g);
+    if (pick(g) < 30) f = std::round(f);
+    uint16_t h = uint16_t(bits(f) >> 16);
+    if (kind == 1) h = kFew[pick(g) % 9];
+    if (kind == 2) h = pick(g) < 5 ? 0xff80 : uint16_t(h | 0x8000);
+    if (kind == 3) h = pick(g) < 10 ? (pick(g) % 2 ? 0x8000 : 0x0000) : uint16_t(h | 0x8000);
+    if (kind == 4) h = 0xff80;
+    if (kind == 5) h = uint16_t(any(g));
+    if (kind == 6) h = pick(g) < 10 ? 0x8000 : uint16_t(h | 0x8000);
+    if (!nan && bf16_is_nan(h)) h = 0x4000;
+    v[i] = h;
+  }
+  if (kind == 4)
+    for (int k = 0; k < 5; ++k) v[std::uniform_int_distribution<uint64_t>(0, n - 1)(g)] = 0x3f00;
+  if (kind == 6)
+    for (int k = 0; k < 3; ++k) v[std::uniform_int_distribution<uint64_t>(0, n - 1)(g)] = 0x0000;
+  if (nan)
+    for (int k = 0; k < 3; ++k) v[std::uniform_int_distribution<uint64_t>(0, n - 1)(g)] = kNan[k];
+  return v;
+}
+std::vector<float> widen(const std::vector<uint16_t>& h) {
+  std::vector<float> out;
+  for (uint16_t x : h) out.push_back(bf16_value(x));
+  return out;
+}
+const uint8_t* bytes_of(const std::vector<uint16_t>& h) {
+  return reinterpret_cast<const uint8_t*>(h.data());
+}
+const uint64_t kBf16Lengths[] = {8,   9,   31,   100,  255,  256,  257,  333,
+                                 511, 640, 1000, 2048, 2049, 4097, 8192, 16384};
+
+// max8 of bf16 rows read as bf16: the stable-sort reference of the widened values at every
+// vector level; the form declines only rows with a NaN or fewer than 256 elements (and the
+// scalar level), which the instruction converts.
+TEST(Simd, Max8Bf16RowsEveryLevelMatchStableSort) {
+  uint32_t seed = 0;
+  for (uint64_t n : kBf16Lengths)
+    for (int kind = 0; kind < 7; ++kind)
+      for (bool nan : {false, true}) {
+        const auto h = bf16_row(n, 21000 + seed++, kind, nan);
+        const auto want = max8_reference(widen(h));
+        bool has_nan = false;
+        for (uint16_t x : h) has_nan |= bf16_is_nan(x);
+        for (Level l : levels()) {
+          float out[8];
+          const bool done = simd::max8_bf16_row(l, bytes_of(h), n, out);
+          ASSERT_EQ(done, l != Level::scalar && n >= 256 && !has_nan)
+              << simd::name(l) << " n=" << n << " kind=" << kind;
+          if (!done) continue;
+          for (int k = 0; k < 8; ++k)
+            ASSERT_EQ(bits(out[k]), want[k])
+                << simd::name(l) << " n=" << n << " kind=" << kind << " slot " << k;
+        }
+      }
+}
+
+// Slot values for a bf16 row: c = 0 the 8 largest non-NaN values (a topk step) with slot 2 =
+// slot 1; 1 the 8 smallest (a range of negatives); 2 present values, a duplicate, an absent
+// bf16 value, NaN; 3 present values, -0, and fp32 values next to present ones (no bf16 equals
+// them); 4 +-inf, +0, -0, NaN; 5 the row's minimum and maximum (every element a candidate:
+// the per-slot scans); 6 all NaN.
+std::vector<float> bf16_slots(const std::vector<float>& x, uint32_t seed, int c) {
+  std::vector<float> s;
+  for (float f : x)
+    if (!std::isnan(f)) s.push_back(f);
+  if (s.empty()) s.push_back(1.0f);
+  std::mt19937 g(seed);
+  std::uniform_int_distribution<uint64_t> at(0, s.size() - 1);
+  std::vector<float> v(8);
+  for (float& f : v) f = s[at(g)];
+  if (c == 0 || c == 1) {
+    s.resize(std::max<size_t>(s.size(), 8), s[0]);
+    if (c == 0) std::partial_sort(s.begin(), s.begin() + 8, s.end(), std::greater<>());
+    if (c == 1) std::partial_sort(s.begin(), s.begin() + 8, s.end());
+    v.assign(s.begin(), s.begin() + 8);
+    v[2] = v[1];
+  }
+  if (c == 2) v[2] = v[1], v[4] = 1234.0f, v[6] = NAN;
+  if (c == 3) v[3] = -0.0f, v[5] = from_bits(bits(v[5]) | 1u), v[7] = from_bits(bits(v[0]) + 7u);
+  if (c == 4) v = {INFINITY, -INFINITY, 0.0f, -0.0f, NAN, v[0], 0.0f, -INFINITY};
+  if (c == 5) {
+    v[3] = *std::min_element(s.begin(), s.end());
+    v[6] = *std::max_element(s.begin(), s.end());
+  }
+  if (c == 6) v.assign(8, NAN);
+  return v;
+}
+
+TEST(Simd, FindIndex8AndMatchReplace8Bf16RowsEveryLevel) {
+  uint32_t seed = 0;
+  for (uint64_t n : kBf16Lengths)
+    for (int kind = 0; kind < 7; ++kind)
+      for (int c = 0; c < 7; ++c) {
+        const auto h = bf16_row(n, 23000 + seed, kind, seed % 2 == 0);
+        const auto x = widen(h);
+        const auto v = bf16_slots(x, 24000 + seed++, c);
+        // find_index8: slot j takes the (number of equal earlier slots)-th match.
+        int64_t want_fi[8], want_mr[8];
+        for (int j = 0; j < 8; ++j) {
+          int rank = 0;
+          for (int i = 0; i < j; ++i) rank += v[i] == v[j];
+          want_fi[j] = -1;
+          int seen = 0;
+          for (uint64_t k = 0; k < n && want_fi[j] < 0; ++k)
+            if (x[k] == v[j] && seen++ == rank) want_fi[j] = int64_t(k);
+        }
+        // match_replace8: slots 7..0, each the first match no later slot took.
+        std::vector<bool> used(n, false);
+        for (int j = 7; j >= 0; --j) {
+          want_mr[j] = -1;
+          for (uint64_t k = 0; k < n; ++k)
+            if (!used[k] && x[k] == v[j]) {
+              used[k] = true;
+              want_mr[j] = int64_t(k);
+              break;
+            }
+        }
+        for (Level l : levels()) {
+          int64_t fi[8], mr[8];
+          const bool a = simd::find_index8_bf16_row(l, bytes_of(h), n, v.data(), fi);
+          const bool b = simd::match_replace8_bf16_row(l, bytes_of(h), n, v.data(), mr);
+          ASSERT_EQ(a, l != Level::scalar);
+          ASSERT_EQ(b, l != Level::scalar);
+          if (!a) continue;
+          for (int j = 0; j < 8; ++j) {
+            ASSERT_EQ(fi[j], want_fi[j])
+                << simd::name(l) << " n=" << n << " kind=" << kind << " c=" << c << " slot " << j;
+            ASSERT_EQ(mr[j], want_mr[j])
+                << simd::name(l) << " n=" << n << " kind=" << kind << " c=" << c << " slot " << j;
+          }
+        }
+      }
+}
+
+// The instructions on bf16 tiles: find_index8 into uint32, match_replace8 in place and into
+// another bf16 tile (with idx); every level gives the reference and the same bytes.
+TEST(Simd, FindIndex8AndMatchReplace8InstructionsBf16EveryLevel) {
+  LevelGuard guard;
+  const uint32_t P = 14;
+  for (uint32_t n : {300u, 2048u, 2051u}) {
+    std::vector<float> x, vals;
+    for (uint32_t p = 0; p < P; ++p) {
+      const auto r = widen(bf16_row(n, 25000 + n + p, p % 7, p % 3 == 0));
+      const auto v = bf16_slots(r, 26000 + p, p % 7);
+      x.insert(x.end(), r.begin(), r.end());
+      vals.insert(vals.end(), v.begin(), v.end());
+    }
+    std::vector<std::vector<float>> outs;
+    for (Level l : levels()) {
+      ASSERT_TRUE(simd::set_level(l));
+      for (bool in_place : {false, true}) {
+        Bench b;
+        const auto S = Bench::sb(DType::bf16, P, n), V = Bench::sb(DType::fp32, P, 8, 10000);
+        const auto FI = Bench::sb(DType::uint32, P, 8, 10100),
+                   I = Bench::sb(DType::uint32, P, 8, 10200);
+        const auto D = in_place ? S : Bench::sb(DType::bf16, P, n, 12000);
+        b.put(S, x);
+        b.put(V, vals);
+        const auto xs = b.get(S); // as stored (put quiets NaN payloads)
+        Inst f = make(Opcode::find_index8, Engine::dve);
+        set_ap(f, "dst", FI);
+        set_ap(f, "data", S);
+        set_ap(f, "vals", V);
+        b.run(f);
+        const auto fi = b.get_int(FI);
+        Inst m = make(Opcode::match_replace8, Engine::dve);
+        set_ap(m, "dst", D);
+        set_ap(m, "data", S);
+        set_ap(m, "vals", V);
+        set_ap(m, "idx", I);
+        set_f(m, "imm", -3.0f);
+        b.run(m);
+        const auto got = b.get(D);
+        const auto idx = b.get_int(I);
+        for (uint32_t p = 0; p < P; ++p) {
+          const float* r = xs.data() + p * n;
+          const float* v = vals.data() + p * 8;
+          std::vector<bool> used(n, false);
+          for (int j = 7; j >= 0; --j) {
+            int64_t want = -1;
+            for (uint32_t k = 0; k < n && want < 0; ++k)
+              if (!used[k] && r[k] == v[j]) used[k] = true, want = k;
+            ASSERT_EQ(idx[p * 8 + j], want < 0 ? int64_t(0xffffffff) : want)
+                << simd::name(l) << " n=" << n << " p=" << p << " slot " << j;
+            int rank = 0, seen = 0;
+            for (int i = 0; i < j; ++i) rank += v[i] == v[j];
+            int64_t wf = -1;
+            for (uint32_t k = 0; k < n && wf < 0; ++k)
+              if (r[k] == v[j] && seen++ == rank) wf = k;
+            ASSERT_EQ(fi[p * 8 + j], wf < 0 ? int64_t(0xffffffff) : wf)
+                << simd::name(l) << " n=" << n << " p=" << p << " slot " << j;
+          }
+          for (uint32_t k = 0; k < n; ++k)
+            ASSERT_EQ(bits(got[p * n + k]), bits(used[k] ? -3.0f : r[k]))
+                << simd::name(l) << " n=" << n << " p=" << p << " k=" << k;
+        }
+        outs.push_back(got);
+      }
+    }
+    for (size_t k = 2; k < outs.size(); ++k)
+      for (size_t i = 0; i < outs[0].size(); ++i)
+        ASSERT_EQ(bits(outs[k][i]), bits(outs[k % 2][i])) << "run " << k << " at " << i;
+  }
+}
+
 // ---- tensor_reduce max / min through the instruction --------------------------------------------
 TEST(Simd, TensorReduceMaxMinEveryLevelMatchesSequentialFold) {
   LevelGuard guard;
