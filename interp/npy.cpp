@@ -452,16 +452,18 @@ void NpyReader::check_size() const {
   }
 }
 
+void NpyReader::read_exact(uint8_t* dst, uint64_t n, uint64_t& have) {
+  const size_t got = fill(dst, size_t(n));
+  have += got;
+  if (got < n) fail(path_, truncated(hd_, have));
+}
+
 bool NpyReader::mappable() const {
   return regular_ && (!hd_.fortran || hd_.array.shape.size() < 2) && !big_endian(hd_.array);
 }
 
 void NpyReader::map_or_read(uint8_t* dst, uint64_t n, uint64_t& have) {
-  auto need = [&](uint8_t* d, uint64_t k) {
-    const size_t got = fill(d, size_t(k));
-    have += got;
-    if (got < k) fail(path_, truncated(hd_, have));
-  };
+  auto need = [&](uint8_t* d, uint64_t k) { read_exact(d, k, have); };
   // The file offset of dst[0] (the checked size: data_offset + data_bytes fits).
   const uint64_t start = have;
   const uint64_t pos = hd_.data_offset + start;
@@ -497,11 +499,7 @@ void NpyReader::read_into(const std::vector<uint8_t*>& pieces, bool map_pages) {
     fail(path_, fmt::format("{} data bytes do not split into {} pieces", total, pieces.size()));
   const uint64_t piece = total / pieces.size();
   uint64_t have = 0; // data bytes read
-  auto need = [&](uint8_t* dst, uint64_t n) {
-    const size_t got = fill(dst, size_t(n));
-    have += got;
-    if (got < n) fail(path_, truncated(hd_, have));
-  };
+  auto need = [&](uint8_t* dst, uint64_t n) { read_exact(dst, n, have); };
   if (!hd_.fortran || a.shape.size() < 2) { // C order: read in place, swap in place
     for (uint8_t* p : pieces) {
       if (!p) { // another process's slice (MPI): skipped

@@ -75,7 +75,11 @@ private:
   void read_header();
   size_t fill(uint8_t* dst, size_t n); // the next n data bytes (fewer only at end of file)
   void skip(uint64_t n);               // passes over n data bytes
-  // Reads or maps the next n data bytes into dst; true if any page was mapped.
+  // The next n data bytes into dst (have counts the data bytes read); NpyError when the file
+  // ends first.
+  void read_exact(uint8_t* dst, uint64_t n, uint64_t& have);
+  // Maps the whole pages of the next n data bytes into dst where the offsets agree, reads the
+  // rest (have counts both).
   void map_or_read(uint8_t* dst, uint64_t n, uint64_t& have);
   std::string path_;
   int fd_ = -1;

@@ -1,5 +1,8 @@
 #include "builders.h"
 
+#include <unistd.h>
+
+#include <atomic>
 #include <cstring>
 
 namespace nisa::test {
@@ -123,5 +126,25 @@ std::string handmade(const std::string& descr, bool fortran, const std::string& 
   f += char(dict.size() >> 8);
   return f + dict + std::string(data.begin(), data.end());
 }
+
+std::vector<uint8_t> random_bytes(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<uint8_t> v(n);
+  for (auto& b : v) b = uint8_t(rng());
+  return v;
+}
+
+std::vector<uint8_t> hbm_bytes(const interp::Machine& m, const TensorDecl& t, int rank) {
+  const uint8_t* p = m.hbm_tensor(rank, t);
+  return {p, p + interp::Machine::tensor_bytes(t)};
+}
+
+TmpDir::TmpDir() {
+  static std::atomic<int> next{0};
+  p = std::filesystem::temp_directory_path() /
+      ("nisa_test_" + std::to_string(::getpid()) + "_" + std::to_string(next++));
+  std::filesystem::create_directories(p);
+}
+TmpDir::~TmpDir() { std::filesystem::remove_all(p); }
 
 } // namespace nisa::test

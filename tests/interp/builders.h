@@ -1,6 +1,7 @@
 // Building Modules by hand for the interpreter tests (no assembler involved).
 #pragma once
 #include <cstdint>
+#include <filesystem>
 #include <random>
 #include <string>
 #include <vector>
@@ -39,6 +40,19 @@ Inst with_wait(Inst in, uint16_t sem, uint32_t v, WaitCmp c = WaitCmp::ge);
 Inst with_signal(Inst in, uint16_t sem, uint32_t d = 1);
 
 std::vector<float> random_floats(size_t n, uint32_t seed);
+std::vector<uint8_t> random_bytes(size_t n, uint32_t seed);
+// The bytes of an HBM tensor of one rank.
+std::vector<uint8_t> hbm_bytes(const interp::Machine& m, const TensorDecl& t, int rank = 0);
+
+// A fresh temporary directory (unique per process and object), removed with its files.
+struct TmpDir {
+  std::filesystem::path p;
+  TmpDir();
+  ~TmpDir();
+  TmpDir(const TmpDir&) = delete;
+  TmpDir& operator=(const TmpDir&) = delete;
+  std::string operator/(const std::string& f) const { return (p / f).string(); }
+};
 std::vector<uint8_t> as_bytes(const std::vector<float>& v);
 std::vector<float> read_f32(const interp::Machine& m, const TensorDecl& t, int rank = 0);
 // A .npy file written by hand (independent of format_npy): version 1.0 header.

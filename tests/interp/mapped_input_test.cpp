@@ -25,31 +25,9 @@ using interp::InputData;
 using interp::InputFill;
 using interp::Machine;
 
-struct TmpDir {
-  std::filesystem::path p;
-  TmpDir() {
-    p = std::filesystem::temp_directory_path() / ("nisa_map_" + std::to_string(::getpid()));
-    std::filesystem::create_directories(p);
-  }
-  ~TmpDir() { std::filesystem::remove_all(p); }
-  std::string operator/(const std::string& f) const { return (p / f).string(); }
-};
-
-std::vector<uint8_t> random_bytes(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::vector<uint8_t> v(n);
-  for (auto& b : v) b = uint8_t(rng());
-  return v;
-}
-
 std::vector<uint8_t> file_bytes(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   return {std::istreambuf_iterator<char>(f), {}};
-}
-
-std::vector<uint8_t> hbm_bytes(const Machine& m, const TensorDecl& t, int rank = 0) {
-  const uint8_t* p = m.hbm_tensor(rank, t);
-  return {p, p + Machine::tensor_bytes(t)};
 }
 
 // Bytes of [lo, hi) that /proc/self/maps shows as a mapping of `path`.

@@ -24,30 +24,8 @@ using interp::InputFill;
 using interp::Machine;
 using interp::RunStatus;
 
-struct TmpDir {
-  std::filesystem::path p;
-  TmpDir() {
-    p = std::filesystem::temp_directory_path() / ("nisa_mem_" + std::to_string(::getpid()));
-    std::filesystem::create_directories(p);
-  }
-  ~TmpDir() { std::filesystem::remove_all(p); }
-  std::string operator/(const std::string& f) const { return (p / f).string(); }
-};
-
-std::vector<uint8_t> random_bytes(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::vector<uint8_t> v(n);
-  for (auto& b : v) b = uint8_t(rng());
-  return v;
-}
-
 void put(const std::string& path, const std::string& bytes) {
   std::ofstream(path, std::ios::binary) << bytes;
-}
-
-std::vector<uint8_t> hbm_bytes(const Machine& m, const TensorDecl& t, int rank = 0) {
-  const uint8_t* p = m.hbm_tensor(rank, t);
-  return {p, p + Machine::tensor_bytes(t)};
 }
 
 // What `nisa run` does before running: check every header, allocate, read into HBM.

@@ -300,16 +300,6 @@ TEST(Output, SchedulerStepsOneEventAtATime) {
   EXPECT_FALSE(s.step());
 }
 
-struct TmpDir {
-  std::filesystem::path p;
-  TmpDir() {
-    p = std::filesystem::temp_directory_path() / ("nisa_interp_" + std::to_string(::getpid()));
-    std::filesystem::create_directories(p);
-  }
-  ~TmpDir() { std::filesystem::remove_all(p); }
-  std::string operator/(const std::string& f) const { return (p / f).string(); }
-};
-
 TEST(Output, RunModuleBindsInputsAndWritesOutputs) {
   TmpDir d;
   KB k = pipeline(16);
