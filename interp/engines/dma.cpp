@@ -199,15 +199,21 @@ void sem_dma_transpose(ExecCtx& cx, const Inst& in) {
   std::vector<uint8_t> s = gather_bytes(src); // src and dst may overlap
   const int w = dtype_bytes(src.dtype);
   const uint64_t n = dst.free_elems, ld = src.free_elems;
-  auto rows = [&](auto tag) { // contiguous dst rows: a typed column walk of s
+  auto rows = [&](auto tag) { // contiguous dst rows: the columns of s, kB at a time
     using T = decltype(tag);
-    for (uint32_t f = 0; f < dst.parts; ++f) {
-      uint8_t* r = dst.row(f);
-      const uint8_t* c = s.data() + size_t(f) * sizeof(T);
-      for (uint64_t p = 0; p < n; ++p) {
-        T x;
-        std::memcpy(&x, c + p * ld * sizeof(T), sizeof(T));
-        std::memcpy(r + p * sizeof(T), &x, sizeof(T));
+    // kB dst rows per pass: each source row p gives kB adjacent elements (one cache line or
+    // two), stored at column p of kB dst rows; a column walk one dst row at a time touched a
+    // new line of s per element.
+    constexpr uint32_t kB = 16;
+    for (uint32_t f0 = 0; f0 < dst.parts; f0 += kB) {
+      const uint32_t nb = std::min(kB, dst.parts - f0);
+      uint8_t* r[kB];
+      for (uint32_t i = 0; i < nb; ++i) r[i] = dst.row(f0 + i);
+      const uint8_t* c = s.data() + size_t(f0) * sizeof(T);
+      for (uint64_t p = 0; p < n; ++p, c += ld * sizeof(T)) {
+        T x[kB];
+        std::memcpy(x, c, nb * sizeof(T));
+        for (uint32_t i = 0; i < nb; ++i) std::memcpy(r[i] + p * sizeof(T), &x[i], sizeof(T));
       }
     }
   };

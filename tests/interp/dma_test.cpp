@@ -228,6 +228,44 @@ TEST(Dma, TransposeAndCompute) {
     }
 }
 
+// dma_transpose of tiles wider than its 16-row blocks, partial last blocks, 2- and 4-byte
+// elements: y[j][i] = x[i][j], compared byte for byte with a plain index loop.
+TEST(Dma, TransposeLargeTilesEveryWidth) {
+  struct Case {
+    DType dt;
+    uint32_t rows, cols; // of the source; the SBUF destination has cols partitions
+  };
+  for (Case c : {Case{DType::fp32, 300, 100}, Case{DType::bf16, 77, 128}, Case{DType::bf16, 5, 17},
+                 Case{DType::fp32, 1, 33}}) {
+    KB k;
+    const int w = dtype_bytes(c.dt);
+    int x = k.hbm("x", c.dt, {c.rows, c.cols}, Role::input);
+    int y = k.hbm("y", c.dt, {c.cols, c.rows}, Role::output);
+    uint16_t s = k.sem("s");
+    auto T = sbuf_ap(0, uint16_t(c.cols), 0, c.dt, c.rows);
+    Inst tr = make_inst(Opcode::dma_transpose, Engine::act);
+    tr.ops[0].i = 4;
+    tr.ops[1].ap = T;
+    tr.ops[2].ap = hbm_ap(k.m.tensors[x]);
+    k.add(Engine::act, with_signal(tr, s));
+    k.add(Engine::act,
+          with_signal(with_wait(dma(Engine::act, 4, hbm_ap(k.m.tensors[y]), T), s, 1), s));
+    k.add(Engine::act, with_wait(nop(Engine::act), s, 2));
+    auto xv = random_bytes(size_t(c.rows) * c.cols * w, 31 + c.rows);
+    Machine m(k.m, {});
+    m.write_tensor(k.m.tensors[x], xv.data());
+    auto r = interp::run(m);
+    ASSERT_EQ(r.status, RunStatus::ok) << r.report;
+    auto yv = hbm_bytes(m, k.m.tensors[y]);
+    ASSERT_EQ(yv.size(), xv.size());
+    for (uint32_t i = 0; i < c.rows; ++i)
+      for (uint32_t j = 0; j < c.cols; ++j)
+        ASSERT_EQ(
+            0, std::memcmp(&yv[(size_t(j) * c.rows + i) * w], &xv[(size_t(i) * c.cols + j) * w], w))
+            << dtype_name(c.dt) << " " << c.rows << "x" << c.cols << " at " << i << "," << j;
+  }
+}
+
 // dma_compute with dst on top of src0: the same elements (row at a time is the element
 // order's result), and dst one element past src0 (each sum feeds the next: element by element
 // in flat order). Reference: a plain loop over the flat elements.
