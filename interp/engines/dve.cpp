@@ -9,6 +9,7 @@
 #include "interp/engines/engines.h"
 #include "interp/engines/simd.h"
 #include "interp/host_pool.h"
+#include "interp/target.h"
 
 namespace nisa::interp {
 using namespace ew;
@@ -195,6 +196,11 @@ template <class F> bool with_scan_op(AluOp op, F&& f) {
 
 // Partitions per call of the lane kernels (2 groups of 8 lanes; bounds the converted rows).
 constexpr uint32_t kChunk = 16;
+// Floats from one converted row to the next in the lane kernels' buffers: n padded as the
+// SBUF partition stride is (host_stride), or rows of 2^k floats (2048, 8192) map their columns
+// to one L1 set and the 16 rows read in lockstep thrash it (bf16 add fold at 0.07-0.10 of
+// streaming before, docs/performance.md "bf16 folds and scans, session 8").
+uint64_t conv_stride(uint64_t n) { return host_stride(n * sizeof(float)) / sizeof(float); }
 
 // The operators the across-partition lane kernels run (simd_lanes.cpp).
 bool lane_op(AluOp op, simd::LaneOp* out) {
@@ -475,13 +481,14 @@ void sem_tensor_reduce(ExecCtx& cx, const Inst& in) {
             F32Out o(d);
             for (uint32_t p0 = c0 * kChunk; p0 < std::min(s.parts, c1 * kChunk); p0 += kChunk) {
               const uint32_t p1 = std::min<uint32_t>(s.parts, p0 + kChunk);
-              if (!direct) conv.resize(size_t(p1 - p0) * s.free_elems);
+              const uint64_t cs = conv_stride(s.free_elems);
+              if (!direct) conv.resize(size_t(p1 - p0) * cs);
               for (uint32_t p = p0; p < p1; ++p) {
-                const float* r = conv.data() + size_t(p - p0) * s.free_elems;
+                const float* r = conv.data() + size_t(p - p0) * cs;
                 if (direct)
                   r = rs.get(p);
                 else
-                  load_row(s, p, conv.data() + size_t(p - p0) * s.free_elems);
+                  load_row(s, p, conv.data() + size_t(p - p0) * cs);
                 for (uint64_t g = 0; g < outer; ++g) rows[(p - p0) * outer + g] = r + g * inner;
               }
               const uint32_t nr = uint32_t((p1 - p0) * outer);
@@ -609,9 +616,10 @@ void sem_scan(ExecCtx& cx, const Inst& in) {
     for_row_ranges(cx.pool, nchunks, uint64_t(kChunk) * n, [&](uint32_t c0, uint32_t c1) {
       thread_local std::vector<float> ca, cb, co;
       const uint32_t ch = std::min<uint32_t>(dv.parts, kChunk);
-      if (!da) ca.resize(size_t(ch) * n);
-      if (!db) cb.resize(size_t(ch) * n);
-      if (!direct) co.resize(size_t(ch) * n);
+      const uint64_t cs = conv_stride(n);
+      if (!da) ca.resize(size_t(ch) * cs);
+      if (!db) cb.resize(size_t(ch) * cs);
+      if (!direct) co.resize(size_t(ch) * cs);
       std::vector<float> iv(ch);
       std::vector<const float*> pa(ch), pb(ch);
       std::vector<float*> po(ch);
@@ -622,22 +630,22 @@ void sem_scan(ExecCtx& cx, const Inst& in) {
           if (da) {
             pa[k] = ra.get(p);
           } else {
-            load_row(av, p, ca.data() + size_t(k) * n);
-            pa[k] = ca.data() + size_t(k) * n;
+            load_row(av, p, ca.data() + size_t(k) * cs);
+            pa[k] = ca.data() + size_t(k) * cs;
           }
           if (db) {
             pb[k] = rb.get(p);
           } else {
-            load_row(bv, p, cb.data() + size_t(k) * n);
-            pb[k] = cb.data() + size_t(k) * n;
+            load_row(bv, p, cb.data() + size_t(k) * cs);
+            pb[k] = cb.data() + size_t(k) * cs;
           }
-          po[k] = direct ? reinterpret_cast<float*>(dv.row(p)) : co.data() + size_t(k) * n;
+          po[k] = direct ? reinterpret_cast<float*>(dv.row(p)) : co.data() + size_t(k) * cs;
           iv[k] = init.at(p);
         }
         simd::scan_rows(lv, pa.data(), pb.data(), po.data(), iv.data(), p1 - p0, n, l0, l1, rev0,
                         rev1);
         if (!direct)
-          for (uint32_t p = p0; p < p1; ++p) store_row(dv, p, co.data() + size_t(p - p0) * n);
+          for (uint32_t p = p0; p < p1; ++p) store_row(dv, p, co.data() + size_t(p - p0) * cs);
       }
     });
     note_psum_write(cx, operand(in, "dst").ap);

@@ -717,6 +717,51 @@ TEST(Simd, ScanAndReduceInstructionsAgreeAcrossLevels) {
   }
 }
 
+// bf16 sources of the add fold and the scan are converted into a padded row buffer
+// (dve.cpp conv_stride) before the lane kernels: rows of 2048 and of an odd length, every
+// level, against the left fold and the recurrence written out (finite values: no NaN rule).
+TEST(Simd, Bf16FoldAndScanThroughConvertedRowsMatchThePlainLoops) {
+  LevelGuard guard;
+  for (uint32_t F : {2048u, 333u}) {
+    const uint32_t P = 40;
+    for (Level l : levels()) {
+      ASSERT_TRUE(simd::set_level(l));
+      Bench b;
+      const auto X = Bench::sb(DType::bf16, P, F), ONES = Bench::sb(DType::fp32, P, F, 8192),
+                 Y = Bench::sb(DType::fp32, P, F, 20480), D = Bench::sb(DType::fp32, P, 1, 40960);
+      b.put(X, nasty_row(uint64_t(P) * F, 700 + F, false));
+      b.put(ONES, std::vector<float>(size_t(P) * F, 1.0f));
+      const auto x = b.get(X); // the bf16-rounded values
+      Inst r = make(Opcode::tensor_reduce, Engine::dve);
+      set_ap(r, "dst", D);
+      set_ap(r, "src", X);
+      set_e(r, "op", AluOp::add);
+      set_i(r, "axes", 1);
+      b.run(r);
+      Inst sc = make(Opcode::scan, Engine::dve);
+      set_ap(sc, "dst", Y);
+      set_ap(sc, "in0", ONES);
+      set_ap(sc, "in1", X);
+      set_f(sc, "init", 0.5f);
+      set_e(sc, "op0", AluOp::multiply);
+      set_e(sc, "op1", AluOp::add);
+      b.run(sc);
+      const auto sum = b.get(D), scan = b.get(Y);
+      for (uint32_t p = 0; p < P; ++p) {
+        float acc = x[size_t(p) * F];
+        for (uint32_t j = 1; j < F; ++j) acc += x[size_t(p) * F + j];
+        ASSERT_EQ(bits(sum[p]), bits(acc)) << simd::name(l) << " F " << F << " p " << p;
+        float st = 0.5f;
+        for (uint32_t j = 0; j < F; ++j) {
+          st = st * 1.0f + x[size_t(p) * F + j];
+          ASSERT_EQ(bits(scan[size_t(p) * F + j]), bits(st))
+              << simd::name(l) << " F " << F << " p " << p << " j " << j;
+        }
+      }
+    }
+  }
+}
+
 // The host stride (interp/target.h host_stride()) is more than a partition: tiles that end on
 // the last byte of every partition (127 included), in SBUF and PSUM, read 16 rows in lockstep
 // by the scan and fold kernels, give the plain loops' values, and the pad between partitions
