@@ -116,14 +116,19 @@ NISA_AVX512 bool max8_two_pass_avx512(const float* x, uint64_t n, float out[8]) 
   if (n < 512) return false;
   __m512 lm[4];
   for (int k = 0; k < 4; ++k) lm[k] = _mm512_loadu_ps(x + 16 * k);
-  __mmask16 nan = 0;
+  // NaN test in the vector domain: the largest |x| bit pattern (a NaN's is > 0x7f800000), an
+  // and + an unsigned max per vector; a compare mask per vector moved to a general register
+  // each step was a quarter of the time on 2048-element rows.
+  const __m512i abs_mask = _mm512_set1_epi32(0x7fffffff);
+  __m512i amax = _mm512_setzero_si512();
   uint64_t i = 0;
   for (; i + 64 <= n; i += 64)
     for (int k = 0; k < 4; ++k) {
       const __m512 v = _mm512_loadu_ps(x + i + 16 * k);
-      nan |= _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+      amax = _mm512_max_epu32(amax, _mm512_and_si512(_mm512_castps_si512(v), abs_mask));
       lm[k] = _mm512_max_ps(lm[k], v);
     }
+  bool nan = _mm512_cmpgt_epu32_mask(amax, _mm512_set1_epi32(0x7f800000)) != 0;
   for (; i < n; ++i) nan |= x[i] != x[i];
   if (nan) return false;
   float mx[64];
@@ -136,11 +141,17 @@ NISA_AVX512 bool max8_two_pass_avx512(const float* x, uint64_t n, float out[8]) 
   const __m512 t = _mm512_set1_ps(t0);
   i = 0;
   for (; i + 64 <= n; i += 64) {
+    __m512 v[4];
+    for (int b = 0; b < 4; ++b) v[b] = _mm512_loadu_ps(x + i + 16 * b);
+    // One compare of the 4 blocks' maximum first: most steps hold no candidate (no NaN here).
+    const __m512 hi = _mm512_max_ps(_mm512_max_ps(v[0], v[1]), _mm512_max_ps(v[2], v[3]));
+    if ((strict ? _mm512_cmp_ps_mask(hi, t, _CMP_GT_OQ) : _mm512_cmp_ps_mask(hi, t, _CMP_GE_OQ)) ==
+        0)
+      continue;
     uint64_t m = 0;
     for (int b = 0; b < 4; ++b) {
-      const __m512 v = _mm512_loadu_ps(x + i + 16 * b);
-      const uint64_t k =
-          strict ? _mm512_cmp_ps_mask(v, t, _CMP_GT_OQ) : _mm512_cmp_ps_mask(v, t, _CMP_GE_OQ);
+      const uint64_t k = strict ? _mm512_cmp_ps_mask(v[b], t, _CMP_GT_OQ)
+                                : _mm512_cmp_ps_mask(v[b], t, _CMP_GE_OQ);
       m |= k << (16 * b);
     }
     for (; m; m &= m - 1) top8_add_finite(top, filled, x[i + __builtin_ctzll(m)]);
