@@ -3,20 +3,26 @@
 // Each function is written once, as a template over the operations of a "vector of doubles"
 // (scalar double, __m256d, __m512d), and evaluated in double from the fp32 argument, then
 // rounded to fp32. The three forms therefore run the same IEEE operations (mul, add, sub,
-// div, sqrt, compares and selects; no fma: -ffp-contract=off; no libm) and give the same
-// bits at every level; the scalar form is the definition (act.cpp calls it).
+// div, sqrt, fused multiply-adds where written (O::fma; no contraction: -ffp-contract=off),
+// compares and selects; no libm) and give the same bits at every level; the scalar form is the
+// definition (act.cpp calls it). The scalar form is compiled twice: for FMA3 (chosen at run
+// time where the host has it) and for the baseline, where Sd::fma calls libm's fma, which is
+// correctly rounded: the same bits.
 //
 // Building blocks, in double:
 // - exp: clamp to [-708, 708], k = round(x / ln 2) by the 1.5 * 2^52 shifter,
-//   r = x - k ln2_hi - k ln2_lo (|r| <= ln2 / 2), e^r - 1 = r * q(r) with q the degree-9
-//   Taylor polynomial (remainder < 2^-42 relative), 2^k through the exponent bits. e^x = s +
-//   s (e^r - 1) and e^x - 1 = s (e^r - 1) + (s - 1) (no cancellation for small x); outside
-//   [-708, 708] e^x is 0 / inf as in libm.
-// - log: x = 2^e m with m in [sqrt(1/2), sqrt(2)), s = (m - 1) / (m + 1),
-//   log m = 2 atanh s = 2 s (1 + s^2/3 + ... + s^18/19) (|s| <= 0.1716, remainder < 2^-53).
-// Relative error of both below 2^-41, far under an fp32 half ulp (2^-24): the fp32 results
-// equal those of the libm formulas except where the exact value lies within ~2^-27 ulp of a
-// rounding boundary (tests/semantics/simd_test.cpp sweeps measure it).
+//   r = x - k ln2_hi - k ln2_lo (|r| <= ln2 / 2), e^r - 1 = r * q(r) with q a degree-7
+//   Chebyshev interpolant of (e^r - 1) / r (relative error < 2^-37), 2^k through the exponent
+//   bits. e^x = s + s (e^r - 1) and e^x - 1 = s (e^r - 1) + (s - 1) (no cancellation for small
+//   x); outside [-708, 708] e^x is 0 / inf as in libm.
+// - log: x = 2^e m with m in [sqrt(1/2), sqrt(2)), log m = f P(f) with f = m - 1 (exact) and
+//   P a degree-11 interpolant of log(1 + f) / f (relative error < 2^-32; no division);
+//   log(1 + y) for y in [0, 1] (softplus) likewise by its own degree-11 interpolant.
+// Relative errors below 2^-32, far under an fp32 half ulp (2^-24): the fp32 results equal
+// those of the formulas except where the exact value lies within ~2^-8 ulp of a rounding
+// boundary (tests/semantics/simd_test.cpp sweeps measure it; 1 ulp at most).
+// rsqrt: y0 = 1.0f / sqrtf(x) in fp32 (exact IEEE operations: the same bits everywhere),
+// then one Newton step in double (relative error ~2^-44).
 // sqrt and reciprocal are the fp32 instructions (sqrtps, divps) in every form: rounding the
 // double result to fp32 gives the same bits (double has more than 2 * 24 + 2 bits, so the
 // double rounding is innocuous for +, -, *, / and sqrt), at fp32 speed.
@@ -46,7 +52,10 @@ struct Sd { // scalar
   static NISA_AI V sub(V a, V b) { return a - b; }
   static NISA_AI V mul(V a, V b) { return a * b; }
   static NISA_AI V div(V a, V b) { return a / b; }
+  static NISA_AI V fma(V a, V b, V c) { return __builtin_fma(a, b, c); } // a * b + c, fused
   static NISA_AI V sqrt(V a) { return __builtin_sqrt(a); }
+  // 1.0f / sqrtf of a (an fp32 value), in fp32, as a double
+  static NISA_AI V rsqrt32(V a) { return double(1.0f / __builtin_sqrtf(float(a))); }
   static NISA_AI M lt(V a, V b) { return a < b; }
   static NISA_AI M eq(V a, V b) { return a == b; }
   static NISA_AI V sel(M m, V a, V b) { return m ? a : b; }
@@ -79,7 +88,11 @@ struct S2 { // AVX2
   static NISA_AVX2 NISA_AI V sub(V a, V b) { return _mm256_sub_pd(a, b); }
   static NISA_AVX2 NISA_AI V mul(V a, V b) { return _mm256_mul_pd(a, b); }
   static NISA_AVX2 NISA_AI V div(V a, V b) { return _mm256_div_pd(a, b); }
+  static NISA_AVX2 NISA_AI V fma(V a, V b, V c) { return _mm256_fmadd_pd(a, b, c); }
   static NISA_AVX2 NISA_AI V sqrt(V a) { return _mm256_sqrt_pd(a); }
+  static NISA_AVX2 NISA_AI V rsqrt32(V a) {
+    return _mm256_cvtps_pd(_mm_div_ps(_mm_set1_ps(1.0f), _mm_sqrt_ps(_mm256_cvtpd_ps(a))));
+  }
   static NISA_AVX2 NISA_AI M lt(V a, V b) { return _mm256_cmp_pd(a, b, _CMP_LT_OQ); }
   static NISA_AVX2 NISA_AI M eq(V a, V b) { return _mm256_cmp_pd(a, b, _CMP_EQ_OQ); }
   static NISA_AVX2 NISA_AI V sel(M m, V a, V b) { return _mm256_blendv_pd(b, a, m); }
@@ -109,7 +122,11 @@ struct S5 { // AVX-512
   static NISA_AVX512 NISA_AI V sub(V a, V b) { return _mm512_sub_pd(a, b); }
   static NISA_AVX512 NISA_AI V mul(V a, V b) { return _mm512_mul_pd(a, b); }
   static NISA_AVX512 NISA_AI V div(V a, V b) { return _mm512_div_pd(a, b); }
+  static NISA_AVX512 NISA_AI V fma(V a, V b, V c) { return _mm512_fmadd_pd(a, b, c); }
   static NISA_AVX512 NISA_AI V sqrt(V a) { return _mm512_sqrt_pd(a); }
+  static NISA_AVX512 NISA_AI V rsqrt32(V a) {
+    return _mm512_cvtps_pd(_mm256_div_ps(_mm256_set1_ps(1.0f), _mm256_sqrt_ps(_mm512_cvtpd_ps(a))));
+  }
   static NISA_AVX512 NISA_AI M lt(V a, V b) { return _mm512_cmp_pd_mask(a, b, _CMP_LT_OQ); }
   static NISA_AVX512 NISA_AI M eq(V a, V b) { return _mm512_cmp_pd_mask(a, b, _CMP_EQ_OQ); }
   static NISA_AVX512 NISA_AI V sel(M m, V a, V b) { return _mm512_mask_blend_pd(m, b, a); }
@@ -140,9 +157,15 @@ constexpr double kShifter = 6755399441055744.0; // 1.5 * 2^52
 constexpr double kExpMax = 708.0;
 constexpr double kInf = __builtin_inf();
 
-namespace fs {
+namespace fs { // the scalar form on a host without FMA3 (Sd::fma calls libm's fma)
 #include "interp/engines/simd_math_fns.inc"
 } // namespace fs
+#pragma GCC push_options
+#pragma GCC target("fma")
+namespace fsf { // the scalar form with the fma instruction: the same bits
+#include "interp/engines/simd_math_fns.inc"
+} // namespace fsf
+#pragma GCC pop_options
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,bmi,bmi2,popcnt")
 namespace f2 {
@@ -156,18 +179,43 @@ namespace f5 {
 } // namespace f5
 #pragma GCC pop_options
 
-template <MathFn F> float scalar_one(float a) {
+// Whether the host has FMA3 (every AVX2 / AVX-512 host has): the scalar form then runs fsf.
+// (Before this initialiser runs, the baseline form: the same bits.)
+const bool kHostFma = [] {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("fma") != 0;
+}();
+
+template <MathFn F> float scalar_base(float a) {
   if (a != a) return a + a;
   if constexpr (F == MathFn::sqrt) return __builtin_sqrtf(a);
   if constexpr (F == MathFn::reciprocal) return 1.0f / a;
   return static_cast<float>(fs::eval<Sd>(F, double(a)));
 }
+template <MathFn F> __attribute__((target("fma"))) float scalar_fma(float a) {
+  if (a != a) return a + a;
+  if constexpr (F == MathFn::sqrt) return __builtin_sqrtf(a);
+  if constexpr (F == MathFn::reciprocal) return 1.0f / a;
+  return static_cast<float>(fsf::eval<Sd>(F, double(a)));
+}
+template <MathFn F> float scalar_one(float a) {
+  return kHostFma ? scalar_fma<F>(a) : scalar_base<F>(a);
+}
 
 template <MathFn F>
-void row_scalar(const float* x, uint64_t n, float scale, float bias, float* out) {
+__attribute__((target("fma"))) void row_fma(const float* x, uint64_t n, float scale, float bias,
+                                            float* out) {
   for (uint64_t i = 0; i < n; ++i) {
     const float a = x[i] * scale;
-    out[i] = scalar_one<F>(a + bias);
+    out[i] = scalar_fma<F>(a + bias);
+  }
+}
+template <MathFn F>
+void row_scalar(const float* x, uint64_t n, float scale, float bias, float* out) {
+  if (kHostFma) return row_fma<F>(x, n, scale, bias, out);
+  for (uint64_t i = 0; i < n; ++i) {
+    const float a = x[i] * scale;
+    out[i] = scalar_base<F>(a + bias);
   }
 }
 
