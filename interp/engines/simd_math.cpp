@@ -56,6 +56,8 @@ struct Sd { // scalar
   static NISA_AI V sqrt(V a) { return __builtin_sqrt(a); }
   // 1.0f / sqrtf of a (an fp32 value), in fp32, as a double
   static NISA_AI V rsqrt32(V a) { return double(1.0f / __builtin_sqrtf(float(a))); }
+  // 1.0f / (float)a in fp32 (a in the fp32 normal range), as a double
+  static NISA_AI V rcp32(V a) { return double(1.0f / float(a)); }
   static NISA_AI M lt(V a, V b) { return a < b; }
   static NISA_AI M eq(V a, V b) { return a == b; }
   static NISA_AI V sel(M m, V a, V b) { return m ? a : b; }
@@ -93,6 +95,9 @@ struct S2 { // AVX2
   static NISA_AVX2 NISA_AI V rsqrt32(V a) {
     return _mm256_cvtps_pd(_mm_div_ps(_mm_set1_ps(1.0f), _mm_sqrt_ps(_mm256_cvtpd_ps(a))));
   }
+  static NISA_AVX2 NISA_AI V rcp32(V a) {
+    return _mm256_cvtps_pd(_mm_div_ps(_mm_set1_ps(1.0f), _mm256_cvtpd_ps(a)));
+  }
   static NISA_AVX2 NISA_AI M lt(V a, V b) { return _mm256_cmp_pd(a, b, _CMP_LT_OQ); }
   static NISA_AVX2 NISA_AI M eq(V a, V b) { return _mm256_cmp_pd(a, b, _CMP_EQ_OQ); }
   static NISA_AVX2 NISA_AI V sel(M m, V a, V b) { return _mm256_blendv_pd(b, a, m); }
@@ -126,6 +131,9 @@ struct S5 { // AVX-512
   static NISA_AVX512 NISA_AI V sqrt(V a) { return _mm512_sqrt_pd(a); }
   static NISA_AVX512 NISA_AI V rsqrt32(V a) {
     return _mm512_cvtps_pd(_mm256_div_ps(_mm256_set1_ps(1.0f), _mm256_sqrt_ps(_mm512_cvtpd_ps(a))));
+  }
+  static NISA_AVX512 NISA_AI V rcp32(V a) {
+    return _mm512_cvtps_pd(_mm256_div_ps(_mm256_set1_ps(1.0f), _mm512_cvtpd_ps(a)));
   }
   static NISA_AVX512 NISA_AI M lt(V a, V b) { return _mm512_cmp_pd_mask(a, b, _CMP_LT_OQ); }
   static NISA_AVX512 NISA_AI M eq(V a, V b) { return _mm512_cmp_pd_mask(a, b, _CMP_EQ_OQ); }
