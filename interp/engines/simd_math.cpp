@@ -58,6 +58,9 @@ struct Sd { // scalar
   static NISA_AI V rsqrt32(V a) { return double(1.0f / __builtin_sqrtf(float(a))); }
   // 1.0f / (float)a in fp32 (a in the fp32 normal range), as a double
   static NISA_AI V rcp32(V a) { return double(1.0f / float(a)); }
+  // minpd / maxpd: the second operand when either is NaN
+  static NISA_AI V min(V a, V b) { return a < b ? a : b; }
+  static NISA_AI V max(V a, V b) { return a > b ? a : b; }
   static NISA_AI M lt(V a, V b) { return a < b; }
   static NISA_AI M eq(V a, V b) { return a == b; }
   static NISA_AI V sel(M m, V a, V b) { return m ? a : b; }
@@ -74,11 +77,13 @@ struct Sd { // scalar
   }
   // 2^k from t = k + 1.5 * 2^52 (k in the low bits of t)
   static NISA_AI V pow2(V t) { return from((bits(t) + 1023) << 52); }
-  // x > 0 finite: m in [1, 2) and the biased exponent as a double
+  // x > 0 finite normal: x = 2^e m with m in [0.75, 1.5) (vgetmantpd's interval), e as a
+  // double (other x: unspecified)
   static NISA_AI void split(V x, V& m, V& e) {
     const uint64_t u = bits(x);
     m = from((u & 0x000FFFFFFFFFFFFFull) | 0x3FF0000000000000ull);
-    e = from((u >> 52) | 0x4330000000000000ull) - 4503599627370496.0;
+    e = from((u >> 52) | 0x4330000000000000ull) - (4503599627370496.0 + 1023.0);
+    if (m >= 1.5) m *= 0.5, e += 1.0;
   }
 };
 
@@ -98,6 +103,8 @@ struct S2 { // AVX2
   static NISA_AVX2 NISA_AI V rcp32(V a) {
     return _mm256_cvtps_pd(_mm_div_ps(_mm_set1_ps(1.0f), _mm256_cvtpd_ps(a)));
   }
+  static NISA_AVX2 NISA_AI V min(V a, V b) { return _mm256_min_pd(a, b); }
+  static NISA_AVX2 NISA_AI V max(V a, V b) { return _mm256_max_pd(a, b); }
   static NISA_AVX2 NISA_AI M lt(V a, V b) { return _mm256_cmp_pd(a, b, _CMP_LT_OQ); }
   static NISA_AVX2 NISA_AI M eq(V a, V b) { return _mm256_cmp_pd(a, b, _CMP_EQ_OQ); }
   static NISA_AVX2 NISA_AI V sel(M m, V a, V b) { return _mm256_blendv_pd(b, a, m); }
@@ -115,7 +122,10 @@ struct S2 { // AVX2
                         _mm256_set1_epi64x(0x3FF0000000000000ll)));
     e = _mm256_sub_pd(_mm256_castsi256_pd(_mm256_or_si256(
                           _mm256_srli_epi64(u, 52), _mm256_set1_epi64x(0x4330000000000000ll))),
-                      _mm256_set1_pd(4503599627370496.0));
+                      _mm256_set1_pd(4503599627370496.0 + 1023.0));
+    const __m256d big = _mm256_cmp_pd(m, _mm256_set1_pd(1.5), _CMP_GE_OQ);
+    m = _mm256_blendv_pd(m, _mm256_mul_pd(m, _mm256_set1_pd(0.5)), big);
+    e = _mm256_add_pd(e, _mm256_and_pd(big, _mm256_set1_pd(1.0)));
   }
 };
 
@@ -135,6 +145,8 @@ struct S5 { // AVX-512
   static NISA_AVX512 NISA_AI V rcp32(V a) {
     return _mm512_cvtps_pd(_mm256_div_ps(_mm256_set1_ps(1.0f), _mm512_cvtpd_ps(a)));
   }
+  static NISA_AVX512 NISA_AI V min(V a, V b) { return _mm512_min_pd(a, b); }
+  static NISA_AVX512 NISA_AI V max(V a, V b) { return _mm512_max_pd(a, b); }
   static NISA_AVX512 NISA_AI M lt(V a, V b) { return _mm512_cmp_pd_mask(a, b, _CMP_LT_OQ); }
   static NISA_AVX512 NISA_AI M eq(V a, V b) { return _mm512_cmp_pd_mask(a, b, _CMP_EQ_OQ); }
   static NISA_AVX512 NISA_AI V sel(M m, V a, V b) { return _mm512_mask_blend_pd(m, b, a); }
@@ -147,13 +159,10 @@ struct S5 { // AVX-512
         _mm512_slli_epi64(_mm512_add_epi64(_mm512_castpd_si512(t), _mm512_set1_epi64(1023)), 52));
   }
   static NISA_AVX512 NISA_AI void split(V x, V& m, V& e) {
-    const __m512i u = _mm512_castpd_si512(x);
-    m = _mm512_castsi512_pd(
-        _mm512_or_si512(_mm512_and_si512(u, _mm512_set1_epi64(0x000FFFFFFFFFFFFFll)),
-                        _mm512_set1_epi64(0x3FF0000000000000ll)));
-    e = _mm512_sub_pd(_mm512_castsi512_pd(_mm512_or_si512(_mm512_srli_epi64(u, 52),
-                                                          _mm512_set1_epi64(0x4330000000000000ll))),
-                      _mm512_set1_pd(4503599627370496.0));
+    m = _mm512_getmant_pd(x, _MM_MANT_NORM_p75_1p5, _MM_MANT_SIGN_zero);
+    e = _mm512_getexp_pd(x);
+    e = _mm512_mask_add_pd(e, _mm512_cmp_pd_mask(m, _mm512_set1_pd(1.0), _CMP_LT_OQ), e,
+                           _mm512_set1_pd(1.0));
   }
 };
 
