@@ -42,6 +42,10 @@ constexpr bool math_of(ActFunc f, simd::MathFn* out) {
   case ActFunc::softplus: *out = M::softplus; return true;
   case ActFunc::mish: *out = M::mish; return true;
   case ActFunc::erf_dx: *out = M::erf_dx; return true;
+  case ActFunc::gelu: *out = M::gelu; return true;
+  case ActFunc::gelu_dx: *out = M::gelu_dx; return true;
+  case ActFunc::erf: *out = M::erf; return true;
+  case ActFunc::arctan: *out = M::arctan; return true;
   default: return false;
   }
 }

@@ -103,7 +103,11 @@ enum class MathFn : uint8_t {
   silu_dx,
   softplus,
   mish,
-  erf_dx
+  erf_dx,
+  gelu,
+  gelu_dx,
+  erf,
+  arctan
 };
 float math_f32(MathFn f, float x);
 // out[i] = math_f32(f, x[i] * scale + bias) (the affine part in fp32, no fma).

@@ -333,6 +333,10 @@ template <class G> void with_fn(MathFn f, G&& g) {
     NISA_FN(softplus)
     NISA_FN(mish)
     NISA_FN(erf_dx)
+    NISA_FN(gelu)
+    NISA_FN(gelu_dx)
+    NISA_FN(erf)
+    NISA_FN(arctan)
 #undef NISA_FN
   }
 }

@@ -897,6 +897,10 @@ const MathCase kMath[] = {
     {MathFn::softplus, "softplus", -80.0f, 80.0f},
     {MathFn::mish, "mish", -80.0f, 80.0f},
     {MathFn::erf_dx, "erf_dx", -9.0f, 9.0f},
+    {MathFn::gelu, "gelu", -3.0e38f, 3.0e38f},
+    {MathFn::gelu_dx, "gelu_dx", -3.0e38f, 3.0e38f},
+    {MathFn::erf, "erf", -3.0e38f, 3.0e38f},
+    {MathFn::arctan, "arctan", -3.0e38f, 3.0e38f},
 };
 
 // The textbook formula in long double, rounded once to fp32.
@@ -927,6 +931,14 @@ float math_reference(MathFn f, float xf) {
   case MathFn::softplus: r = sp(x); break;
   case MathFn::mish: r = x * std::tanh(sp(x)); break;
   case MathFn::erf_dx: r = 2 / std::sqrt(std::numbers::pi_v<L>) * std::exp(-x * x); break;
+  // 0.5 x (1 + erf(x / sqrt 2)) = 0.5 x erfc(-x / sqrt 2): no cancellation for negative x
+  case MathFn::gelu: r = 0.5L * x * std::erfc(-x / std::sqrt(2.0L)); break;
+  case MathFn::gelu_dx:
+    r = 0.5L * std::erfc(-x / std::sqrt(2.0L)) +
+        x / std::sqrt(2 * std::numbers::pi_v<L>) * std::exp(-0.5L * x * x);
+    break;
+  case MathFn::erf: r = std::erf(x); break;
+  case MathFn::arctan: r = std::atan(x); break;
   }
   return static_cast<float>(r);
 }
@@ -962,6 +974,13 @@ float math_libm(MathFn f, float xf) {
   case MathFn::softplus: r = sp(x); break;
   case MathFn::mish: r = x * std::tanh(sp(x)); break;
   case MathFn::erf_dx: r = 2.0 / std::sqrt(std::numbers::pi) * std::exp(-x * x); break;
+  case MathFn::gelu: r = 0.5 * x * (1.0 + std::erf(x * 0.70710678118654752440)); break;
+  case MathFn::gelu_dx:
+    r = 0.5 * (1.0 + std::erf(x * 0.70710678118654752440)) +
+        x * 0.39894228040143267794 * std::exp(-0.5 * x * x);
+    break;
+  case MathFn::erf: r = std::erf(x); break;
+  case MathFn::arctan: r = std::atan(x); break;
   }
   return static_cast<float>(r);
 }
