@@ -46,6 +46,7 @@ constexpr bool math_of(ActFunc f, simd::MathFn* out) {
   case ActFunc::gelu_dx: *out = M::gelu_dx; return true;
   case ActFunc::erf: *out = M::erf; return true;
   case ActFunc::arctan: *out = M::arctan; return true;
+  case ActFunc::sin: *out = M::sin; return true;
   default: return false;
   }
 }

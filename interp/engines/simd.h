@@ -107,7 +107,8 @@ enum class MathFn : uint8_t {
   gelu,
   gelu_dx,
   erf,
-  arctan
+  arctan,
+  sin
 };
 float math_f32(MathFn f, float x);
 // out[i] = math_f32(f, x[i] * scale + bias) (the affine part in fp32, no fma).

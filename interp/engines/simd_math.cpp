@@ -34,6 +34,7 @@
 #include <immintrin.h>
 
 #include <cstring>
+#include <type_traits>
 
 #include "interp/engines/simd.h"
 
@@ -61,6 +62,8 @@ struct Sd { // scalar
   // minpd / maxpd: the second operand when either is NaN
   static NISA_AI V min(V a, V b) { return a < b ? a : b; }
   static NISA_AI V max(V a, V b) { return a > b ? a : b; }
+  // whether bit b (a power of 2) of a's representation is set
+  static NISA_AI M bit(V a, uint64_t b) { return (bits(a) & b) != 0; }
   static NISA_AI M lt(V a, V b) { return a < b; }
   static NISA_AI M eq(V a, V b) { return a == b; }
   static NISA_AI V sel(M m, V a, V b) { return m ? a : b; }
@@ -105,6 +108,10 @@ struct S2 { // AVX2
   }
   static NISA_AVX2 NISA_AI V min(V a, V b) { return _mm256_min_pd(a, b); }
   static NISA_AVX2 NISA_AI V max(V a, V b) { return _mm256_max_pd(a, b); }
+  static NISA_AVX2 NISA_AI M bit(V a, uint64_t b) {
+    const __m256i m = _mm256_set1_epi64x(int64_t(b));
+    return _mm256_castsi256_pd(_mm256_cmpeq_epi64(_mm256_and_si256(_mm256_castpd_si256(a), m), m));
+  }
   static NISA_AVX2 NISA_AI M lt(V a, V b) { return _mm256_cmp_pd(a, b, _CMP_LT_OQ); }
   static NISA_AVX2 NISA_AI M eq(V a, V b) { return _mm256_cmp_pd(a, b, _CMP_EQ_OQ); }
   static NISA_AVX2 NISA_AI V sel(M m, V a, V b) { return _mm256_blendv_pd(b, a, m); }
@@ -147,6 +154,9 @@ struct S5 { // AVX-512
   }
   static NISA_AVX512 NISA_AI V min(V a, V b) { return _mm512_min_pd(a, b); }
   static NISA_AVX512 NISA_AI V max(V a, V b) { return _mm512_max_pd(a, b); }
+  static NISA_AVX512 NISA_AI M bit(V a, uint64_t b) {
+    return _mm512_test_epi64_mask(_mm512_castpd_si512(a), _mm512_set1_epi64(int64_t(b)));
+  }
   static NISA_AVX512 NISA_AI M lt(V a, V b) { return _mm512_cmp_pd_mask(a, b, _CMP_LT_OQ); }
   static NISA_AVX512 NISA_AI M eq(V a, V b) { return _mm512_cmp_pd_mask(a, b, _CMP_EQ_OQ); }
   static NISA_AVX512 NISA_AI V sel(M m, V a, V b) { return _mm512_mask_blend_pd(m, b, a); }
@@ -173,6 +183,38 @@ constexpr double kLn2Lo = 1.90821492927058770002e-10;
 constexpr double kShifter = 6755399441055744.0; // 1.5 * 2^52
 constexpr double kExpMax = 708.0;
 constexpr double kInf = __builtin_inf();
+
+// sin: below kSinHuge the vector forms reduce by Cody-Waite (O::fma, exact first step); at and
+// above it (and for inf) sin_huge, the scalar exact reduction, in every form.
+constexpr double kSinHuge = 268435456.0; // 2^28
+// The bits of 2 / pi after the binary point, from the first (fdlibm's table, 320 bits).
+constexpr uint64_t kTwoOverPi[5] = {0xA2F9836E4E441529ull, 0xFC2757D1F534DDC0ull,
+                                    0xDB6295993C439041ull, 0xFE5163ABDEBBC561ull,
+                                    0xB7246E3A424DD2E0ull};
+uint64_t two_over_pi_bits(int s) { // the 64 bits from bit s (1 = the first)
+  const int w = (s - 1) / 64, o = (s - 1) % 64;
+  return o ? (kTwoOverPi[w] << o) | (kTwoOverPi[w + 1] >> (64 - o)) : kTwoOverPi[w];
+}
+// Payne-Hanek for an fp32 x = M 2^E with 2^28 <= |x| < 2^128 (E in [5, 104]): y = |x| 2 / pi
+// mod 4 as a 128-bit fixed-point number (2 integer bits) from the 192 bits of 2 / pi that
+// matter (the earlier ones give multiples of 4; truncation < 2^-100), then the quadrant and
+// r = (y - round(y)) pi / 2 in double.
+void reduce_huge(float x, double& r, uint64_t& q) {
+  uint32_t u;
+  std::memcpy(&u, &x, 4);
+  const uint64_t m = (u & 0x7FFFFFu) | 0x800000u;
+  const int e = int((u >> 23) & 0xFF) - 150;
+  using U = unsigned __int128;
+  const int s = e - 1;
+  const U p0 = U(m) * two_over_pi_bits(s), p1 = U(m) * two_over_pi_bits(s + 64),
+          p2 = U(m) * two_over_pi_bits(s + 128);
+  const U y = (p0 << 64) + p1 + (p2 >> 64);   // (|x| 2 / pi mod 4) * 2^126
+  const U f = y << 2;                         // the fraction * 2^128
+  q = uint64_t(y >> 126) + (f >> 127);        // round to nearest: f >= 1/2 counts up
+  const auto hi = int64_t(uint64_t(f >> 64)); // f - 1 when f >= 1/2: in [-1/2, 1/2)
+  const double fd = double(hi) * 0x1p-64 + double(uint64_t(f)) * 0x1p-128;
+  r = __builtin_fma(fd, 1.5707963267948966, fd * 6.123233995736766e-17);
+}
 
 namespace fs { // the scalar form on a host without FMA3 (Sd::fma calls libm's fma)
 #include "interp/engines/simd_math_fns.inc"
@@ -337,6 +379,7 @@ template <class G> void with_fn(MathFn f, G&& g) {
     NISA_FN(gelu_dx)
     NISA_FN(erf)
     NISA_FN(arctan)
+    NISA_FN(sin)
 #undef NISA_FN
   }
 }
@@ -353,10 +396,15 @@ void math_row(Level l, MathFn f, const float* x, uint64_t n, float scale, float 
   with_fn(f, [&](auto fc) {
     constexpr MathFn F = decltype(fc)::value;
     switch (l) {
-    case Level::avx512: return row_avx512<F>(x, n, scale, bias, out);
-    case Level::avx2: return row_avx2<F>(x, n, scale, bias, out);
+    case Level::avx512: row_avx512<F>(x, n, scale, bias, out); break;
+    case Level::avx2: row_avx2<F>(x, n, scale, bias, out); break;
     case Level::scalar: return row_scalar<F>(x, n, scale, bias, out);
     }
+    if constexpr (F == MathFn::sin) // the lanes of the exact reduction: the scalar form
+      for (uint64_t i = 0; i < n; ++i) {
+        const float a = x[i] * scale;
+        if (__builtin_fabsf(a + bias) >= float(kSinHuge)) out[i] = scalar_one<F>(a + bias);
+      }
   });
 }
 

@@ -901,6 +901,7 @@ const MathCase kMath[] = {
     {MathFn::gelu_dx, "gelu_dx", -3.0e38f, 3.0e38f},
     {MathFn::erf, "erf", -3.0e38f, 3.0e38f},
     {MathFn::arctan, "arctan", -3.0e38f, 3.0e38f},
+    {MathFn::sin, "sin", -3.0e38f, 3.0e38f},
 };
 
 // The textbook formula in long double, rounded once to fp32.
@@ -939,6 +940,7 @@ float math_reference(MathFn f, float xf) {
     break;
   case MathFn::erf: r = std::erf(x); break;
   case MathFn::arctan: r = std::atan(x); break;
+  case MathFn::sin: r = std::sin(x); break;
   }
   return static_cast<float>(r);
 }
@@ -981,6 +983,7 @@ float math_libm(MathFn f, float xf) {
     break;
   case MathFn::erf: r = std::erf(x); break;
   case MathFn::arctan: r = std::atan(x); break;
+  case MathFn::sin: r = std::sin(x); break;
   }
   return static_cast<float>(r);
 }
