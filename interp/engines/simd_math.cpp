@@ -287,6 +287,26 @@ NISA_AVX512 NISA_AI __m512 join(__m256 lo, __m256 hi) {
       _mm512_insertf64x4(_mm512_castps_pd(_mm512_castps256_ps512(lo)), _mm256_castps_pd(hi), 1));
 }
 
+// sin: the lanes at and above kSinHuge (and inf) take the scalar form (its exact reduction).
+NISA_AVX512 void huge_lanes16(__m512 a, float* out) {
+  const __mmask16 m =
+      _mm512_cmp_ps_mask(_mm512_abs_ps(a), _mm512_set1_ps(float(kSinHuge)), _CMP_GE_OQ);
+  if (__builtin_expect(m == 0, 1)) return;
+  alignas(64) float v[16];
+  _mm512_store_ps(v, a);
+  for (int j = 0; j < 16; ++j)
+    if (m >> j & 1) out[j] = scalar_one<MathFn::sin>(v[j]);
+}
+NISA_AVX2 void huge_lanes8(__m256 a, float* out) {
+  const __m256 abs = _mm256_and_ps(a, _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF)));
+  const int m = _mm256_movemask_ps(_mm256_cmp_ps(abs, _mm256_set1_ps(float(kSinHuge)), _CMP_GE_OQ));
+  if (__builtin_expect(m == 0, 1)) return;
+  alignas(32) float v[8];
+  _mm256_store_ps(v, a);
+  for (int j = 0; j < 8; ++j)
+    if (m >> j & 1) out[j] = scalar_one<MathFn::sin>(v[j]);
+}
+
 // Two blocks of 16 floats (4 double vectors) per step: the polynomial chains are
 // latency-bound, independent ones interleave.
 template <MathFn F>
@@ -319,6 +339,7 @@ NISA_AVX512 void row_avx512(const float* x, uint64_t n, float scale, float bias,
       r = _mm512_mask_mov_ps(r, _mm512_cmp_ps_mask(a[f], a[f], _CMP_UNORD_Q),
                              _mm512_add_ps(a[f], a[f]));
       _mm512_storeu_ps(out + i + 16 * f, r);
+      if constexpr (F == MathFn::sin) huge_lanes16(a[f], out + i + 16 * f);
     }
   }
   for (; i + 16 <= n; i += 16) {
@@ -328,6 +349,7 @@ NISA_AVX512 void row_avx512(const float* x, uint64_t n, float scale, float bias,
     __m512 r = join(_mm512_cvtpd_ps(lo), _mm512_cvtpd_ps(hi));
     r = _mm512_mask_mov_ps(r, _mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q), _mm512_add_ps(a, a));
     _mm512_storeu_ps(out + i, r);
+    if constexpr (F == MathFn::sin) huge_lanes16(a, out + i);
   }
   row_scalar<F>(x + i, n - i, scale, bias, out + i);
 }
@@ -353,6 +375,7 @@ NISA_AVX2 void row_avx2(const float* x, uint64_t n, float scale, float bias, flo
     lo = _mm_blendv_ps(lo, _mm_add_ps(alo, alo), _mm_cmpunord_ps(alo, alo));
     hi = _mm_blendv_ps(hi, _mm_add_ps(ahi, ahi), _mm_cmpunord_ps(ahi, ahi));
     _mm256_storeu_ps(out + i, _mm256_set_m128(hi, lo));
+    if constexpr (F == MathFn::sin) huge_lanes8(a, out + i);
   }
   row_scalar<F>(x + i, n - i, scale, bias, out + i);
 }
@@ -396,15 +419,10 @@ void math_row(Level l, MathFn f, const float* x, uint64_t n, float scale, float 
   with_fn(f, [&](auto fc) {
     constexpr MathFn F = decltype(fc)::value;
     switch (l) {
-    case Level::avx512: row_avx512<F>(x, n, scale, bias, out); break;
-    case Level::avx2: row_avx2<F>(x, n, scale, bias, out); break;
+    case Level::avx512: return row_avx512<F>(x, n, scale, bias, out);
+    case Level::avx2: return row_avx2<F>(x, n, scale, bias, out);
     case Level::scalar: return row_scalar<F>(x, n, scale, bias, out);
     }
-    if constexpr (F == MathFn::sin) // the lanes of the exact reduction: the scalar form
-      for (uint64_t i = 0; i < n; ++i) {
-        const float a = x[i] * scale;
-        if (__builtin_fabsf(a + bias) >= float(kSinHuge)) out[i] = scalar_one<F>(a + bias);
-      }
   });
 }
 
