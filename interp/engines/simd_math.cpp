@@ -64,6 +64,8 @@ struct Sd { // scalar
   static NISA_AI V max(V a, V b) { return a > b ? a : b; }
   // whether bit b (a power of 2) of a's representation is set
   static NISA_AI M bit(V a, uint64_t b) { return (bits(a) & b) != 0; }
+  static NISA_AI bool any(M m) { return m; }
+  static NISA_AI bool all(M m) { return m; }
   static NISA_AI M lt(V a, V b) { return a < b; }
   static NISA_AI M eq(V a, V b) { return a == b; }
   static NISA_AI V sel(M m, V a, V b) { return m ? a : b; }
@@ -112,6 +114,8 @@ struct S2 { // AVX2
     const __m256i m = _mm256_set1_epi64x(int64_t(b));
     return _mm256_castsi256_pd(_mm256_cmpeq_epi64(_mm256_and_si256(_mm256_castpd_si256(a), m), m));
   }
+  static NISA_AVX2 NISA_AI bool any(M m) { return _mm256_movemask_pd(m) != 0; }
+  static NISA_AVX2 NISA_AI bool all(M m) { return _mm256_movemask_pd(m) == 0xF; }
   static NISA_AVX2 NISA_AI M lt(V a, V b) { return _mm256_cmp_pd(a, b, _CMP_LT_OQ); }
   static NISA_AVX2 NISA_AI M eq(V a, V b) { return _mm256_cmp_pd(a, b, _CMP_EQ_OQ); }
   static NISA_AVX2 NISA_AI V sel(M m, V a, V b) { return _mm256_blendv_pd(b, a, m); }
@@ -157,6 +161,8 @@ struct S5 { // AVX-512
   static NISA_AVX512 NISA_AI M bit(V a, uint64_t b) {
     return _mm512_test_epi64_mask(_mm512_castpd_si512(a), _mm512_set1_epi64(int64_t(b)));
   }
+  static NISA_AVX512 NISA_AI bool any(M m) { return m != 0; }
+  static NISA_AVX512 NISA_AI bool all(M m) { return m == 0xFF; }
   static NISA_AVX512 NISA_AI M lt(V a, V b) { return _mm512_cmp_pd_mask(a, b, _CMP_LT_OQ); }
   static NISA_AVX512 NISA_AI M eq(V a, V b) { return _mm512_cmp_pd_mask(a, b, _CMP_EQ_OQ); }
   static NISA_AVX512 NISA_AI V sel(M m, V a, V b) { return _mm512_mask_blend_pd(m, b, a); }
