@@ -10,17 +10,24 @@
 // correctly rounded: the same bits.
 //
 // Building blocks, in double:
-// - exp: clamp to [-708, 708], k = round(x / ln 2) by the 1.5 * 2^52 shifter,
-//   r = x - k ln2_hi - k ln2_lo (|r| <= ln2 / 2), e^r - 1 = r * q(r) with q a degree-7
-//   Chebyshev interpolant of (e^r - 1) / r (relative error < 2^-37), 2^k through the exponent
-//   bits. e^x = s + s (e^r - 1) and e^x - 1 = s (e^r - 1) + (s - 1) (no cancellation for small
-//   x); outside [-708, 708] e^x is 0 / inf as in libm.
-// - log: x = 2^e m with m in [sqrt(1/2), sqrt(2)), log m = f P(f) with f = m - 1 (exact) and
-//   P a degree-11 interpolant of log(1 + f) / f (relative error < 2^-32; no division);
-//   log(1 + y) for y in [0, 1] (softplus) likewise by its own degree-11 interpolant.
-// Relative errors below 2^-32, far under an fp32 half ulp (2^-24): the fp32 results equal
-// those of the formulas except where the exact value lies within ~2^-8 ulp of a rounding
+// - exp (of x <= 0 only: every user's argument is): clamp at -708, k = round(x / ln 2) by
+//   the 1.5 * 2^52 shifter, r = x - k ln2_hi - k ln2_lo (|r| <= ln2 / 2), e^r - 1 = r * q(r)
+//   with q a degree-6 Chebyshev interpolant of (e^r - 1) / r (relative error < 2^-31), 2^k
+//   through the exponent bits. e^x = s + s (e^r - 1) and e^x - 1 = s (e^r - 1) + (s - 1) (no
+//   cancellation for small x; tanh clamps its argument to +-40).
+// - log: x = 2^e m with m in [0.75, 1.5), log m = f P(f) with f = m - 1 (exact) and P a
+//   degree-10 interpolant of log(1 + f) / f (relative error < 2^-30; no division); log(1 + y)
+//   for y in [0, 1] (softplus) likewise by its own degree-10 interpolant.
+// Relative errors below 2^-30, far under an fp32 half ulp (2^-24): the fp32 results equal
+// those of the formulas except where the exact value lies within ~2^-6 ulp of a rounding
 // boundary (tests/semantics/simd_test.cpp sweeps measure it; 1 ulp at most).
+// - erf / gelu / gelu_dx: z E(z^2) below |z| = 0.75, erfc(z) = e^-z^2 R(1 / (z + 3)) above
+//   (gelu through erfc for negative x: relative accuracy kept); gelu_dx by its Taylor series
+//   below |x| = 1.06 (it has a root at -0.7518, where its two terms cancel).
+// - sin: Cody-Waite by pi / 2 in three doubles (the first step exact) below 2^28, Payne-Hanek
+//   (the scalar reduce_huge, in 128-bit integers) at and above; arctan: a three-way reduction
+//   to |t| <= tan(pi / 8), one division. Interpolants from Chebyshev nodes (the sweep tests of
+//   tests/semantics/simd_test.cpp check the bounds).
 // rsqrt: y0 = 1.0f / sqrtf(x) in fp32 (exact IEEE operations: the same bits everywhere),
 // then one Newton step in double (relative error ~2^-44).
 // sqrt and reciprocal are the fp32 instructions (sqrtps, divps) in every form: rounding the
