@@ -40,6 +40,7 @@
 #pragma GCC diagnostic ignored "-Wuninitialized" // the same at -O0 (Debug, ASan)
 #include <immintrin.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <type_traits>
 
@@ -252,10 +253,11 @@ namespace f5 {
 #pragma GCC pop_options
 
 // Whether the host has FMA3 (every AVX2 / AVX-512 host has): the scalar form then runs fsf.
-// (Before this initialiser runs, the baseline form: the same bits.)
+// (Before this initialiser runs, the baseline form: the same bits.) NISA_SCALAR_NO_FMA in the
+// environment picks the baseline form on any host (tests: it must give the same bits).
 const bool kHostFma = [] {
   __builtin_cpu_init();
-  return __builtin_cpu_supports("fma") != 0;
+  return __builtin_cpu_supports("fma") != 0 && std::getenv("NISA_SCALAR_NO_FMA") == nullptr;
 }();
 
 template <MathFn F> float scalar_base(float a) {
