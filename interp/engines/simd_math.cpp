@@ -26,7 +26,8 @@
 //   below |x| = 1.06 (it has a root at -0.7518, where its two terms cancel).
 // - sin: Cody-Waite by pi / 2 in three doubles (the first step exact) below 2^28, Payne-Hanek
 //   (the scalar reduce_huge, in 128-bit integers) at and above; arctan: a three-way reduction
-//   to |t| <= tan(pi / 8), one division. Interpolants from Chebyshev nodes (the sweep tests of
+//   to |t| <= tan(pi / 8), one division. Interpolants from Chebyshev nodes
+//   (scripts/math_interpolants.py recomputes them; the sweep tests of
 //   tests/semantics/simd_test.cpp check the bounds).
 // rsqrt: y0 = 1.0f / sqrtf(x) in fp32 (exact IEEE operations: the same bits everywhere),
 // then one Newton step in double (relative error ~2^-44).
