@@ -344,6 +344,9 @@ void BM_native_exp(benchmark::State& s) {
 extern "C" __m512 _ZGVeN16v_tanhf(__m512);
 extern "C" __m512 _ZGVeN16v_logf(__m512);
 extern "C" __m512 _ZGVeN16v_log1pf(__m512);
+extern "C" __m512 _ZGVeN16v_erff(__m512);
+extern "C" __m512 _ZGVeN16v_sinf(__m512);
+extern "C" __m512 _ZGVeN16v_atanf(__m512);
 #endif
 NISA_AVX512 inline __m512 sig16(__m512 v) {
 #ifdef NISA_HAVE_MVEC
@@ -378,6 +381,21 @@ NISA_AVX512 __m512 native16(ActFunc f, __m512 x) {
   case ActFunc::erf_dx:
     return _mm512_mul_ps(_mm512_set1_ps(1.1283791671f),
                          _ZGVeN16v_expf(_mm512_sub_ps(_mm512_setzero_ps(), _mm512_mul_ps(x, x))));
+  case ActFunc::erf: return _ZGVeN16v_erff(x);
+  case ActFunc::sin: return _ZGVeN16v_sinf(x);
+  case ActFunc::arctan: return _ZGVeN16v_atanf(x);
+  case ActFunc::gelu:
+    return _mm512_mul_ps(
+        _mm512_mul_ps(_mm512_set1_ps(0.5f), x),
+        _mm512_add_ps(one, _ZGVeN16v_erff(_mm512_mul_ps(x, _mm512_set1_ps(0.70710678118654752f)))));
+  case ActFunc::gelu_dx: {
+    const __m512 cdf = _mm512_mul_ps(
+        _mm512_set1_ps(0.5f),
+        _mm512_add_ps(one, _ZGVeN16v_erff(_mm512_mul_ps(x, _mm512_set1_ps(0.70710678118654752f)))));
+    const __m512 pdf = _ZGVeN16v_expf(_mm512_mul_ps(_mm512_set1_ps(-0.5f), _mm512_mul_ps(x, x)));
+    return _mm512_add_ps(
+        cdf, _mm512_mul_ps(_mm512_mul_ps(x, _mm512_set1_ps(0.39894228040143268f)), pdf));
+  }
 #endif
   case ActFunc::silu: return _mm512_mul_ps(x, sig16(x));
   default: return sig16(x); // sigmoid
@@ -405,10 +423,21 @@ double native_rate(Core& c, ActFunc f, uint32_t n) { // bytes per CPU second, be
   }
   return best;
 }
-const ActFunc kActFns[] = {
-    ActFunc::log,      ActFunc::sqrt,    ActFunc::rsqrt,           ActFunc::reciprocal,
-    ActFunc::tanh,     ActFunc::sigmoid, ActFunc::gelu_apprx_tanh, ActFunc::silu,
-    ActFunc::softplus, ActFunc::erf_dx};
+const ActFunc kActFns[] = {ActFunc::log,
+                           ActFunc::sqrt,
+                           ActFunc::rsqrt,
+                           ActFunc::reciprocal,
+                           ActFunc::tanh,
+                           ActFunc::sigmoid,
+                           ActFunc::gelu_apprx_tanh,
+                           ActFunc::silu,
+                           ActFunc::softplus,
+                           ActFunc::erf_dx,
+                           ActFunc::gelu,
+                           ActFunc::gelu_dx,
+                           ActFunc::erf,
+                           ActFunc::sin,
+                           ActFunc::arctan};
 void BM_act(benchmark::State& s) {
   Core c;
   const ActFunc f = static_cast<ActFunc>(s.range(1));
@@ -459,6 +488,13 @@ double libm_act(ActFunc f, double x) {
   case ActFunc::silu: return x * sig(x);
   case ActFunc::softplus: return std::max(x, 0.0) + std::log1p(std::exp(-std::fabs(x)));
   case ActFunc::erf_dx: return 1.1283791670955126 * std::exp(-x * x);
+  case ActFunc::gelu: return 0.5 * x * (1.0 + std::erf(x * 0.7071067811865476));
+  case ActFunc::gelu_dx:
+    return 0.5 * (1.0 + std::erf(x * 0.7071067811865476)) +
+           x * 0.3989422804014327 * std::exp(-0.5 * x * x);
+  case ActFunc::erf: return std::erf(x);
+  case ActFunc::sin: return std::sin(x);
+  case ActFunc::arctan: return std::atan(x);
   default: return sig(x);
   }
 }

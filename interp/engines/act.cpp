@@ -2,10 +2,13 @@
 // reduce registers (isa-facts 4.2, 4.5, 11 ex. 9). The hardware evaluates the functions
 // with piecewise polynomials; we evaluate the defining formulas in double, rounded to fp32,
 // which is what the reference tests of the seeds compare against. exp (simd.h exp_f32) and
-// the functions of simd::MathFn (log, sqrt, rsqrt, reciprocal, tanh, sigmoid, the gelu
-// approximations, silu, softplus, mish, erf_dx; simd_math.cpp) have their own double
-// algorithms, one per function in all vector forms, so every level gives the same bits;
-// gelu, gelu_dx, erf, sin and arctan still call libm per element.
+// the functions of simd::MathFn (all but copy, relu, square, abs and sign; simd_math.cpp)
+// have their own double algorithms (fma, short interpolants, no libm), one per function in
+// all vector forms, so every level gives the same bits, within 1 fp32 ulp of the formula in
+// long double. The act_d formulas below are the definitions they implement; where they differ
+// at the edges: gelu and gelu_dx go through erfc for negative x (0.5 x (1 + erf z) loses its
+// digits to cancellation below about x = -5), gelu_dx(+-inf) is its limit 1 / 0 (the
+// formula gives inf * 0 = NaN), a NaN argument gives it quieted.
 #include <cmath>
 #include <numbers>
 
@@ -42,6 +45,11 @@ constexpr bool math_of(ActFunc f, simd::MathFn* out) {
   case ActFunc::softplus: *out = M::softplus; return true;
   case ActFunc::mish: *out = M::mish; return true;
   case ActFunc::erf_dx: *out = M::erf_dx; return true;
+  case ActFunc::gelu: *out = M::gelu; return true;
+  case ActFunc::gelu_dx: *out = M::gelu_dx; return true;
+  case ActFunc::erf: *out = M::erf; return true;
+  case ActFunc::arctan: *out = M::arctan; return true;
+  case ActFunc::sin: *out = M::sin; return true;
   default: return false;
   }
 }

@@ -87,8 +87,9 @@ float exp_f32(float x);
 // out[i] = exp_f32(x[i] * scale + bias) (the affine part in fp32, no fma).
 void exp_row(Level l, const float* x, uint64_t n, float scale, float bias, float* out);
 // The other activation functions with vector forms (simd_math.cpp): each evaluated in double
-// from the fp32 argument by one algorithm in all three forms (own exp / log kernels, no
-// libm), rounded to fp32; a NaN argument gives it quieted. math_f32 is the scalar definition.
+// from the fp32 argument by one algorithm in all three forms (own exp / log / erfc / sin
+// kernels with fused multiply-adds, no libm but for the baseline scalar form's fma), rounded
+// to fp32; a NaN argument gives it quieted. math_f32 is the scalar definition.
 enum class MathFn : uint8_t {
   log,
   sqrt,
@@ -103,7 +104,12 @@ enum class MathFn : uint8_t {
   silu_dx,
   softplus,
   mish,
-  erf_dx
+  erf_dx,
+  gelu,
+  gelu_dx,
+  erf,
+  arctan,
+  sin
 };
 float math_f32(MathFn f, float x);
 // out[i] = math_f32(f, x[i] * scale + bias) (the affine part in fp32, no fma).

@@ -942,6 +942,11 @@ const MathCase kMath[] = {
     {MathFn::softplus, "softplus", -80.0f, 80.0f},
     {MathFn::mish, "mish", -80.0f, 80.0f},
     {MathFn::erf_dx, "erf_dx", -9.0f, 9.0f},
+    {MathFn::gelu, "gelu", -3.0e38f, 3.0e38f},
+    {MathFn::gelu_dx, "gelu_dx", -3.0e38f, 3.0e38f},
+    {MathFn::erf, "erf", -3.0e38f, 3.0e38f},
+    {MathFn::arctan, "arctan", -3.0e38f, 3.0e38f},
+    {MathFn::sin, "sin", -3.0e38f, 3.0e38f},
 };
 
 // The textbook formula in long double, rounded once to fp32.
@@ -972,6 +977,15 @@ float math_reference(MathFn f, float xf) {
   case MathFn::softplus: r = sp(x); break;
   case MathFn::mish: r = x * std::tanh(sp(x)); break;
   case MathFn::erf_dx: r = 2 / std::sqrt(std::numbers::pi_v<L>) * std::exp(-x * x); break;
+  // 0.5 x (1 + erf(x / sqrt 2)) = 0.5 x erfc(-x / sqrt 2): no cancellation for negative x
+  case MathFn::gelu: r = 0.5L * x * std::erfc(-x / std::sqrt(2.0L)); break;
+  case MathFn::gelu_dx:
+    r = 0.5L * std::erfc(-x / std::sqrt(2.0L)) +
+        x / std::sqrt(2 * std::numbers::pi_v<L>) * std::exp(-0.5L * x * x);
+    break;
+  case MathFn::erf: r = std::erf(x); break;
+  case MathFn::arctan: r = std::atan(x); break;
+  case MathFn::sin: r = std::sin(x); break;
   }
   return static_cast<float>(r);
 }
@@ -1007,6 +1021,14 @@ float math_libm(MathFn f, float xf) {
   case MathFn::softplus: r = sp(x); break;
   case MathFn::mish: r = x * std::tanh(sp(x)); break;
   case MathFn::erf_dx: r = 2.0 / std::sqrt(std::numbers::pi) * std::exp(-x * x); break;
+  case MathFn::gelu: r = 0.5 * x * (1.0 + std::erf(x * 0.70710678118654752440)); break;
+  case MathFn::gelu_dx:
+    r = 0.5 * (1.0 + std::erf(x * 0.70710678118654752440)) +
+        x * 0.39894228040143267794 * std::exp(-0.5 * x * x);
+    break;
+  case MathFn::erf: r = std::erf(x); break;
+  case MathFn::arctan: r = std::atan(x); break;
+  case MathFn::sin: r = std::sin(x); break;
   }
   return static_cast<float>(r);
 }
@@ -1059,6 +1081,52 @@ TEST(Simd, MathFunctionsWithinOneUlpOfTheirFormulaOverASweep) {
   EXPECT_EQ(simd::math_f32(MathFn::reciprocal, -0.0f), -INFINITY);
   EXPECT_EQ(simd::math_f32(MathFn::gelu_apprx_tanh, 0.0f), 0.0f);
   EXPECT_EQ(simd::math_f32(MathFn::silu_dx, 0.0f), 0.5f);
+  // Every fp32 value of the narrow ranges where the new forms are delicate: gelu_dx around its
+  // root (x ~ -0.7518, where Phi(x) and x phi(x) cancel), sin around multiples of pi / 2 up
+  // to 2^28 and above it (the exact reduction), erf / gelu around the 0.75 switch.
+  auto dense = [&](MathFn f, float from, float to) {
+    int64_t n = 0;
+    for (float x = from; x <= to; x = std::nextafter(x, INFINITY), ++n) {
+      const float got = simd::math_f32(f, x), want = math_reference(f, x);
+      ASSERT_LE(ulps(got, want), 1) << int(f) << " x=" << x << " got " << got << " want " << want;
+    }
+    EXPECT_GT(n, 1000);
+  };
+  auto around = [&](MathFn f, float c) { // 3000 fp32 values either side of c
+    dense(f, from_bits(bits(c) - 3000), from_bits(bits(c) + 3000));
+  };
+  dense(MathFn::gelu_dx, -0.7530f, -0.7505f);
+  dense(MathFn::gelu_dx, -1.0610f, -1.0600f);
+  dense(MathFn::gelu_dx, 1.0600f, 1.0610f);
+  dense(MathFn::erf, 0.7495f, 0.7505f);
+  dense(MathFn::gelu, -1.0610f, -1.0600f);
+  for (double m : {1.0, 2.0, 3.0, 1e3, 12345.0, 1e6, 1e8}) around(MathFn::sin, float(m * M_PI_2));
+  around(MathFn::sin, 0x1p28f);
+  std::mt19937 g(8);
+  std::uniform_int_distribution<uint32_t> big(bits(0x1p28f), bits(3.0e38f));
+  for (int i = 0; i < 100000; ++i) { // the exact reduction over the whole range
+    const float x = from_bits(big(g) | (i & 1 ? 0x80000000u : 0u));
+    ASSERT_LE(ulps(simd::math_f32(MathFn::sin, x), math_reference(MathFn::sin, x)), 1) << x;
+  }
+  // Limits of the new forms (gelu_dx: the limits 1 and 0; the libm formula gave NaN = inf * 0).
+  EXPECT_EQ(simd::math_f32(MathFn::gelu_dx, INFINITY), 1.0f);
+  EXPECT_EQ(simd::math_f32(MathFn::gelu_dx, -INFINITY), 0.0f);
+  EXPECT_EQ(simd::math_f32(MathFn::gelu, INFINITY), INFINITY);
+  EXPECT_EQ(bits(simd::math_f32(MathFn::gelu, -INFINITY)), bits(-0.0f)); // the formula: NaN
+  EXPECT_EQ(simd::math_f32(MathFn::gelu, -1e30f), 0.0f);
+  EXPECT_EQ(simd::math_f32(MathFn::erf, INFINITY), 1.0f);
+  EXPECT_EQ(simd::math_f32(MathFn::erf, -INFINITY), -1.0f);
+  EXPECT_EQ(simd::math_f32(MathFn::arctan, INFINITY), static_cast<float>(M_PI_2));
+  EXPECT_EQ(simd::math_f32(MathFn::arctan, -INFINITY), -static_cast<float>(M_PI_2));
+  EXPECT_TRUE(std::isnan(simd::math_f32(MathFn::sin, INFINITY)));
+  EXPECT_TRUE(std::isnan(simd::math_f32(MathFn::sin, -INFINITY)));
+  for (MathFn f : {MathFn::gelu, MathFn::erf, MathFn::arctan, MathFn::sin}) {
+    EXPECT_EQ(bits(simd::math_f32(f, -0.0f)), bits(-0.0f)) << int(f);
+    EXPECT_EQ(bits(simd::math_f32(f, from_bits(0x80000001u))),
+              bits(math_reference(f, from_bits(0x80000001u))))
+        << int(f);
+  }
+  EXPECT_EQ(simd::math_f32(MathFn::gelu_dx, 0.0f), 0.5f);
   const float nan = from_bits(0x7fa00001u); // signalling: comes back quieted, payload kept
   for (const MathCase& c : kMath) EXPECT_EQ(bits(simd::math_f32(c.f, nan)), 0x7fe00001u) << c.name;
 }
@@ -1069,6 +1137,7 @@ TEST(Simd, MathRowEveryLevelBitIdentical) {
       std::vector<float> x = nasty_row(n, 15000 + uint32_t(n), true);
       for (size_t i = 0; i < x.size(); i += 7) x[i] *= 20.0f; // the saturating ends
       for (size_t i = 3; i < x.size(); i += 11) x[i] = std::fabs(x[i]) * 1e-30f;
+      for (size_t i = 5; i < x.size(); i += 13) x[i] *= 3e28f; // sin's exact reduction, huge args
       for (float scale : {1.0f, -0.75f})
         for (float bias : {0.0f, 0.5f}) {
           std::vector<uint32_t> want(n);
