@@ -665,6 +665,18 @@ TEST(Simd, TensorReduceMaxMinBf16RowsAgreeAcrossLevels) {
     }
 }
 
+// scan as a cumsum from 0.5: dst[j] = (state * ones[j]) + x[j], the state fp32.
+Inst cumsum_inst(const AccessPattern& dst, const AccessPattern& ones, const AccessPattern& x) {
+  Inst in = make(Opcode::scan, Engine::dve);
+  set_ap(in, "dst", dst);
+  set_ap(in, "in0", ones);
+  set_ap(in, "in1", x);
+  set_f(in, "init", 0.5f);
+  set_e(in, "op0", AluOp::multiply);
+  set_e(in, "op1", AluOp::add);
+  return in;
+}
+
 TEST(Simd, ScanAndReduceInstructionsAgreeAcrossLevels) {
   LevelGuard guard;
   const uint32_t P = 40, F = 300;
@@ -676,14 +688,7 @@ TEST(Simd, ScanAndReduceInstructionsAgreeAcrossLevels) {
     const auto X = Bench::sb(DType::bf16, P, F), ONES = Bench::sb(DType::fp32, P, F, 8192);
     b.put(X, x);
     b.put(ONES, std::vector<float>(P * F, 1.0f));
-    Inst in = make(Opcode::scan, Engine::dve);
-    set_ap(in, "dst", X);
-    set_ap(in, "in0", ONES);
-    set_ap(in, "in1", X);
-    set_f(in, "init", 0.5f);
-    set_e(in, "op0", AluOp::multiply);
-    set_e(in, "op1", AluOp::add);
-    b.run(in);
+    b.run(cumsum_inst(X, ONES, X));
     scans.push_back(b.get(X));
     // reduce: src [P, 30 x 10] fp32, axes = 1 -> [P, 30]
     AccessPattern S = Bench::sb(DType::fp32, P, F, 20000);
@@ -738,14 +743,7 @@ TEST(Simd, Bf16FoldAndScanThroughConvertedRowsMatchThePlainLoops) {
       set_e(r, "op", AluOp::add);
       set_i(r, "axes", 1);
       b.run(r);
-      Inst sc = make(Opcode::scan, Engine::dve);
-      set_ap(sc, "dst", Y);
-      set_ap(sc, "in0", ONES);
-      set_ap(sc, "in1", X);
-      set_f(sc, "init", 0.5f);
-      set_e(sc, "op0", AluOp::multiply);
-      set_e(sc, "op1", AluOp::add);
-      b.run(sc);
+      b.run(cumsum_inst(Y, ONES, X));
       const auto sum = b.get(D), scan = b.get(Y);
       for (uint32_t p = 0; p < P; ++p) {
         float acc = x[size_t(p) * F];
