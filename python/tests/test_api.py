@@ -227,8 +227,10 @@ def test_random_schedule_same_result(rng):
 
 def test_gil_released(rng):
     """Another Python thread runs while the machine does."""
-    x = rng.standard_normal((1024, 8192)).astype(np.float32)
-    k = nisa.assemble(kernel("cumsum.nasm"), ROWS=1024, COLS=8192)
+    # Long enough (~0.1 s) that 10 ticks inside it mean the GIL was free: the 1024-row run
+    # of before fell under the 30 ms this needs once the scan got faster.
+    x = rng.standard_normal((4096, 8192)).astype(np.float32)
+    k = nisa.assemble(kernel("cumsum.nasm"), ROWS=4096, COLS=8192)
     ticks = []
     done = threading.Event()
 
