@@ -653,6 +653,26 @@ def run_nisa(cmd, log):
     return float(w), float(u), float(s), float(rss) / 1024.0, int(rc)
 
 
+def first_touch_ms_per_mib(mib=64):
+    """ms per MiB to first-touch fresh anonymous huge-page memory, in a child process (as a
+    nisa run gets its memory). On a VM that returns freed memory to its host (free page
+    reporting) this is 10-20x its value for memory the host has backed, and it decides the
+    rows of a few ms (docs/performance.md "Issue 16: session 8")."""
+    code = ("import mmap, time\n"
+            "n = %d << 20\n"
+            "m = mmap.mmap(-1, n, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)\n"
+            "getattr(m, 'madvise', lambda *a: None)(getattr(mmap, 'MADV_HUGEPAGE', 14))\n"
+            "t = time.perf_counter()\n"
+            "for i in range(0, n, 4096): m[i] = 1\n"
+            "print((time.perf_counter() - t) * 1e3 / %d)\n" % (mib, mib))
+    try:
+        r = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True,
+                           timeout=60)
+        return float(r.stdout.strip())
+    except (OSError, ValueError, subprocess.SubprocessError):
+        return float("nan")
+
+
 def time_torch(fn, reps):
     """(best wall, best CPU time) of reps calls."""
     best, cpu = math.inf, math.inf
@@ -725,6 +745,9 @@ def main():
           (torch.__version__, args.nisa, " " + " ".join(threads) if threads else "", args.repeat,
            args.torch_repeat, time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
            os.getloadavg()[0], os.cpu_count()))
+    touch = first_touch_ms_per_mib()
+    print("first touch of fresh memory here: %.2f ms per MiB (huge pages; ~0.15 where the host "
+          "has backed it before, ~2.5 on a VM that has not: the short rows' system time)" % touch)
     print("ratio = nisa wall / torch wall (the target); CPU ratio = nisa (user + sys) / torch CPU "
           "time (steadier on a shared host)")
     results = []
@@ -742,7 +765,7 @@ def main():
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"torch": torch.__version__, "nisa": args.nisa, "threads": args.threads,
-                       "rows": results}, f, indent=1)
+                       "first_touch_ms_per_mib": touch, "rows": results}, f, indent=1)
     bad = [r["name"] for r in results if r["status"] == "error"]
     if bad:
         print("torch_compare: nisa failed or disagreed with torch: " + ", ".join(bad))
