@@ -940,9 +940,13 @@ struct Bf16Eq512 {
   __m512i mask, bits;
 };
 NISA_AVX512 inline uint64_t eq64_bf16_avx512(const uint8_t* x, uint64_t i, const Bf16Eq512& e) {
-  const uint64_t m0 = _mm512_cmpeq_epi16_mask(_mm512_and_si512(ld512(x, i), e.mask), e.bits);
-  const uint64_t m1 = _mm512_cmpeq_epi16_mask(_mm512_and_si512(ld512(x, i + 32), e.mask), e.bits);
-  return m0 | m1 << 32;
+  // The two 32-bit masks joined in a mask register (kunpackd), as the other bf16 kernels do:
+  // in the Debug / ASan build (GCC 12, -O0 under this file's O3 pragma) `uint64_t m0 =
+  // <__mmask32>` came back with junk in its upper half (0xbeffbeff00000000 seen), which made
+  // find_index8 report a position whose value differs from the slot's.
+  const __mmask32 m0 = _mm512_cmpeq_epi16_mask(_mm512_and_si512(ld512(x, i), e.mask), e.bits);
+  const __mmask32 m1 = _mm512_cmpeq_epi16_mask(_mm512_and_si512(ld512(x, i + 32), e.mask), e.bits);
+  return _cvtmask64_u64(_mm512_kunpackd(m1, m0));
 }
 struct Bf16Eq256 {
   __m256i mask, bits;
