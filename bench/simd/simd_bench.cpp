@@ -348,6 +348,15 @@ extern "C" __m512 _ZGVeN16v_erff(__m512);
 extern "C" __m512 _ZGVeN16v_sinf(__m512);
 extern "C" __m512 _ZGVeN16v_atanf(__m512);
 #endif
+#ifdef NISA_HAVE_MVEC
+// The normal cdf 0.5 (1 + erf(x / sqrt 2)), as gelu and gelu_dx compose it.
+NISA_AVX512 inline __m512 cdf16(__m512 x) {
+  return _mm512_mul_ps(
+      _mm512_set1_ps(0.5f),
+      _mm512_add_ps(_mm512_set1_ps(1.0f),
+                    _ZGVeN16v_erff(_mm512_mul_ps(x, _mm512_set1_ps(0.70710678118654752f)))));
+}
+#endif
 NISA_AVX512 inline __m512 sig16(__m512 v) {
 #ifdef NISA_HAVE_MVEC
   const __m512 one = _mm512_set1_ps(1.0f);
@@ -384,14 +393,9 @@ NISA_AVX512 __m512 native16(ActFunc f, __m512 x) {
   case ActFunc::erf: return _ZGVeN16v_erff(x);
   case ActFunc::sin: return _ZGVeN16v_sinf(x);
   case ActFunc::arctan: return _ZGVeN16v_atanf(x);
-  case ActFunc::gelu:
-    return _mm512_mul_ps(
-        _mm512_mul_ps(_mm512_set1_ps(0.5f), x),
-        _mm512_add_ps(one, _ZGVeN16v_erff(_mm512_mul_ps(x, _mm512_set1_ps(0.70710678118654752f)))));
+  case ActFunc::gelu: return _mm512_mul_ps(x, cdf16(x));
   case ActFunc::gelu_dx: {
-    const __m512 cdf = _mm512_mul_ps(
-        _mm512_set1_ps(0.5f),
-        _mm512_add_ps(one, _ZGVeN16v_erff(_mm512_mul_ps(x, _mm512_set1_ps(0.70710678118654752f)))));
+    const __m512 cdf = cdf16(x);
     const __m512 pdf = _ZGVeN16v_expf(_mm512_mul_ps(_mm512_set1_ps(-0.5f), _mm512_mul_ps(x, x)));
     return _mm512_add_ps(
         cdf, _mm512_mul_ps(_mm512_mul_ps(x, _mm512_set1_ps(0.39894228040143268f)), pdf));

@@ -5,12 +5,17 @@
 // the functions of simd::MathFn (all but copy, relu, square, abs and sign; simd_math.cpp)
 // have their own double algorithms (fma, short interpolants, no libm), one per function in
 // all vector forms, so every level gives the same bits, within 1 fp32 ulp of the formula in
-// long double. The act_d formulas below are the definitions they implement; where they differ
-// at the edges: gelu and gelu_dx go through erfc for negative x (0.5 x (1 + erf z) loses its
-// digits to cancellation below about x = -5), gelu_dx(+-inf) is its limit 1 / 0 (the
-// formula gives inf * 0 = NaN), a NaN argument gives it quieted.
+// long double. The formulas (tests/semantics/act_test.cpp evaluates them in long double):
+//   sigmoid = 1 / (1 + e^-x); silu = x sigmoid(x); silu_dx = s (1 + x (1 - s)), s = sigmoid(x);
+//   softplus = max(x, 0) + log1p(e^-|x|); mish = x tanh(softplus(x));
+//   gelu = x Phi(x); gelu_dx = Phi(x) + x phi(x) (Phi, phi: the normal cdf / pdf);
+//   gelu_apprx_tanh = 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)));
+//   gelu_apprx_sigmoid = x sigmoid(1.702 x); its dx = s (1 + 1.702 x (1 - s));
+//   erf_dx = 2 / sqrt(pi) e^-x^2; log, sqrt, rsqrt, reciprocal, tanh, erf, sin, arctan.
+// Where they differ at the edges: gelu and gelu_dx go through erfc for negative x (0.5 x (1 +
+// erf z) loses its digits to cancellation below about x = -5), gelu_dx(+-inf) is its limit
+// 1 / 0 (the formula gives inf * 0 = NaN), a NaN argument gives it quieted.
 #include <cmath>
-#include <numbers>
 
 #include "interp/engines/elementwise.h"
 #include "interp/engines/engines.h"
@@ -21,11 +26,6 @@ namespace nisa::interp {
 using namespace ew;
 
 namespace {
-
-double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
-double softplus(double x) { return std::max(x, 0.0) + std::log1p(std::exp(-std::fabs(x))); }
-constexpr double kInvSqrt2 = 0.70710678118654752440;
-constexpr double kInvSqrt2Pi = 0.39894228040143267794;
 
 // The functions with vector forms (simd_math.cpp, whose scalar form defines them).
 constexpr bool math_of(ActFunc f, simd::MathFn* out) {
@@ -64,61 +64,22 @@ template <ActFunc F> constexpr bool has_math() {
 }
 
 template <ActFunc F> double act_d(double x) {
-  using std::numbers::pi;
   if constexpr (has_math<F>()) // x is an fp32 value here
     return simd::math_f32(math_fn<F>(), static_cast<float>(x));
   else if constexpr (F == ActFunc::copy)
     return x;
   else if constexpr (F == ActFunc::exp)
     return simd::exp_f32(static_cast<float>(x)); // x is an fp32 value here
-  else if constexpr (F == ActFunc::log)
-    return std::log(x);
-  else if constexpr (F == ActFunc::rsqrt)
-    return 1.0 / std::sqrt(x);
-  else if constexpr (F == ActFunc::sqrt)
-    return std::sqrt(x);
-  else if constexpr (F == ActFunc::reciprocal)
-    return 1.0 / x;
-  else if constexpr (F == ActFunc::tanh)
-    return std::tanh(x);
-  else if constexpr (F == ActFunc::sigmoid)
-    return sigmoid(x);
   else if constexpr (F == ActFunc::relu)
     return x > 0 ? x : (x != x ? x : 0.0);
-  else if constexpr (F == ActFunc::gelu)
-    return 0.5 * x * (1.0 + std::erf(x * kInvSqrt2));
-  else if constexpr (F == ActFunc::gelu_dx)
-    return 0.5 * (1.0 + std::erf(x * kInvSqrt2)) + x * kInvSqrt2Pi * std::exp(-0.5 * x * x);
-  else if constexpr (F == ActFunc::gelu_apprx_tanh)
-    return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / pi) * (x + 0.044715 * x * x * x)));
-  else if constexpr (F == ActFunc::gelu_apprx_sigmoid)
-    return x * sigmoid(1.702 * x);
-  else if constexpr (F == ActFunc::gelu_apprx_sigmoid_dx) {
-    const double s = sigmoid(1.702 * x);
-    return s * (1.0 + 1.702 * x * (1.0 - s));
-  } else if constexpr (F == ActFunc::silu)
-    return x * sigmoid(x);
-  else if constexpr (F == ActFunc::silu_dx) {
-    const double s = sigmoid(x);
-    return s * (1.0 + x * (1.0 - s));
-  } else if constexpr (F == ActFunc::softplus)
-    return softplus(x);
-  else if constexpr (F == ActFunc::mish)
-    return x * std::tanh(softplus(x));
-  else if constexpr (F == ActFunc::erf)
-    return std::erf(x);
-  else if constexpr (F == ActFunc::erf_dx)
-    return 2.0 / std::sqrt(pi) * std::exp(-x * x);
   else if constexpr (F == ActFunc::square)
     return x * x;
   else if constexpr (F == ActFunc::abs)
     return std::fabs(x);
-  else if constexpr (F == ActFunc::sign)
+  else {
+    static_assert(F == ActFunc::sign, "an activation function without a definition");
     return x > 0 ? 1.0 : x < 0 ? -1.0 : x; // keeps +-0, NaN
-  else if constexpr (F == ActFunc::sin)
-    return std::sin(x);
-  else
-    return std::atan(x); // arctan
+  }
 }
 
 template <ActFunc F> using FnC = std::integral_constant<ActFunc, F>;
