@@ -55,7 +55,7 @@ int mpi_main(std::string_view sub, int argc, char** argv, int job) {
                  job);
     return 1;
   }
-  nisa::interp::mpi_start(&argc, &argv);
+  if (!nisa::interp::mpi_start(&argc, &argv)) return 1;
   nisa::interp::Procs* procs = nisa::interp::procs();
   int saved_err = -1;
   if (procs && procs->rank() != 0) {

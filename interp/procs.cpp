@@ -2,13 +2,12 @@
 
 #include <cstdlib>
 #include <cstring>
-#include <limits>
 
 #ifdef NISA_HAVE_MPI
-// The C API only: Open MPI's deprecated C++ bindings do not build warning-free.
-#define OMPI_SKIP_MPICXX 1
-#define MPICH_SKIP_MPICXX 1
-#include <mpi.h>
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <cstdio>
 #endif
 
 namespace nisa::interp {
@@ -28,75 +27,25 @@ int mpi_local_size() {
 #ifdef NISA_HAVE_MPI
 namespace {
 
-class MpiProcs final : public Procs {
-public:
-  MpiProcs() {
-    MPI_Comm_size(MPI_COMM_WORLD, &size_);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
-  }
-  int size() const override { return size_; }
-  int rank() const override { return rank_; }
-  int64_t min(int64_t x) override { return reduce(x, MPI_MIN); }
-  int64_t max(int64_t x) override { return reduce(x, MPI_MAX); }
-  uint64_t sum(uint64_t x) override {
-    unsigned long long in = x, out = 0;
-    MPI_Allreduce(&in, &out, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
-    return out;
-  }
-  std::vector<std::vector<uint8_t>> allgather(const std::vector<uint8_t>& mine) override {
-    // Sizes first (records are small: arrivals, reports; a limit of 2 GiB per process).
-    if (mine.size() > size_t(std::numeric_limits<int>::max()))
-      throw std::runtime_error("MPI: a record of more than 2 GiB");
-    int n = int(mine.size());
-    std::vector<int> counts(static_cast<size_t>(size_)), displs(static_cast<size_t>(size_));
-    MPI_Allgather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, MPI_COMM_WORLD);
-    int64_t total = 0;
-    for (int p = 0; p < size_; ++p) {
-      displs[size_t(p)] = int(total);
-      total += counts[size_t(p)];
-      if (total > std::numeric_limits<int>::max())
-        throw std::runtime_error("MPI: records of more than 2 GiB in all");
-    }
-    std::vector<uint8_t> all(static_cast<size_t>(total));
-    MPI_Allgatherv(mine.data(), n, MPI_BYTE, all.data(), counts.data(), displs.data(), MPI_BYTE,
-                   MPI_COMM_WORLD);
-    std::vector<std::vector<uint8_t>> out(static_cast<size_t>(size_));
-    for (int p = 0; p < size_; ++p)
-      out[size_t(p)].assign(all.begin() + displs[size_t(p)],
-                            all.begin() + displs[size_t(p)] + counts[size_t(p)]);
-    return out;
-  }
-  void send(int to, const uint8_t* p, uint64_t n, int tag) override {
-    for (uint64_t at = 0; at < n || (n == 0 && at == 0); at += kPiece) {
-      int k = int(std::min<uint64_t>(kPiece, n - at));
-      MPI_Send(p + at, k, MPI_BYTE, to, tag, MPI_COMM_WORLD);
-      if (n == 0) break;
-    }
-  }
-  void recv(int from, uint8_t* p, uint64_t n, int tag) override {
-    for (uint64_t at = 0; at < n || (n == 0 && at == 0); at += kPiece) {
-      int k = int(std::min<uint64_t>(kPiece, n - at));
-      MPI_Recv(p + at, k, MPI_BYTE, from, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-      if (n == 0) break;
-    }
-  }
-  [[noreturn]] void abort(int code) override {
-    MPI_Abort(MPI_COMM_WORLD, code);
-    std::_Exit(code);
-  }
-
-private:
-  static constexpr uint64_t kPiece = uint64_t(1) << 28; // 256 MiB per message
-  int64_t reduce(int64_t x, MPI_Op op) {
-    long long in = x, out = 0;
-    MPI_Allreduce(&in, &out, 1, MPI_LONG_LONG, op, MPI_COMM_WORLD);
-    return out;
-  }
-  int size_ = 1, rank_ = 0;
-};
-
-MpiProcs* g_procs = nullptr;
+Procs* g_procs = nullptr;
+void (*g_stop)() = nullptr;
 bool g_started = false;
+
+// Where the MPI module is: NISA_MPI_MODULE if set, else beside an installed nisa
+// (<prefix>/bin/nisa -> <prefix>/lib/nisa/), else where this build put it.
+std::vector<std::string> module_paths() {
+  std::vector<std::string> out;
+  if (const char* e = std::getenv("NISA_MPI_MODULE")) return {e};
+  char exe[4096];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n > 0) {
+    std::string dir(exe, size_t(n));
+    dir = dir.substr(0, dir.find_last_of('/') + 1);
+    out.push_back(dir + "../lib/nisa/libnisa_mpi.so");
+  }
+  out.push_back(NISA_MPI_MODULE_BUILD);
+  return out;
+}
 
 } // namespace
 
@@ -106,18 +55,28 @@ Procs* procs() { return g_procs; }
 bool mpi_start(int* argc, char*** argv) {
   if (g_started || mpi_job_size() <= 1) return true;
   g_started = true;
-  int provided = 0;
-  MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided);
-  // Errors end the job (the default for MPI_COMM_WORLD, said explicitly): never a hang.
-  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
-  g_procs = new MpiProcs();
+  // RTLD_GLOBAL: Open MPI's own plugins resolve libmpi's symbols from the global scope.
+  void* h = nullptr;
+  std::string why;
+  for (const std::string& p : module_paths()) {
+    if ((h = dlopen(p.c_str(), RTLD_NOW | RTLD_GLOBAL))) break;
+    why += std::string("\n  ") + dlerror();
+  }
+  using Start = Procs* (*)(int*, char***);
+  auto start = h ? reinterpret_cast<Start>(dlsym(h, "nisa_mpi_start")) : nullptr;
+  g_stop = h ? reinterpret_cast<void (*)()>(dlsym(h, "nisa_mpi_stop")) : nullptr;
+  if (!start || !g_stop) {
+    std::fprintf(stderr, "nisa: cannot load the MPI module (set NISA_MPI_MODULE to its path):%s\n",
+                 why.empty() ? " it has no nisa_mpi_start / nisa_mpi_stop" : why.c_str());
+    return false;
+  }
+  g_procs = start(argc, argv);
   std::atexit(mpi_stop);
   return true;
 }
 
 void mpi_stop() {
-  int fin = 0;
-  if (g_started && (MPI_Finalized(&fin), !fin)) MPI_Finalize();
+  if (g_stop) g_stop();
 }
 
 #else

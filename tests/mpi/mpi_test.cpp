@@ -300,5 +300,38 @@ TEST(MpiFailures, DebuggerAndObserversSayTheyNeedOneProcess) {
   fs::remove_all(dir);
 }
 
+// nisa loads Open MPI only under mpirun with more than one process (interp/procs.cpp): a plain
+// process does not map libmpi (it cost ~3 ms of every start), and a module that cannot be
+// loaded is an error of the job that says what to set, never a crash or a hang.
+TEST(MpiModule, APlainProcessDoesNotLoadMpi) {
+  const fs::path dir = fresh_dir("plain");
+  const fs::path maps = dir / "libs.txt";
+  ASSERT_EQ(
+      sh(fmt::format("LD_DEBUG=libs {} --version 2> '{}' > /dev/null", NISA_BINARY, maps.string())),
+      0);
+  const std::string libs = kt::slurp(maps.string());
+  EXPECT_NE(libs.find("libstdc++"), std::string::npos) << libs; // the check sees libraries
+  EXPECT_EQ(libs.find("libmpi"), std::string::npos) << libs;
+  fs::remove_all(dir);
+}
+
+TEST(MpiModule, AMissingModuleIsAnErrorOfTheJob) {
+  allow_root();
+  const fs::path dir = fresh_dir("no_module");
+  const std::string x = per_rank_fp32(dir, "x", {4, 4, 8}, 17);
+  const fs::path se = dir / "err.txt";
+  const std::string k = std::string(NISA_SOURCE_DIR) + "/tests/mpi/cross_deadlock.nasm";
+  EXPECT_NE(sh(fmt::format("NISA_MPI_MODULE=/nonexistent/libnisa_mpi.so {} run {} --ranks 4 "
+                           "--in x={} > /dev/null 2> '{}'",
+                           launcher(2), k, x, se.string())),
+            0);
+  const std::string err = kt::slurp(se.string());
+  EXPECT_NE(err.find("cannot load the MPI module (set NISA_MPI_MODULE to its path)"),
+            std::string::npos)
+      << err;
+  EXPECT_NE(err.find("/nonexistent/libnisa_mpi.so"), std::string::npos) << err;
+  fs::remove_all(dir);
+}
+
 } // namespace
 } // namespace nisa
