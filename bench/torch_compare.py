@@ -36,6 +36,7 @@ TARGET = 3.0  # the issue's bound: nisa wall <= 3 x torch
 np = None
 torch = None
 F = None
+nisa_py = None  # the Python module `nisa` of the same build (--in-process), or None
 
 
 # ---- bf16 as raw bits (nisa's .npy form: <u2) ---------------------------------------------------
@@ -684,6 +685,54 @@ def time_torch(fn, reps):
     return best, cpu
 
 
+def load_nisa_module(nisa):
+    """The Python module `nisa` of the build that made the nisa binary (<build>/python), or
+    None with the reason."""
+    global nisa_py
+    d = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(nisa))), "python")
+    if not os.path.isdir(os.path.join(d, "nisa")):
+        return "no Python module at %s" % d
+    sys.path.insert(0, d)
+    try:
+        import nisa as _nisa
+    except ImportError as e:
+        return "cannot import %s/nisa: %s" % (d, e)
+    nisa_py = _nisa
+    return None
+
+
+def run_kwargs(flags):
+    """`nisa run` flags -> Kernel.run keyword arguments."""
+    kw, names = {}, {"--lnc": "lnc", "--ranks": "ranks", "--threads": "threads"}
+    for i in range(0, len(flags), 2):
+        kw[names[flags[i]]] = int(flags[i + 1])
+    return kw
+
+
+def time_in_process(row, d, threads, reps):
+    """nisa in this process through its Python module, timed as torch is: the kernel assembled
+    once, the inputs already in memory, the best of `reps` calls (each makes its machine, copies
+    the inputs in and the outputs out). What it leaves out of the whole process: the process's
+    start, the .npy files and, mostly, memory the host has not backed yet. The outputs must
+    equal the process's bit for bit. -> (best wall s, "" or what differed)."""
+    k = nisa_py.assemble(os.path.join(KDIR, row.kernel),
+                         **{n: str(v) for n, v in row.defines.items()})
+    kw = run_kwargs(row.flags + threads)
+    best, bad = math.inf, ""
+    for i in range(max(1, reps)):
+        t0 = time.perf_counter()
+        r = k.run(**kw, **row.ins)
+        best = min(best, time.perf_counter() - t0)
+        if i == 0:
+            for n in row.outs:
+                want = np.load(os.path.join(d, "out_" + n + ".npy"))
+                got = np.asarray(r[n])
+                if got.tobytes() != want.tobytes():
+                    bad = "in-process output %s differs from the process's" % n
+        del r
+    return best, bad
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -698,6 +747,8 @@ def main():
     ap.add_argument("--repeat", metavar="K", type=int, default=3, help="nisa runs per row (the median is reported)")
     ap.add_argument("--torch-repeat", metavar="K", type=int, default=5, help="torch runs per row (best)")
     ap.add_argument("--json", metavar="FILE", help="write the results to this file")
+    ap.add_argument("--no-in-process", action="store_true",
+                    help="skip the in-process timing (nisa's Python module, timed as torch is)")
     ap.add_argument("--workdir", metavar="DIR", help="directory for the .npy files (default: a temp dir)")
     ap.add_argument("--keep", action="store_true", help="keep the .npy files")
     ap.add_argument("--no-floor", action="store_true",
@@ -732,6 +783,10 @@ def main():
             print("torch_compare: %s has no --threads; running without it" % args.nisa)
     if args.self_test:
         args.repeat, args.torch_repeat, args.no_floor, args.only = 1, 1, True, []
+    if not args.no_in_process:
+        why = load_nisa_module(args.nisa)
+        if why:
+            print("torch_compare: no in-process timing: %s" % why)
     sel = [(n, f) for n, f in (SELF_TEST if args.self_test else ROWS)
            if (not args.only or any(n == o or n.startswith(o) for o in args.only))
            and n not in args.skip]
@@ -749,7 +804,9 @@ def main():
     print("first touch of fresh memory here: %.2f ms per MiB (huge pages; ~0.15 where the host "
           "has backed it before, ~2.5 on a VM that has not: the short rows' system time)" % touch)
     print("ratio = nisa wall / torch wall (the target); CPU ratio = nisa (user + sys) / torch CPU "
-          "time (steadier on a shared host)")
+          "time (steadier on a shared host); in-process = nisa's Python module in this process, "
+          "timed as torch is (best of %d; no process start, no .npy files, memory reused), and "
+          "its ratio to torch" % max(1, args.repeat))
     results = []
     try:
         for name, make in sel:
@@ -808,9 +865,14 @@ def run_row(name, make, args, work, threads):
     for k, kind in row.outs.items():
         a = np.load(os.path.join(d, "out_" + k + ".npy"))
         got[k] = from_bits(a) if kind == "bf16" else a.view(np.int16) if kind == "int16" else a
+    inproc, inproc_bad = None, ""
+    if nisa_py is not None and not args.no_in_process:
+        inproc, inproc_bad = time_in_process(row, d, threads, args.repeat)
     row.ins = None  # free the inputs' copies (torch keeps its tensors)
     ref = {k: v.numpy() for k, v in row.tfn().items()}  # warm-up, and the values checked
     ok, msg = row.check(got, ref)
+    if inproc_bad:
+        ok, msg = False, inproc_bad
     del got, ref
     tt, tc = time_torch(row.tfn, max(1, args.torch_repeat))
     if not args.no_floor and statistics.median(r[0] for r in runs) / tt > TARGET:
@@ -821,7 +883,8 @@ def run_row(name, make, args, work, threads):
     cpu = statistics.median(r[1] + r[2] for r in runs)
     res.update(nisa_wall=med(0), nisa_user=med(1), nisa_sys=med(2), nisa_cpu=cpu,
                nisa_rss_mb=max(r[3] for r in runs), nisa_walls=[r[0] for r in runs], torch_s=tt,
-               torch_cpu=tc, ratio=med(0) / tt, cpu_ratio=cpu / tc,
+               torch_cpu=tc, ratio=med(0) / tt, cpu_ratio=cpu / tc, in_process_s=inproc,
+               in_process_ratio=inproc / tt if inproc else None,
                status="pass" if ok and med(0) / tt <= TARGET else ("fail" if ok else "error"),
                check=msg, cmdline=cmd)
     return res
@@ -837,16 +900,18 @@ def fmt_t(s):
 
 def print_row(r, header):
     if header:
-        print("| kernel | shape | flags | nisa wall | torch | ratio | target | result | nisa user / sys | CPU ratio | nisa peak RSS | check |")
-        print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+        print("| kernel | shape | flags | nisa wall | torch | ratio | target | result | nisa user / sys | CPU ratio | in-process (ratio) | nisa peak RSS | check |")
+        print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     if r["status"] == "error" and "nisa_wall" not in r:
-        print("| %s | %s | %s | - | - | - | %gx | error | | | | %s |" %
+        print("| %s | %s | %s | - | - | - | %gx | error | | | | | %s |" %
               (r["name"], r["shape"], r["flags"], TARGET, r["check"]))
         return
-    print("| %s | %s | %s | %s | %s | %.1fx | %gx | %s | %s / %s | %.1fx | %.0f MB | %s |" %
+    inproc = ("%s (%.1fx)" % (fmt_t(r["in_process_s"]), r["in_process_ratio"])
+              if r.get("in_process_s") else "-")
+    print("| %s | %s | %s | %s | %s | %.1fx | %gx | %s | %s / %s | %.1fx | %s | %.0f MB | %s |" %
           (r["name"], r["shape"] + (" (" + r["note"] + ")" if r["note"] else ""), r["flags"],
            fmt_t(r["nisa_wall"]), fmt_t(r["torch_s"]), r["ratio"], TARGET, r["status"],
-           fmt_t(r["nisa_user"]), fmt_t(r["nisa_sys"]), r["cpu_ratio"], r["nisa_rss_mb"],
+           fmt_t(r["nisa_user"]), fmt_t(r["nisa_sys"]), r["cpu_ratio"], inproc, r["nisa_rss_mb"],
            r["check"]))
 
 
