@@ -57,6 +57,23 @@ std::pair<const uint8_t*, const uint8_t*> byte_span(const View& v) {
   return {a + lo, b + hi + dtype_bytes(v.dtype)};
 }
 
+// Rows [p0, p1) of src (any strides) into dst's contiguous rows of the same length: element
+// j of row p is src's flat element j of row p (row-major over its 4 dims).
+template <int W> void gather_rows(const View& dst, const View& src, uint32_t p0, uint32_t p1) {
+  const int64_t* st = src.stride;
+  const uint32_t* c = src.count;
+  for (uint32_t p = p0; p < p1; ++p) {
+    uint8_t* d = dst.row(p);
+    const uint8_t* r = src.row(p);
+    for (uint32_t i0 = 0; i0 < c[0]; ++i0)
+      for (uint32_t i1 = 0; i1 < c[1]; ++i1)
+        for (uint32_t i2 = 0; i2 < c[2]; ++i2) {
+          const uint8_t* q = r + st[0] * int64_t(i0) + st[1] * int64_t(i1) + st[2] * int64_t(i2);
+          for (uint32_t j = 0; j < c[3]; ++j, d += W, q += st[3]) std::memcpy(d, q, W);
+        }
+  }
+}
+
 } // namespace
 
 void copy_elems(const View& dst, const View& src, HostPool* pool) {
@@ -97,6 +114,24 @@ void copy_elems(const View& dst, const View& src, HostPool* pool) {
       dst.free_elems && src.free_elems) {
     const auto [d0, d1] = byte_span(dst);
     const auto [s0, s1] = byte_span(src);
+    if ((d1 <= s0 || s1 <= d0) && dst.parts == src.parts && dst.free_elems == src.free_elems &&
+        dst.contiguous() && src.stride[3] != dw && (dw == 1 || dw == 2 || dw == 4)) {
+      // Contiguous rows from a strided source (a column of HBM rows, a transposing read):
+      // row by row, the element size a constant (the run loop below copies one element per
+      // call there). Host threads only where no two dst rows meet (a vector-offset dst may
+      // repeat a row: then rows go in order, the last one wins as in the loop below).
+      const bool apart =
+          !dst.rows && (dst.parts == 1 || dst.pstride >= int64_t(dst.free_elems) * dw);
+      for_row_ranges(apart ? pool : nullptr, dst.parts, dst.free_elems,
+                     [&](uint32_t p0, uint32_t p1) {
+                       switch (dw) {
+                       case 1: gather_rows<1>(dst, src, p0, p1); break;
+                       case 2: gather_rows<2>(dst, src, p0, p1); break;
+                       default: gather_rows<4>(dst, src, p0, p1); break;
+                       }
+                     });
+      return;
+    }
     if (d1 <= s0 || s1 <= d0) {
       Cursor d(dst), s(src);
       while (!d.done() && !s.done()) {

@@ -266,6 +266,51 @@ TEST(Dma, TransposeLargeTilesEveryWidth) {
   }
 }
 
+// A DMA into contiguous SBUF rows from a strided HBM source (partition j = column j, the
+// free dims walk the rows in two levels, forwards or backwards): the gather path of
+// copy_elems, for 1-, 2- and 4-byte elements. Reference: the index arithmetic of the pattern.
+TEST(Dma, StridedSourceIntoContiguousRowsEveryWidth) {
+  struct Case {
+    DType dt;
+    uint32_t rows, cols, parts; // x is [rows, cols]; parts columns land on partitions
+    bool backwards;
+  };
+  for (Case c : {Case{DType::int8, 64, 40, 40, false}, Case{DType::bf16, 30, 128, 100, true},
+                 Case{DType::fp32, 1026, 7, 7, false}, Case{DType::fp32, 2, 3, 1, true}}) {
+    KB k;
+    const int w = dtype_bytes(c.dt);
+    int x = k.hbm("x", c.dt, {c.rows, c.cols}, Role::input);
+    int y = k.hbm("y", c.dt, {c.parts, c.rows}, Role::output);
+    uint16_t s = k.sem("s");
+    AccessPattern src = hbm_ap(k.m.tensors[x]);
+    src.part_count = uint16_t(c.parts);
+    src.part_stride = 1;
+    src.ndims = 2; // row i = 2a + b (a < rows / 2, b < 2), or rows - 1 - i backwards
+    const int32_t step = int32_t(c.cols) * (c.backwards ? -1 : 1);
+    src.dims[0] = {2 * step, c.rows / 2};
+    src.dims[1] = {step, 2};
+    if (c.backwards) src.offset += uint64_t(c.rows - 1) * c.cols * w;
+    auto T = sbuf_ap(0, uint16_t(c.parts), 64, c.dt, c.rows);
+    k.add(Engine::sp, with_signal(dma(Engine::sp, 0, T, src), s));
+    k.add(Engine::sp,
+          with_signal(with_wait(dma(Engine::sp, 0, hbm_ap(k.m.tensors[y]), T), s, 1), s));
+    k.add(Engine::sp, with_wait(nop(Engine::sp), s, 2));
+    auto xv = random_bytes(size_t(c.rows) * c.cols * w, 41 + c.rows);
+    Machine m(k.m, {});
+    m.write_tensor(k.m.tensors[x], xv.data());
+    auto r = interp::run(m);
+    ASSERT_EQ(r.status, RunStatus::ok) << r.report;
+    auto yv = hbm_bytes(m, k.m.tensors[y]);
+    for (uint32_t j = 0; j < c.parts; ++j)
+      for (uint32_t i = 0; i < c.rows; ++i) {
+        const uint32_t from = c.backwards ? c.rows - 1 - i : i;
+        ASSERT_EQ(0, std::memcmp(&yv[(size_t(j) * c.rows + i) * w],
+                                 &xv[(size_t(from) * c.cols + j) * w], w))
+            << dtype_name(c.dt) << " " << c.rows << "x" << c.cols << " at " << j << "," << i;
+      }
+  }
+}
+
 // dma_compute with dst on top of src0: the same elements (row at a time is the element
 // order's result), and dst one element past src0 (each sum feeds the next: element by element
 // in flat order). Reference: a plain loop over the flat elements.
