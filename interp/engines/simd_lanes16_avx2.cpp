@@ -7,7 +7,6 @@
 #include "interp/engines/simd_lanes.h"
 
 namespace nisa::interp::simd::lanes::l2 {
-#define NISA_FG 4
 #define NISA_LT NISA_AVX2
 #include "interp/engines/simd_lanes16.inc"
 #undef NISA_LT

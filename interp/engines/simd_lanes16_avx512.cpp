@@ -7,7 +7,6 @@
 #include "interp/engines/simd_lanes.h"
 
 namespace nisa::interp::simd::lanes::l512 {
-#define NISA_FG 4
 #define NISA_LT NISA_AVX512
 #define NISA_LT_AVX512 1
 #include "interp/engines/simd_lanes16.inc"
