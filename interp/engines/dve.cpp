@@ -194,7 +194,8 @@ template <class F> bool with_scan_op(AluOp op, F&& f) {
   }
 }
 
-// Partitions per call of the lane kernels (2 groups of 8 lanes; bounds the converted rows).
+// Partitions per call of the lane kernels on converted rows (bounds the converted rows; rows
+// read straight into the lanes go in one call a host thread).
 constexpr uint32_t kChunk = 16;
 // Floats from one converted row to the next in the lane kernels' buffers: n padded as the
 // SBUF partition stride is (host_stride), or rows of 2^k floats (2048, 8192) map their columns

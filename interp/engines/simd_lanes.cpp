@@ -1,10 +1,11 @@
 // Across-partition vector kernels: scan and the sequential reduce fold keep their per-row
-// order (the recurrence is sequential along the free axis), so they put 8 rows in the 8
-// lanes of a ymm register instead: 8x8 blocks are loaded row-wise, transposed, stepped one
-// column at a time, and (scan) transposed back. Each lane runs exactly the scalar sequence of
-// IEEE operations of its row, so results are bit-identical at every level. Two groups of 8
-// rows go through each block one after the other (registers reused): their chains are
-// independent, so the out-of-order core overlaps them.
+// order (the recurrence is sequential along the free axis), so they put rows in the lanes of
+// ymm registers instead, stepped one column at a time. Each lane runs exactly the scalar
+// sequence of IEEE operations of its row, so results are bit-identical at every level.
+// The main kernels are the 16-row groups of simd_lanes16.inc (fp32 or bf16 rows, in-lane
+// transposes); this file keeps the 8-row kernels (8x8 blocks loaded row-wise, transposed,
+// transposed back) for the fp32 rows a 16-row group leaves over, the scalar forms, and the
+// entry points.
 #pragma GCC optimize("O3")
 // GCC 12 reports the intrinsics' internal _mm512_undefined_*() as maybe-uninitialized at O3.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
