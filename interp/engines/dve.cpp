@@ -469,7 +469,8 @@ void sem_tensor_reduce(ExecCtx& cx, const Inst& in) {
     const bool lanes = (op == AluOp::add || op == AluOp::multiply) && inner >= 8 &&
                        uint64_t(s.parts) * outer >= 8 && lane_op(op, &lop);
     // fp32 or bf16 rows straight into the lanes (bf16 widened in registers), every row of a
-    // host thread's range in one call (groups of 32 rows); otherwise converted rows below.
+    // host thread's range in one call (groups of 16 fp32 / 32 bf16 rows); otherwise converted
+    // rows below.
     const bool bf16_rows = s.dtype == DType::bf16 && s.contiguous();
     if (lanes && (fp32_direct(s) || bf16_rows) && !views_overlap(cx, d, s)) {
       const simd::LaneType t = bf16_rows ? simd::LaneType::bf16 : simd::LaneType::f32;
