@@ -194,7 +194,8 @@ template <class F> bool with_scan_op(AluOp op, F&& f) {
   }
 }
 
-// Partitions per call of the lane kernels (2 groups of 8 lanes; bounds the converted rows).
+// Partitions per call of the lane kernels on converted rows (bounds the converted rows; rows
+// read straight into the lanes go in one call a host thread).
 constexpr uint32_t kChunk = 16;
 // Floats from one converted row to the next in the lane kernels' buffers: n padded as the
 // SBUF partition stride is (host_stride), or rows of 2^k floats (2048, 8192) map their columns
@@ -467,6 +468,33 @@ void sem_tensor_reduce(ExecCtx& cx, const Inst& in) {
     // Every level takes this path (the scalar one too), so NaN payloads agree (simd_lanes.cpp).
     const bool lanes = (op == AluOp::add || op == AluOp::multiply) && inner >= 8 &&
                        uint64_t(s.parts) * outer >= 8 && lane_op(op, &lop);
+    // fp32 or bf16 rows straight into the lanes (bf16 widened in registers), every row of a
+    // host thread's range in one call (groups of 16 fp32 / 32 bf16 rows); otherwise converted
+    // rows below.
+    const bool bf16_rows = s.dtype == DType::bf16 && s.contiguous();
+    if (lanes && (fp32_direct(s) || bf16_rows) && !views_overlap(cx, d, s)) {
+      const simd::LaneType t = bf16_rows ? simd::LaneType::bf16 : simd::LaneType::f32;
+      const uint64_t eb = dtype_bytes(s.dtype);
+      for_row_ranges(cx.pool, s.parts, s.free_elems, [&](uint32_t p0, uint32_t p1) {
+        std::vector<const void*> rows(size_t(p1 - p0) * outer);
+        std::vector<float> acc(rows.size());
+        for (uint32_t p = p0; p < p1; ++p)
+          for (uint64_t g = 0; g < outer; ++g)
+            rows[(p - p0) * outer + g] = s.row(p) + g * inner * eb;
+        simd::fold_rows_t(lv, t, rows.data(), acc.data(), uint32_t(rows.size()), inner, lop);
+        F32Out o(d);
+        for (uint32_t p = p0; p < p1; ++p) {
+          float* out = o.get(p);
+          for (uint64_t g = 0; g < outer; ++g) {
+            const float a = acc[(p - p0) * outer + g];
+            out[g] = negate ? -a : a;
+          }
+          o.commit(p);
+        }
+      });
+      note_psum_write(cx, operand(in, "dst").ap);
+      return;
+    }
     if (lanes) {
       F32Rows rs(s, views_overlap(cx, d, s));
       // kChunk partitions at a time: converted rows stay small and cache-resident; ranges of
@@ -610,6 +638,33 @@ void sem_scan(ExecCtx& cx, const Inst& in) {
     const uint64_t n = d.free_elems;
     const bool direct = fp32_direct(d);
     const bool rev0 = flag(in, "rev0"), rev1 = flag(in, "rev1");
+    // Rows of fp32 (memory or a snapshot) or contiguous bf16 (widened in registers, bf16
+    // outputs rounded in registers): every row of a host thread's range in one call.
+    auto bf16_rows = [](const View& v) { return v.dtype == DType::bf16 && v.contiguous(); };
+    const bool typed_a = da || bf16_rows(a), typed_b = db || bf16_rows(b);
+    if (typed_a && typed_b && (direct || bf16_rows(d))) {
+      using simd::LaneType;
+      const LaneType ta = da ? LaneType::f32 : LaneType::bf16;
+      const LaneType tb = db ? LaneType::f32 : LaneType::bf16;
+      const LaneType to = direct ? LaneType::f32 : LaneType::bf16;
+      const View &dv = d, &av = a, &bv = b;
+      for_row_ranges(cx.pool, d.parts, n, [&](uint32_t p0, uint32_t p1) {
+        const uint32_t k = p1 - p0;
+        std::vector<const void*> pa(k), pb(k);
+        std::vector<void*> po(k);
+        std::vector<float> iv(k);
+        for (uint32_t p = p0; p < p1; ++p) {
+          pa[p - p0] = da ? static_cast<const void*>(ra.get(p)) : av.row(p);
+          pb[p - p0] = db ? static_cast<const void*>(rb.get(p)) : bv.row(p);
+          po[p - p0] = dv.row(p);
+          iv[p - p0] = init.at(p);
+        }
+        simd::scan_rows_t(lv, ta, pa.data(), tb, pb.data(), to, po.data(), iv.data(), k, n, l0, l1,
+                          rev0, rev1);
+      });
+      note_psum_write(cx, operand(in, "dst").ap);
+      return;
+    }
     const uint32_t nchunks = (d.parts + kChunk - 1) / kChunk;
     const View &dv = d, &av = a, &bv = b; // (clang 14 cannot capture a structured binding)
     // Chunks are independent: ranges of them on the host threads (ra / rb only read).

@@ -76,6 +76,16 @@ void scan_rows(Level l, const float* const* d0, const float* const* d1, float* c
 // acc[r] = x[r][0]; acc[r] = op(acc[r], x[r][k]) for k = 1..n-1 (n >= 1): the sequential fold
 // of tensor_reduce, rows in lanes.
 void fold_rows(Level l, const float* const* x, float* acc, uint32_t nrows, uint64_t n, LaneOp op);
+// The same for rows of fp32 or bf16 elements (bf16: 2 bytes each, any alignment; fp32 rows
+// 4-byte aligned), each operand of its own type; bf16 outputs round to nearest even as
+// f32_to_bf16. fp32 and bf16 rows go straight into the lanes (widened in registers): the
+// results are those of converting the rows to fp32, running the fp32 form and rounding.
+enum class LaneType : uint8_t { f32, bf16 };
+void scan_rows_t(Level l, LaneType t0, const void* const* d0, LaneType t1, const void* const* d1,
+                 LaneType to, void* const* out, const float* init, uint32_t nrows, uint64_t n,
+                 LaneOp op0, LaneOp op1, bool rev0, bool rev1);
+void fold_rows_t(Level l, LaneType t, const void* const* x, float* acc, uint32_t nrows, uint64_t n,
+                 LaneOp op);
 } // namespace nisa::interp::simd
 
 // ---- activation --------------------------------------------------------------------------

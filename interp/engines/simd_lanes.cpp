@@ -1,38 +1,27 @@
 // Across-partition vector kernels: scan and the sequential reduce fold keep their per-row
-// order (the recurrence is sequential along the free axis), so they put 8 rows in the 8
-// lanes of a ymm register instead: 8x8 blocks are loaded row-wise, transposed, stepped one
-// column at a time, and (scan) transposed back. Each lane runs exactly the scalar sequence of
-// IEEE operations of its row, so results are bit-identical at every level. Two groups of 8
-// rows go through each block one after the other (registers reused): their chains are
-// independent, so the out-of-order core overlaps them.
+// order (the recurrence is sequential along the free axis), so they put rows in the lanes of
+// ymm registers instead, stepped one column at a time. Each lane runs exactly the scalar
+// sequence of IEEE operations of its row, so results are bit-identical at every level.
+// The main kernels are the 16-row groups of simd_lanes16.inc (fp32 or bf16 rows, in-lane
+// transposes); this file keeps the 8-row kernels (8x8 blocks loaded row-wise, transposed,
+// transposed back) for the fp32 rows a 16-row group leaves over, the scalar forms, and the
+// entry points.
 #pragma GCC optimize("O3")
 // GCC 12 reports the intrinsics' internal _mm512_undefined_*() as maybe-uninitialized at O3.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized" // the same at -O0 (Debug, ASan)
 #include <immintrin.h>
 
-#include "interp/engines/simd.h"
+#include <cstring>
+#include <vector>
+
+#include "interp/engines/simd_lanes.h"
 
 namespace nisa::interp::simd {
 
-namespace {
+using namespace lanes;
 
-// A NaN operand propagates by an explicit rule, the x86 one for a + b: a's NaN if a is NaN,
-// else b's (quieted by adding it to itself). Compilers treat + and * as commutative, so
-// without the rule which of two NaN payloads survives would depend on code generation.
-// max / min are ew::fmax_nan / fmin_nan (a + b when either is NaN) under the same rule.
-inline float s_op(LaneOp o, float a, float b) {
-  if (a != a) return a + a;
-  if (b != b) return b + b;
-  switch (o) {
-  case LaneOp::add: return a + b;
-  case LaneOp::subtract: return a - b;
-  case LaneOp::multiply: return a * b;
-  case LaneOp::max: return a > b ? a : b;
-  case LaneOp::min: return a < b ? a : b;
-  }
-  return a;
-}
+namespace {
 
 // add / subtract / multiply are one instruction whose operand order is pinned by inline asm:
 // for a NaN operand the x86 rule (src1's NaN if it is NaN, else src2's, quieted) is exactly
@@ -244,25 +233,77 @@ NISA_AVX2 void fold_avx2(const float* const* x, float* acc, uint32_t nrows, uint
 
 } // namespace
 
+void scan_rows_t(Level l, LaneType t0, const void* const* d0, LaneType t1, const void* const* d1,
+                 LaneType to, void* const* out, const float* init, uint32_t nrows, uint64_t n,
+                 LaneOp op0, LaneOp op1, bool rev0, bool rev1) {
+  uint32_t r0 = 0;
+  if (l == Level::avx512)
+    lanes::l512::scan16_rows(t0, d0, t1, d1, to, out, init, nrows, n, op0, op1, rev0, rev1, r0);
+  if (l == Level::avx2)
+    lanes::l2::scan16_rows(t0, d0, t1, d1, to, out, init, nrows, n, op0, op1, rev0, rev1, r0);
+  const bool f32 = t0 == LaneType::f32 && t1 == LaneType::f32 && to == LaneType::f32;
+  if (l != Level::scalar && !f32 && nrows - r0 >= 8) {
+    // Fewer than 16 rows left with a bf16 row: as fp32 rows through the fp32 kernels.
+    const uint32_t k = nrows - r0;
+    thread_local std::vector<float> buf;
+    buf.resize(size_t(3) * k * n);
+    std::vector<const void*> a(k), b(k);
+    std::vector<void*> o(k);
+    for (uint32_t r = 0; r < k; ++r) {
+      float* fa = buf.data() + size_t(r) * n;
+      float* fb = fa + size_t(k) * n;
+      for (uint64_t i = 0; i < n; ++i) {
+        fa[i] = ld_t(t0, d0[r0 + r], i);
+        fb[i] = ld_t(t1, d1[r0 + r], i);
+      }
+      a[r] = fa;
+      b[r] = fb;
+      o[r] = fb + size_t(k) * n;
+    }
+    scan_rows_t(l, LaneType::f32, a.data(), LaneType::f32, b.data(), LaneType::f32, o.data(),
+                init + r0, k, n, op0, op1, rev0, rev1);
+    for (uint32_t r = 0; r < k; ++r)
+      for (uint64_t i = 0; i < n; ++i) st_t(to, out[r0 + r], i, static_cast<float*>(o[r])[i]);
+    return;
+  }
+  if (f32) {
+    const float* const* f0 = reinterpret_cast<const float* const*>(d0);
+    const float* const* f1 = reinterpret_cast<const float* const*>(d1);
+    float* const* fo = reinterpret_cast<float* const*>(out);
+    if (l == Level::avx512) scan_avx512(f0, f1, fo, init, nrows, n, op0, op1, rev0, rev1, r0);
+    if (l == Level::avx2) scan_avx2(f0, f1, fo, init, nrows, n, op0, op1, rev0, rev1, r0);
+  }
+  for (; r0 < nrows; ++r0) // rows left over (and the scalar level)
+    scan_tail_t(t0, d0[r0], t1, d1[r0], to, out[r0], 0, n, init[r0], op0, op1, rev0, rev1);
+}
+
+void fold_rows_t(Level l, LaneType t, const void* const* x, float* acc, uint32_t nrows, uint64_t n,
+                 LaneOp op) {
+  uint32_t r0 = 0;
+  if (l == Level::avx512) lanes::l512::fold16_rows(t, x, acc, nrows, n, op, r0);
+  if (l == Level::avx2) lanes::l2::fold16_rows(t, x, acc, nrows, n, op, r0);
+  if (t == LaneType::f32) {
+    const float* const* f = reinterpret_cast<const float* const*>(x);
+    if (l == Level::avx512) fold_avx512(f, acc, nrows, n, op, r0);
+    if (l == Level::avx2) fold_avx2(f, acc, nrows, n, op, r0);
+  }
+  for (; r0 < nrows; ++r0) { // rows left over (and the scalar level)
+    float r = ld_t(t, x[r0], 0);
+    for (uint64_t i = 1; i < n; ++i) r = s_op(op, r, ld_t(t, x[r0], i));
+    acc[r0] = r;
+  }
+}
+
 void scan_rows(Level l, const float* const* d0, const float* const* d1, float* const* out,
                const float* init, uint32_t nrows, uint64_t n, LaneOp op0, LaneOp op1, bool rev0,
                bool rev1) {
-  uint32_t r0 = 0;
-  if (l == Level::avx512) scan_avx512(d0, d1, out, init, nrows, n, op0, op1, rev0, rev1, r0);
-  if (l == Level::avx2) scan_avx2(d0, d1, out, init, nrows, n, op0, op1, rev0, rev1, r0);
-  for (; r0 < nrows; ++r0) // rows left over (and the scalar level)
-    scan_tail(d0[r0], d1[r0], out[r0], 0, n, init[r0], op0, op1, rev0, rev1);
+  scan_rows_t(l, LaneType::f32, reinterpret_cast<const void* const*>(d0), LaneType::f32,
+              reinterpret_cast<const void* const*>(d1), LaneType::f32,
+              reinterpret_cast<void* const*>(out), init, nrows, n, op0, op1, rev0, rev1);
 }
 
 void fold_rows(Level l, const float* const* x, float* acc, uint32_t nrows, uint64_t n, LaneOp op) {
-  uint32_t r0 = 0;
-  if (l == Level::avx512) fold_avx512(x, acc, nrows, n, op, r0);
-  if (l == Level::avx2) fold_avx2(x, acc, nrows, n, op, r0);
-  for (; r0 < nrows; ++r0) {
-    float r = x[r0][0];
-    for (uint64_t i = 1; i < n; ++i) r = s_op(op, r, x[r0][i]);
-    acc[r0] = r;
-  }
+  fold_rows_t(l, LaneType::f32, reinterpret_cast<const void* const*>(x), acc, nrows, n, op);
 }
 
 } // namespace nisa::interp::simd

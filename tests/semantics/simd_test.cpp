@@ -609,6 +609,203 @@ TEST(Simd, FoldRowsEveryLevelMatchesTheLeftFold) {
       }
 }
 
+// ---- rows of fp32 or bf16 elements straight into the lanes (simd.h scan_rows_t / fold_rows_t)
+// bf16 from the definition: the upper 16 bits of the fp32 pattern, rounded to nearest, ties to
+// the even one; a NaN keeps its upper bits with the quiet bit set.
+uint16_t ref_to_bf16(float f) {
+  const uint32_t u = bits(f);
+  if (std::isnan(f)) return uint16_t((u >> 16) | 0x40);
+  uint32_t hi = u >> 16;
+  const uint32_t lo = u & 0xFFFF;
+  if (lo > 0x8000 || (lo == 0x8000 && (hi & 1))) ++hi;
+  return uint16_t(hi);
+}
+float ref_from_bf16(uint16_t h) { return from_bits(uint32_t(h) << 16); }
+
+// Rows of one lane type: the elements (bf16-representable when t is bf16), and the bytes.
+struct TypedRows {
+  simd::LaneType t;
+  uint64_t n;
+  std::vector<float> val;   // rows x n, the values the kernel reads
+  std::vector<uint8_t> mem; // rows x n elements of t, row r at r * pitch bytes
+  uint64_t pitch;
+  TypedRows(simd::LaneType t_, uint32_t rows, uint64_t n_, uint32_t seed, float scale)
+      : t(t_), n(n_), val(size_t(rows) * n_) {
+    const uint64_t eb = t == simd::LaneType::f32 ? 4 : 2;
+    pitch = (n * eb + 63) / 64 * 64 + 2 * eb; // rows not all aligned alike
+    mem.assign(rows * pitch + 64, 0);
+    for (uint32_t r = 0; r < rows; ++r) {
+      auto v = nasty_row(n, seed + r, r % 3 != 1);
+      for (uint64_t i = 0; i < n; ++i) {
+        float x = v[i] * scale;
+        if (std::isnan(v[i])) x = v[i]; // keep the payloads
+        if (t == simd::LaneType::bf16) {
+          const uint16_t h = ref_to_bf16(x);
+          std::memcpy(mem.data() + r * pitch + 2 * i, &h, 2);
+          x = ref_from_bf16(h);
+        } else {
+          std::memcpy(mem.data() + r * pitch + 4 * i, &x, 4);
+        }
+        val[r * n + i] = x;
+      }
+    }
+  }
+  void* row(uint32_t r) { return mem.data() + r * pitch; }
+  float read(uint32_t r, uint64_t i) const {
+    if (t == simd::LaneType::f32) {
+      float f;
+      std::memcpy(&f, mem.data() + r * pitch + 4 * i, 4);
+      return f;
+    }
+    uint16_t h;
+    std::memcpy(&h, mem.data() + r * pitch + 2 * i, 2);
+    return ref_from_bf16(h);
+  }
+};
+
+const char* tname(simd::LaneType t) { return t == simd::LaneType::f32 ? "f32" : "bf16"; }
+
+TEST(Simd, TypedScanRowsEveryLevelMatchTheRecurrenceWithRounding) {
+  using simd::LaneType;
+  int seed = 0;
+  const LaneType kT[] = {LaneType::f32, LaneType::bf16};
+  for (uint32_t rows : {1u, 9u, 15u, 16u, 17u, 31u, 40u, 70u})
+    for (uint64_t n :
+         {uint64_t(1), uint64_t(7), uint64_t(8), uint64_t(9), uint64_t(23), uint64_t(333)})
+      for (LaneType t0 : kT)
+        for (LaneType t1 : kT)
+          for (LaneType to : kT) {
+            // every operator pair on the short shapes, three on the others
+            const bool all_ops = rows <= 17 && n <= 23;
+            for (simd::LaneOp o0 : kLaneOps)
+              for (simd::LaneOp o1 : kLaneOps) {
+                ++seed;
+                if (!all_ops && !(o0 == simd::LaneOp::multiply && o1 == simd::LaneOp::add) &&
+                    !(o0 == simd::LaneOp::add && o1 == simd::LaneOp::subtract) &&
+                    !(o0 == simd::LaneOp::max && o1 == simd::LaneOp::multiply))
+                  continue;
+                const bool rev0 = seed % 2, rev1 = seed % 3 == 0;
+                TypedRows a(t0, rows, n, 30000 + seed * 97, 0.25f),
+                    b(t1, rows, n, 50000 + seed * 97, 1.0f);
+                const auto init = nasty_row(rows, 70000 + seed, false);
+                std::vector<uint32_t> want(size_t(rows) * n);
+                for (uint32_t r = 0; r < rows; ++r) {
+                  float acc = init[r];
+                  for (uint64_t i = 0; i < n; ++i) {
+                    const float x = a.val[r * n + i], y = b.val[r * n + i];
+                    const float t = rev0 ? ref_op(o0, acc, x) : ref_op(o0, x, acc);
+                    acc = rev1 ? ref_op(o1, y, t) : ref_op(o1, t, y);
+                    // the state stays fp32; a bf16 row stores it rounded
+                    want[r * n + i] =
+                        to == LaneType::f32 ? bits(acc) : bits(ref_from_bf16(ref_to_bf16(acc)));
+                  }
+                }
+                for (Level l : levels()) {
+                  TypedRows o(to, rows, n, 1, 1.0f);
+                  std::vector<const void*> pa(rows), pb(rows);
+                  std::vector<void*> po(rows);
+                  for (uint32_t r = 0; r < rows; ++r) {
+                    pa[r] = a.row(r);
+                    pb[r] = b.row(r);
+                    po[r] = o.row(r);
+                  }
+                  simd::scan_rows_t(l, t0, pa.data(), t1, pb.data(), to, po.data(), init.data(),
+                                    rows, n, o0, o1, rev0, rev1);
+                  for (uint32_t r = 0; r < rows; ++r)
+                    for (uint64_t i = 0; i < n; ++i)
+                      ASSERT_EQ(bits(o.read(r, i)), want[r * n + i])
+                          << simd::name(l) << " " << tname(t0) << tname(t1) << "->" << tname(to)
+                          << " rows=" << rows << " n=" << n << " ops " << int(o0) << "," << int(o1)
+                          << " row " << r << " col " << i;
+                }
+              }
+          }
+}
+
+// In place (out rows are the in1 rows), bf16 and fp32, at every level.
+TEST(Simd, TypedScanRowsInPlaceEveryLevel) {
+  using simd::LaneType;
+  for (LaneType t : {LaneType::f32, LaneType::bf16})
+    for (uint32_t rows : {16u, 33u, 64u})
+      for (uint64_t n : {uint64_t(8), uint64_t(61), uint64_t(1000)}) {
+        TypedRows a(LaneType::f32, rows, n, 81000 + rows, 0.25f), b0(t, rows, n, 82000 + n, 1.0f);
+        const auto init = nasty_row(rows, 83000, false);
+        std::vector<uint32_t> want(size_t(rows) * n);
+        for (uint32_t r = 0; r < rows; ++r) {
+          float acc = init[r];
+          for (uint64_t i = 0; i < n; ++i) {
+            acc = ref_op(simd::LaneOp::add, ref_op(simd::LaneOp::multiply, a.val[r * n + i], acc),
+                         b0.val[r * n + i]);
+            want[r * n + i] =
+                t == LaneType::f32 ? bits(acc) : bits(ref_from_bf16(ref_to_bf16(acc)));
+          }
+        }
+        for (Level l : levels()) {
+          TypedRows b = b0;
+          std::vector<const void*> pa(rows), pb(rows);
+          std::vector<void*> po(rows);
+          for (uint32_t r = 0; r < rows; ++r) {
+            pa[r] = a.row(r);
+            pb[r] = b.row(r);
+            po[r] = b.row(r);
+          }
+          simd::scan_rows_t(l, LaneType::f32, pa.data(), t, pb.data(), t, po.data(), init.data(),
+                            rows, n, simd::LaneOp::multiply, simd::LaneOp::add, false, false);
+          for (uint32_t r = 0; r < rows; ++r)
+            for (uint64_t i = 0; i < n; ++i)
+              ASSERT_EQ(bits(b.read(r, i)), want[r * n + i])
+                  << simd::name(l) << " " << tname(t) << " rows=" << rows << " n=" << n << " row "
+                  << r << " col " << i;
+        }
+      }
+}
+
+TEST(Simd, TypedFoldRowsEveryLevelMatchTheLeftFold) {
+  using simd::LaneType;
+  int seed = 0;
+  for (LaneType t : {LaneType::f32, LaneType::bf16})
+    for (uint32_t rows : {1u, 8u, 15u, 16u, 17u, 33u, 47u, 64u, 65u, 100u, 130u})
+      for (uint64_t n : {uint64_t(1), uint64_t(2), uint64_t(8), uint64_t(9), uint64_t(16),
+                         uint64_t(17), uint64_t(100), uint64_t(2049)})
+        for (simd::LaneOp o : kLaneOps) {
+          if (n > 100 && rows > 65 && o != simd::LaneOp::add && o != simd::LaneOp::multiply)
+            continue;
+          ++seed;
+          // multiply: factors near 1 (and the specials), so long products stay in range
+          TypedRows x(t, rows, n, 90000 + seed * 131, o == simd::LaneOp::multiply ? 0.15f : 1.0f);
+          if (o == simd::LaneOp::multiply)
+            for (uint32_t r = 0; r < rows; ++r)
+              for (uint64_t i = 0; i < n; ++i) {
+                float& v = x.val[r * n + i];
+                if (!std::isfinite(v) || v == 0.0f) continue;
+                v = 1.0f + v / 16.0f;
+                if (t == LaneType::bf16) {
+                  const uint16_t h = ref_to_bf16(v);
+                  std::memcpy(static_cast<uint8_t*>(x.row(r)) + 2 * i, &h, 2);
+                  v = ref_from_bf16(h);
+                } else {
+                  std::memcpy(static_cast<uint8_t*>(x.row(r)) + 4 * i, &v, 4);
+                }
+              }
+          std::vector<uint32_t> want(rows);
+          for (uint32_t r = 0; r < rows; ++r) {
+            float acc = x.val[r * n];
+            for (uint64_t k = 1; k < n; ++k) acc = ref_op(o, acc, x.val[r * n + k]);
+            want[r] = bits(acc);
+          }
+          for (Level l : levels()) {
+            std::vector<const void*> px(rows);
+            for (uint32_t r = 0; r < rows; ++r) px[r] = x.row(r);
+            std::vector<float> got(rows, 777.0f);
+            simd::fold_rows_t(l, t, px.data(), got.data(), rows, n, o);
+            for (uint32_t r = 0; r < rows; ++r)
+              ASSERT_EQ(bits(got[r]), want[r])
+                  << simd::name(l) << " " << tname(t) << " rows=" << rows << " n=" << n << " op "
+                  << int(o) << " row " << r;
+          }
+        }
+}
+
 // The instructions on the lane paths: cumsum into bf16 in place of its data operand, and a
 // two-axis add reduce, at every level equal to the scalar level's bits.
 // tensor_reduce max / min of bf16 rows: the AVX-512 level reads the bf16 bytes directly
@@ -758,6 +955,70 @@ TEST(Simd, Bf16FoldAndScanThroughConvertedRowsMatchThePlainLoops) {
       }
     }
   }
+}
+
+// bf16 rows read straight into the lanes by the instructions (dve.cpp): a bf16 cumsum into a
+// bf16 dst and an add / multiply fold of bf16 rows (one and two free axes), NaN / inf included,
+// partition counts and lengths that are not multiples of 16, every level, against the plain
+// loops with the rounding written from the definition.
+TEST(Simd, Bf16RowsStraightIntoTheLanesMatchThePlainLoops) {
+  LevelGuard guard;
+  for (uint32_t P : {70u, 128u})
+    for (uint32_t F : {333u, 2048u}) {
+      for (Level l : levels()) {
+        ASSERT_TRUE(simd::set_level(l));
+        Bench b;
+        const auto X = Bench::sb(DType::bf16, P, F), ONES = Bench::sb(DType::fp32, P, F, 8192),
+                   Y = Bench::sb(DType::bf16, P, F, 20480), D = Bench::sb(DType::fp32, P, 2, 40960);
+        auto xv = nasty_row(uint64_t(P) * F, 800 + F + P, true);
+        b.put(X, xv);
+        std::vector<float> ones(size_t(P) * F);
+        std::mt19937 g(F);
+        std::uniform_real_distribution<float> near1(0.95f, 1.05f);
+        for (auto& v : ones) v = near1(g);
+        b.put(ONES, ones);
+        const auto x = b.get(X); // the bf16-rounded values
+        b.run(cumsum_inst(Y, ONES, X));
+        const auto scan = b.get(Y);
+        for (uint32_t p = 0; p < P; ++p) {
+          float st = 0.5f;
+          for (uint32_t j = 0; j < F; ++j) {
+            const size_t k = size_t(p) * F + j;
+            st = ref_op(simd::LaneOp::add, ref_op(simd::LaneOp::multiply, ones[k], st), x[k]);
+            ASSERT_EQ(bits(scan[k]), bits(ref_from_bf16(ref_to_bf16(st))))
+                << simd::name(l) << " P " << P << " F " << F << " p " << p << " j " << j;
+          }
+        }
+        for (AluOp op : {AluOp::add, AluOp::multiply}) {
+          const simd::LaneOp lop = op == AluOp::add ? simd::LaneOp::add : simd::LaneOp::multiply;
+          if (op == AluOp::multiply) { // factors near 1 (specials kept)
+            for (auto& v : xv)
+              if (std::isfinite(v) && v != 0.0f) v = 1.0f + v / 64.0f;
+            b.put(X, xv);
+          }
+          const auto xm = b.get(X);
+          AccessPattern S = X; // two groups of F / 2 (the second longer when F is odd)
+          S.ndims = 2;
+          S.dims[0] = {int32_t(F / 2), 2};
+          S.dims[1] = {1, F / 2};
+          Inst r = make(Opcode::tensor_reduce, Engine::dve);
+          set_ap(r, "dst", D);
+          set_ap(r, "src", S);
+          set_e(r, "op", op);
+          set_i(r, "axes", 1);
+          b.run(r);
+          const auto got = b.get(D);
+          for (uint32_t p = 0; p < P; ++p)
+            for (uint32_t gi = 0; gi < 2; ++gi) {
+              const float* row = xm.data() + size_t(p) * F + gi * (F / 2);
+              float acc = row[0];
+              for (uint32_t k = 1; k < F / 2; ++k) acc = ref_op(lop, acc, row[k]);
+              ASSERT_EQ(bits(got[p * 2 + gi]), bits(acc))
+                  << simd::name(l) << " op " << int(op) << " P " << P << " F " << F << " p " << p;
+            }
+        }
+      }
+    }
 }
 
 // The host stride (interp/target.h host_stride()) is more than a partition: tiles that end on
