@@ -220,8 +220,8 @@ bool lane_op(AluOp op, simd::LaneOp* out) {
 namespace ew {
 
 // The search kernels live in simd_search.cpp, one form per vector level.
-void max8_row(const float* x, uint64_t n, float out[8]) {
-  simd::max8_row(simd::level(), x, n, out);
+void max8_row(const float* x, uint64_t n, float out[8], const void* next) {
+  simd::max8_row(simd::level(), x, n, out, next);
 }
 void find_index8_row(const float* data, uint64_t n, const float vals[8], int64_t out[8]) {
   simd::find_index8_row(simd::level(), data, n, vals, out);
@@ -714,11 +714,13 @@ void sem_max8(ExecCtx& cx, const Inst& in) {
     note_psum_write(cx, operand(in, "dst").ap);
     return;
   }
+  // Rows read in place (fp32_direct): each call prefetches the next one.
+  const bool direct = !snap && fp32_direct(s);
   for_row_ranges(snap ? nullptr : cx.pool, s.parts, s.free_elems, [&](uint32_t p0, uint32_t p1) {
     F32Rows rs(s, snap);
     for (uint32_t p = p0; p < p1; ++p) {
       float top[8];
-      max8_row(rs.get(p), s.free_elems, top);
+      max8_row(rs.get(p), s.free_elems, top, direct && p + 1 < p1 ? s.row(p + 1) : nullptr);
       store_row(d, p, top);
     }
   });

@@ -204,10 +204,269 @@ NISA_AVX2 bool max8_two_pass_avx2(const float* x, uint64_t n, float out[8]) {
   return true;
 }
 
+// ---- max8, AVX-512: lane maxima, a threshold from a sorting network, candidates, one sort ----
+// Bitonic sort of 16 floats, descending (no NaN: callers check). min / max return one of their
+// operands, so every output is an input bit for bit except that equal zeros (-0, +0) may come
+// out with the other zero's sign; sel16_fix_zeros puts them back.
+constexpr uint16_t bitonic_take_min(int k, int j) {
+  uint16_t m = 0;
+  for (int i = 0; i < 16; ++i)
+    if (((i & j) != 0) != ((i & k) != 0)) m = uint16_t(m | 1u << i);
+  return m;
+}
+template <int K, int J> NISA_AVX512 inline __m512 bitonic_stage(__m512 v, __m512i iota) {
+  const __m512 p = _mm512_permutexvar_ps(_mm512_xor_si512(iota, _mm512_set1_epi32(J)), v);
+  constexpr __mmask16 kMin = bitonic_take_min(K, J);
+  return _mm512_mask_blend_ps(kMin, _mm512_max_ps(v, p), _mm512_min_ps(v, p));
+}
+NISA_AVX512 inline __m512 sort16_desc(__m512 v) {
+  const __m512i iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  v = bitonic_stage<2, 1>(v, iota);
+  v = bitonic_stage<4, 2>(v, iota);
+  v = bitonic_stage<4, 1>(v, iota);
+  v = bitonic_stage<8, 4>(v, iota);
+  v = bitonic_stage<8, 2>(v, iota);
+  v = bitonic_stage<8, 1>(v, iota);
+  v = bitonic_stage<16, 8>(v, iota);
+  v = bitonic_stage<16, 4>(v, iota);
+  v = bitonic_stage<16, 2>(v, iota);
+  return bitonic_stage<16, 1>(v, iota);
+}
+
+// Candidates of a NaN-free row in index order (c[0..nc)), every element not among them
+// ranking below 8 others (pad: the value standing for "8 elements at least this", see
+// max8_lanes_avx512): the descending stable top 8. The candidates go 16, then 8 at a time
+// through the sort with the top 8 so far in lanes 0..7; the zeros among the final 8 are then
+// the first zeros of c in index order (a stable sort keeps equal values in index order, and
+// the only equal values with different bits are -0 and +0).
+NISA_AVX512 inline void max8_select_avx512(const float* c, int nc, float pad, float out[8]) {
+  const __m512 p = _mm512_set1_ps(pad);
+  __m512 top = sort16_desc(_mm512_mask_loadu_ps(p, __mmask16((1u << std::min(nc, 16)) - 1), c));
+  for (int k = 16; k < nc; k += 8) {
+    const __mmask8 m = __mmask8((1u << std::min(nc - k, 8)) - 1);
+    const __m256 more = _mm256_mask_loadu_ps(_mm512_castps512_ps256(p), m, c + k);
+    top = sort16_desc(_mm512_insertf32x8(top, more, 1));
+  }
+  const __mmask16 z = _mm512_cmp_ps_mask(top, _mm512_setzero_ps(), _CMP_EQ_OQ) & 0xff;
+  if (z) {
+    alignas(32) float zs[8] = {};
+    const int want = __builtin_popcount(z);
+    for (int k = 0, got = 0; k < nc && got < want; ++k)
+      if (c[k] == 0.0f) zs[got++] = c[k];
+    top = _mm512_mask_expand_ps(top, z, _mm512_castps256_ps512(_mm256_load_ps(zs)));
+  }
+  _mm256_storeu_ps(out, _mm512_castps512_ps256(top));
+}
+
+constexpr int kMax8Cand = 128;
+// Rows of at most this many bytes prefetch the caller's next row (two of them fit in L1 with
+// room to spare; a longer row would evict its own second half).
+constexpr uint64_t kPrefetchRowMax = 8192;
+
+NISA_AVX512 inline __m512 ld512f(const float* x) {
+  __m512 v = _mm512_loadu_ps(x);
+  asm("" : "+v"(v)); // one load per vector (see ld512)
+  return v;
+}
+// Candidates of the second pass: not (x <= t), or not (x < t) (NaN either way).
+template <bool Strict> NISA_AVX512 inline __mmask16 cand16(__m512 v, __m512 t) {
+  return Strict ? _mm512_cmp_ps_mask(v, t, _CMP_NLE_UQ) : _mm512_cmp_ps_mask(v, t, _CMP_NLT_UQ);
+}
+// The second pass of max8_lanes_avx512 (Strict: x > t0, else x >= t0), prefetching `next`
+// (a row of as many bytes, read next by the caller) into L1 at the rate it reads x, so the
+// next row's first pass finds it there: this pass and the selection read only L1, and the
+// transfer of the next row overlaps them.
+template <bool Strict>
+NISA_AVX512 bool max8_pass2_avx512(const float* x, uint64_t n, float t0, const void* next,
+                                   float out[8]) {
+  const __m512 t = _mm512_set1_ps(t0);
+  alignas(64) float c[kMax8Cand];
+  int nc = 0;
+  __mmask16 nan = 0;
+  const char* pf = static_cast<const char*>(next);
+  uint64_t i = 0;
+  for (; i + 64 <= n; i += 64) {
+    if (pf)
+      for (int b = 0; b < 256; b += 64) _mm_prefetch(pf + 4 * i + b, _MM_HINT_T0);
+    const __m512 v0 = ld512f(x + i), v1 = ld512f(x + i + 16);
+    const __m512 v2 = ld512f(x + i + 32), v3 = ld512f(x + i + 48);
+    const __mmask16 m0 = cand16<Strict>(v0, t), m1 = cand16<Strict>(v1, t);
+    const __mmask16 m2 = cand16<Strict>(v2, t), m3 = cand16<Strict>(v3, t);
+    if (_kortestz_mask16_u8(_kor_mask16(m0, m1), _kor_mask16(m2, m3))) continue;
+    nan |= _mm512_cmp_ps_mask(v0, v1, _CMP_UNORD_Q) | _mm512_cmp_ps_mask(v2, v3, _CMP_UNORD_Q);
+    uint64_t m = _cvtmask64_u64(_mm512_kunpackd(_mm512_kunpackw(m3, m2), _mm512_kunpackw(m1, m0)));
+    if (nc + __builtin_popcountll(m) > kMax8Cand) return false;
+    for (; m; m &= m - 1) c[nc++] = x[i + __builtin_ctzll(m)];
+  }
+  for (; i < n; ++i) {
+    const float v = x[i];
+    nan |= v != v;
+    if (Strict ? !(v <= t0) : !(v < t0)) {
+      if (nc == kMax8Cand) return false;
+      c[nc++] = v;
+    }
+  }
+  if (nan) return false;
+  max8_select_avx512(c, nc, Strict ? t0 : -INFINITY, out);
+  return true;
+}
+// Two passes over a row (the second from L1): the lane maxima (16 lanes: index mod 16, so a
+// run of large values spreads over all of them) are the maxima of 16 disjoint subsets, so 8
+// elements are >= the 8th largest of them, t0, and an element below t0 ranks below 8 others.
+// The second pass collects x > t0 (strict: elements equal to t0 have t0's bits, and they fill
+// the top 8 when fewer than 8 are above it) or, when t0 is a zero, x >= t0 (the zeros' order
+// matters). NaN: max_ps(v, acc) keeps acc when v is NaN, so the maxima skip NaNs (a lane
+// starting on one stays NaN: declined); the second pass compares unordered-true, so every
+// NaN of the row is a candidate and the row is declined. False (nothing written) on a NaN or
+// more than kMax8Cand candidates. next: see max8_pass2_avx512.
+NISA_AVX512 bool max8_lanes_avx512(const float* x, uint64_t n, float out[8], const void* next) {
+  if (n < 64) return false;
+  if (4 * n > kPrefetchRowMax) next = nullptr;
+  __m512 a0 = ld512f(x), a1 = ld512f(x + 16), a2 = ld512f(x + 32), a3 = ld512f(x + 48);
+  uint64_t i = 64;
+  for (; i + 64 <= n; i += 64) {
+    a0 = _mm512_max_ps(ld512f(x + i), a0), a1 = _mm512_max_ps(ld512f(x + i + 16), a1);
+    a2 = _mm512_max_ps(ld512f(x + i + 32), a2), a3 = _mm512_max_ps(ld512f(x + i + 48), a3);
+  }
+  for (; i < n; i += 16) { // the tail, masked: lanes past n keep their maxima
+    const __mmask16 m = n - i >= 16 ? __mmask16(0xffff) : __mmask16((1u << (n - i)) - 1);
+    a0 = _mm512_mask_max_ps(a0, m, _mm512_maskz_loadu_ps(m, x + i), a0);
+  }
+  const __m512 lanes = _mm512_max_ps(_mm512_max_ps(a0, a1), _mm512_max_ps(a2, a3));
+  if (_mm512_cmp_ps_mask(lanes, lanes, _CMP_UNORD_Q)) return false;
+  alignas(64) float s[16];
+  _mm512_store_ps(s, sort16_desc(lanes));
+  const float t0 = s[7];
+  return t0 != 0.0f ? max8_pass2_avx512<true>(x, n, t0, next, out)
+                    : max8_pass2_avx512<false>(x, n, t0, next, out);
+}
+
+// ---- the same at AVX2: 8-lane bitonic sorts, top 8 of two sorted vectors by one merge ------
+template <int K, int J> NISA_AVX2 inline __m256 bitonic_stage8(__m256 v) {
+  const __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  const __m256 p = _mm256_permutevar8x32_ps(v, _mm256_xor_si256(iota, _mm256_set1_epi32(J)));
+  constexpr int kMin = bitonic_take_min(K, J) & 0xff;
+  return _mm256_blend_ps(_mm256_max_ps(v, p), _mm256_min_ps(v, p), kMin);
+}
+NISA_AVX2 inline __m256 sort8_desc(__m256 v) {
+  v = bitonic_stage8<2, 1>(v);
+  v = bitonic_stage8<4, 2>(v);
+  v = bitonic_stage8<4, 1>(v);
+  v = bitonic_stage8<8, 4>(v);
+  v = bitonic_stage8<8, 2>(v);
+  return bitonic_stage8<8, 1>(v);
+}
+// The top 8 of a and b (each sorted descending), sorted descending: max(a, reversed b) holds
+// them as a bitonic sequence, which three stages sort.
+NISA_AVX2 inline __m256 top8_merge_desc(__m256 a, __m256 b) {
+  const __m256 r = _mm256_permutevar8x32_ps(b, _mm256_setr_epi32(7, 6, 5, 4, 3, 2, 1, 0));
+  __m256 v = _mm256_max_ps(a, r);
+  v = bitonic_stage8<8, 4>(v);
+  v = bitonic_stage8<8, 2>(v);
+  return bitonic_stage8<8, 1>(v);
+}
+// Up to 8 floats from c (k of them), the rest pad.
+NISA_AVX2 inline __m256 load8_pad(const float* c, int k, __m256 pad) {
+  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  const __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32(std::min(k, 8)), lane);
+  return _mm256_blendv_ps(pad, _mm256_maskload_ps(c, m), _mm256_castsi256_ps(m));
+}
+// max8_select_avx512 at AVX2.
+NISA_AVX2 inline void max8_select_avx2(const float* c, int nc, float pad, float out[8]) {
+  const __m256 p = _mm256_set1_ps(pad);
+  __m256 top = sort8_desc(load8_pad(c, nc, p));
+  for (int k = 8; k < nc; k += 8)
+    top = top8_merge_desc(top, sort8_desc(load8_pad(c + k, nc - k, p)));
+  alignas(32) float o[8];
+  _mm256_store_ps(o, top);
+  const __m256 z = _mm256_cmp_ps(top, _mm256_setzero_ps(), _CMP_EQ_OQ);
+  if (!_mm256_testz_ps(z, z)) { // the zeros in index order (see max8_select_avx512)
+    for (int k = 0, j = 0; k < nc && j < 8; ++k) {
+      if (c[k] != 0.0f) continue;
+      while (j < 8 && o[j] != 0.0f) ++j;
+      if (j < 8) o[j++] = c[k];
+    }
+  }
+  std::memcpy(out, o, sizeof o);
+}
+
+NISA_AVX2 inline __m256 ld256f(const float* x) {
+  __m256 v = _mm256_loadu_ps(x);
+  asm("" : "+x"(v)); // see ld512
+  return v;
+}
+// max8_lanes_avx512 at AVX2 (lanes: index mod 32, folded to 16 lanes).
+template <bool Strict> NISA_AVX2 inline __m256 cand8(__m256 v, __m256 t) {
+  return Strict ? _mm256_cmp_ps(v, t, _CMP_NLE_UQ) : _mm256_cmp_ps(v, t, _CMP_NLT_UQ);
+}
+// max8_pass2_avx512 at AVX2.
+template <bool Strict>
+NISA_AVX2 bool max8_pass2_avx2(const float* x, uint64_t n, float t0, const void* next,
+                               float out[8]) {
+  const __m256 t = _mm256_set1_ps(t0);
+  alignas(32) float c[kMax8Cand];
+  int nc = 0;
+  bool nan = false;
+  const char* pf = static_cast<const char*>(next);
+  uint64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    if (pf)
+      for (int b = 0; b < 128; b += 64) _mm_prefetch(pf + 4 * i + b, _MM_HINT_T0);
+    const __m256 v0 = ld256f(x + i), v1 = ld256f(x + i + 8);
+    const __m256 v2 = ld256f(x + i + 16), v3 = ld256f(x + i + 24);
+    const __m256 m0 = cand8<Strict>(v0, t), m1 = cand8<Strict>(v1, t);
+    const __m256 m2 = cand8<Strict>(v2, t), m3 = cand8<Strict>(v3, t);
+    const __m256 any = _mm256_or_ps(_mm256_or_ps(m0, m1), _mm256_or_ps(m2, m3));
+    if (_mm256_testz_ps(any, any)) continue;
+    const __m256 un =
+        _mm256_or_ps(_mm256_cmp_ps(v0, v1, _CMP_UNORD_Q), _mm256_cmp_ps(v2, v3, _CMP_UNORD_Q));
+    nan |= !_mm256_testz_ps(un, un);
+    uint32_t m = uint32_t(_mm256_movemask_ps(m0)) | uint32_t(_mm256_movemask_ps(m1)) << 8 |
+                 uint32_t(_mm256_movemask_ps(m2)) << 16 | uint32_t(_mm256_movemask_ps(m3)) << 24;
+    if (nc + __builtin_popcount(m) > kMax8Cand) return false;
+    for (; m; m &= m - 1) c[nc++] = x[i + __builtin_ctz(m)];
+  }
+  for (; i < n; ++i) {
+    const float v = x[i];
+    nan |= v != v;
+    if (Strict ? !(v <= t0) : !(v < t0)) {
+      if (nc == kMax8Cand) return false;
+      c[nc++] = v;
+    }
+  }
+  if (nan) return false;
+  max8_select_avx2(c, nc, Strict ? t0 : -INFINITY, out);
+  return true;
+}
+NISA_AVX2 bool max8_lanes_avx2(const float* x, uint64_t n, float out[8], const void* next) {
+  if (n < 32) return false;
+  if (4 * n > kPrefetchRowMax) next = nullptr;
+  __m256 a0 = ld256f(x), a1 = ld256f(x + 8), a2 = ld256f(x + 16), a3 = ld256f(x + 24);
+  uint64_t i = 32;
+  for (; i + 32 <= n; i += 32) {
+    a0 = _mm256_max_ps(ld256f(x + i), a0), a1 = _mm256_max_ps(ld256f(x + i + 8), a1);
+    a2 = _mm256_max_ps(ld256f(x + i + 16), a2), a3 = _mm256_max_ps(ld256f(x + i + 24), a3);
+  }
+  alignas(32) float l[32];
+  _mm256_store_ps(l, a0), _mm256_store_ps(l + 8, a1);
+  _mm256_store_ps(l + 16, a2), _mm256_store_ps(l + 24, a3);
+  for (; i < n; ++i) l[i % 32] = x[i] > l[i % 32] ? x[i] : l[i % 32]; // NaN: skipped, as above
+  const __m256 h0 = _mm256_max_ps(_mm256_load_ps(l), _mm256_load_ps(l + 8));
+  const __m256 h1 = _mm256_max_ps(_mm256_load_ps(l + 16), _mm256_load_ps(l + 24));
+  const __m256 un =
+      _mm256_or_ps(_mm256_cmp_ps(h0, h0, _CMP_UNORD_Q), _mm256_cmp_ps(h1, h1, _CMP_UNORD_Q));
+  if (!_mm256_testz_ps(un, un)) return false;
+  alignas(32) float s[8];
+  _mm256_store_ps(s, top8_merge_desc(sort8_desc(h0), sort8_desc(h1)));
+  const float t0 = s[7];
+  return t0 != 0.0f ? max8_pass2_avx2<true>(x, n, t0, next, out)
+                    : max8_pass2_avx2<false>(x, n, t0, next, out);
+}
+
 // Candidates: not (x <= 8th), i.e. x > 8th or unordered (NaN either side). Four blocks are
 // tested per step so the common no-candidate case costs one branch per 64 elements.
-NISA_AVX512 void max8_avx512(const float* x, uint64_t n, float out[8]) {
-  if (max8_two_pass_avx512(x, n, out)) return;
+NISA_AVX512 void max8_avx512(const float* x, uint64_t n, float out[8], const void* next) {
+  if (max8_lanes_avx512(x, n, out, next) || max8_two_pass_avx512(x, n, out)) return;
   float top[8];
   const uint64_t filled = top8_fill(x, n, top);
   uint64_t i = filled;
@@ -228,8 +487,8 @@ NISA_AVX512 void max8_avx512(const float* x, uint64_t n, float out[8]) {
   top8_out(top, filled, out);
 }
 
-NISA_AVX2 void max8_avx2(const float* x, uint64_t n, float out[8]) {
-  if (max8_two_pass_avx2(x, n, out)) return;
+NISA_AVX2 void max8_avx2(const float* x, uint64_t n, float out[8], const void* next) {
+  if (max8_lanes_avx2(x, n, out, next) || max8_two_pass_avx2(x, n, out)) return;
   float top[8];
   const uint64_t filled = top8_fill(x, n, top);
   uint64_t i = filled;
@@ -1179,10 +1438,10 @@ NISA_AVX2 bool maxmin_avx2(bool is_max, const float* x, uint64_t n, float* out) 
 
 } // namespace
 
-void max8_row(Level l, const float* x, uint64_t n, float out[8]) {
+void max8_row(Level l, const float* x, uint64_t n, float out[8], const void* next) {
   switch (l) {
-  case Level::avx512: return max8_avx512(x, n, out);
-  case Level::avx2: return max8_avx2(x, n, out);
+  case Level::avx512: return max8_avx512(x, n, out, next);
+  case Level::avx2: return max8_avx2(x, n, out, next);
   case Level::scalar: break;
   }
   max8_scalar(x, n, out);
