@@ -706,7 +706,8 @@ void sem_max8(ExecCtx& cx, const Inst& in) {
       F32Rows rs(s, false);
       for (uint32_t p = p0; p < p1; ++p) {
         float top[8];
-        if (!simd::max8_bf16_row(lv, s.row(p), s.free_elems, top))
+        if (!simd::max8_bf16_row(lv, s.row(p), s.free_elems, top,
+                                 p + 1 < p1 ? s.row(p + 1) : nullptr))
           max8_row(rs.get(p), s.free_elems, top);
         store_row(d, p, top);
       }

@@ -42,7 +42,7 @@ void max8_row(Level l, const float* x, uint64_t n, float out[8], const void* nex
 // (compares on the 16-bit patterns): the result of max8_row on the converted row. false
 // (nothing written) when this form declines (a NaN, fewer than 256 elements, the scalar
 // level): convert and use max8_row.
-bool max8_bf16_row(Level l, const uint8_t* x, uint64_t n, float out[8]);
+bool max8_bf16_row(Level l, const uint8_t* x, uint64_t n, float out[8], const void* next = nullptr);
 void find_index8_row(Level l, const float* data, uint64_t n, const float vals[8], int64_t out[8]);
 void match_replace8_row(Level l, const float* data, uint64_t n, const float vals[8],
                         int64_t out[8]);

@@ -820,75 +820,23 @@ inline void bf16_max8_finish(const Bf16Sel& s, float top[8], uint64_t filled, fl
   top8_out(top, filled, out);
 }
 
-// The 8th largest of 32 int16 keys: the least key with at most 7 keys strictly above it. The
-// counts compare each lane with the 31 rotations of the vector (valignd by 2k, and by 2k + 1
-// after one vpermw), all in registers.
-template <int... K>
-NISA_AVX512 inline __m512i count_above_avx512(__m512i c, std::integer_sequence<int, K...>) {
-  const __m512i d = _mm512_permutexvar_epi16(
-      _mm512_set_epi16(0, 31, 30, 29, 28, 27, 26, 25, 24, 23, 22, 21, 20, 19, 18, 17, 16, 15, 14,
-                       13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1),
-      c); // lane i: c[i + 1]
-  const __m512i one = _mm512_set1_epi16(1);
-  __m512i a = _mm512_mask_add_epi16(_mm512_setzero_si512(), _mm512_cmpgt_epi16_mask(d, c),
-                                    _mm512_setzero_si512(), one);
-  __m512i b = _mm512_setzero_si512();
-  ((a = _mm512_mask_add_epi16(a, _mm512_cmpgt_epi16_mask(_mm512_alignr_epi32(c, c, K + 1), c), a,
-                              one),
-    b = _mm512_mask_add_epi16(b, _mm512_cmpgt_epi16_mask(_mm512_alignr_epi32(d, d, K + 1), c), b,
-                              one)),
-   ...);
-  return _mm512_add_epi16(a, b);
-}
+// The 8th largest of 16 of the lane keys: the 32 lanes (index mod 32) folded to 16 (index mod
+// 16, the maxima of 16 disjoint subsets: 8 elements have a key at or above the result), as
+// exact fp32 through the bitonic networks of the fp32 max8.
 NISA_AVX512 int16_t eighth_largest_key_avx512(__m512i c) {
-  const __m512i cnt = count_above_avx512(c, std::make_integer_sequence<int, 15>{});
-  const __m512i v = _mm512_mask_mov_epi16(_mm512_set1_epi16(0x7fff),
-                                          _mm512_cmplt_epi16_mask(cnt, _mm512_set1_epi16(8)), c);
-  const __m256i h = _mm256_min_epi16(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
-  const __m128i q =
-      _mm_xor_si128(_mm_min_epi16(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1)),
-                    _mm_set1_epi16(int16_t(0x8000))); // signed order as unsigned for phminposuw
-  return int16_t(_mm_extract_epi16(_mm_minpos_epu16(q), 0) ^ 0x8000);
-}
-// c rotated by K int16 lanes (lane i: c[(i + K) mod 16]); sw = c with its 128-bit halves swapped.
-template <int K> NISA_AVX2 inline __m256i rot16_avx2(__m256i c, __m256i sw) {
-  if constexpr (K == 0)
-    return c;
-  else if constexpr (K < 8)
-    return _mm256_alignr_epi8(sw, c, 2 * K);
-  else if constexpr (K == 8)
-    return sw;
-  else
-    return _mm256_alignr_epi8(c, sw, 2 * (K - 8));
-}
-// Minus the counts of keys above each lane of (c0, c1) (32 lanes).
-template <int... K>
-NISA_AVX2 inline void count_above_avx2(__m256i c0, __m256i c1, __m256i* n0, __m256i* n1,
-                                       std::integer_sequence<int, K...>) {
-  const __m256i s0 = _mm256_permute2x128_si256(c0, c0, 1),
-                s1 = _mm256_permute2x128_si256(c1, c1, 1);
-  __m256i a0 = _mm256_setzero_si256(), a1 = a0, b0 = a0, b1 = a0;
-  ((a0 = _mm256_add_epi16(a0, _mm256_cmpgt_epi16(rot16_avx2<K>(c1, s1), c0)),
-    a1 = _mm256_add_epi16(a1, _mm256_cmpgt_epi16(rot16_avx2<K>(c0, s0), c1)),
-    b0 = _mm256_add_epi16(b0, _mm256_cmpgt_epi16(rot16_avx2<K + 1>(c0, s0), c0)),
-    b1 = _mm256_add_epi16(b1, _mm256_cmpgt_epi16(rot16_avx2<K + 1>(c1, s1), c1))),
-   ...);
-  // K + 1 ran 1..16; the 16th is c itself (never above itself): K = 0..15 of c1 / c0, 1..15 of
-  // c0 / c1.
-  *n0 = _mm256_add_epi16(a0, b0);
-  *n1 = _mm256_add_epi16(a1, b1);
+  const __m256i h = _mm256_max_epi16(_mm512_castsi512_si256(c), _mm512_extracti64x4_epi64(c, 1));
+  const __m512 f = _mm512_cvtepi32_ps(_mm512_cvtepi16_epi32(h));
+  alignas(64) float s[16];
+  _mm512_store_ps(s, sort16_desc(f));
+  return int16_t(s[7]);
 }
 NISA_AVX2 int16_t eighth_largest_key_avx2(__m256i c0, __m256i c1) {
-  __m256i n0, n1;
-  count_above_avx2(c0, c1, &n0, &n1, std::make_integer_sequence<int, 16>{});
-  const __m256i m8 = _mm256_set1_epi16(-8), big = _mm256_set1_epi16(0x7fff);
-  const __m256i v0 = _mm256_blendv_epi8(big, c0, _mm256_cmpgt_epi16(n0, m8));
-  const __m256i v1 = _mm256_blendv_epi8(big, c1, _mm256_cmpgt_epi16(n1, m8));
-  const __m256i h = _mm256_min_epi16(v0, v1);
-  const __m128i q =
-      _mm_xor_si128(_mm_min_epi16(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1)),
-                    _mm_set1_epi16(int16_t(0x8000)));
-  return int16_t(_mm_extract_epi16(_mm_minpos_epu16(q), 0) ^ 0x8000);
+  const __m256i h = _mm256_max_epi16(c0, c1);
+  const __m256 f0 = _mm256_cvtepi32_ps(_mm256_cvtepi16_epi32(_mm256_castsi256_si128(h)));
+  const __m256 f1 = _mm256_cvtepi32_ps(_mm256_cvtepi16_epi32(_mm256_extracti128_si256(h, 1)));
+  alignas(32) float s[8];
+  _mm256_store_ps(s, top8_merge_desc(sort8_desc(f0), sort8_desc(f1)));
+  return int16_t(s[7]);
 }
 
 // One load per vector: GCC otherwise folds the load into each operation that uses it (three
@@ -916,7 +864,39 @@ NISA_AVX512 inline __m512i lanes_with_tail_avx512(__m512i c, const uint8_t* x, u
   *ok = bf16_tail_lanes(x, i, n, k, raw);
   return _mm512_load_si512(k);
 }
-NISA_AVX512 bool max8_bf16_avx512(const uint8_t* x, uint64_t n, float out[8]) {
+// Pass 2 of max8_bf16_avx512 into a candidate list and max8_select_avx512 (Gt: sel.gt),
+// prefetching `next` as max8_pass2_avx512 does; false when the candidates are more than
+// kMax8Cand (the insertion form then takes the row).
+template <bool Gt>
+NISA_AVX512 bool max8_bf16_collect_avx512(const uint8_t* x, uint64_t n, const Bf16Sel& sel,
+                                          const void* next, float out[8]) {
+  const __m512i t = _mm512_set1_epi16(int16_t(sel.t));
+  alignas(64) float c[kMax8Cand];
+  int nc = 0;
+  const char* pf = static_cast<const char*>(next);
+  uint64_t i = 0;
+  for (; i + 64 <= n; i += 64) {
+    if (pf) _mm_prefetch(pf + 2 * i, _MM_HINT_T0), _mm_prefetch(pf + 2 * i + 64, _MM_HINT_T0);
+    const __m512i v0 = ld512(x, i), v1 = ld512(x, i + 32);
+    if (Gt ? !_mm512_cmpgt_epi16_mask(_mm512_max_epi16(v0, v1), t)
+           : !_mm512_cmplt_epu16_mask(_mm512_min_epu16(v0, v1), t))
+      continue;
+    const __mmask32 m0 = Gt ? _mm512_cmpgt_epi16_mask(v0, t) : _mm512_cmplt_epu16_mask(v0, t);
+    const __mmask32 m1 = Gt ? _mm512_cmpgt_epi16_mask(v1, t) : _mm512_cmplt_epu16_mask(v1, t);
+    uint64_t m = _cvtmask64_u64(_mm512_kunpackd(m1, m0));
+    if (nc + __builtin_popcountll(m) > kMax8Cand) return false;
+    for (; m; m &= m - 1) c[nc++] = bf16_float(bf16_bits(x, i + __builtin_ctzll(m)));
+  }
+  for (; i < n; ++i) {
+    const uint16_t h = bf16_bits(x, i);
+    if (!bf16_sel(sel, h)) continue;
+    if (nc == kMax8Cand) return false;
+    c[nc++] = bf16_float(h);
+  }
+  max8_select_avx512(c, nc, sel.strict ? sel.t0 : -INFINITY, out);
+  return true;
+}
+NISA_AVX512 bool max8_bf16_avx512(const uint8_t* x, uint64_t n, float out[8], const void* next) {
   if (n < kBf16Max8Min) return false;
   __m512i s0 = ld512(x, 0), s1 = ld512(x, 32), h = _mm512_max_epu16(s0, s1);
   uint64_t i = 64;
@@ -944,6 +924,10 @@ NISA_AVX512 bool max8_bf16_avx512(const uint8_t* x, uint64_t n, float out[8]) {
     tk = eighth_largest_key_avx512(lanes_with_tail_avx512(c, x, i, n, false, &ok));
   }
   const Bf16Sel sel = bf16_select(tk);
+  if (2 * n > kPrefetchRowMax) next = nullptr;
+  if (sel.gt ? max8_bf16_collect_avx512<true>(x, n, sel, next, out)
+             : max8_bf16_collect_avx512<false>(x, n, sel, next, out))
+    return true;
   const __m512i t = _mm512_set1_epi16(int16_t(sel.t));
   float top[8];
   uint64_t filled = 0;
@@ -991,7 +975,45 @@ NISA_AVX2 inline void lanes_with_tail_avx2(__m256i* c0, __m256i* c1, const uint8
   *c0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(k));
   *c1 = _mm256_load_si256(reinterpret_cast<const __m256i*>(k + 16));
 }
-NISA_AVX2 bool max8_bf16_avx2(const uint8_t* x, uint64_t n, float out[8]) {
+// max8_bf16_collect_avx512 at AVX2 (unsigned x < T as signed (T ^ 0x8000) > (x ^ 0x8000)).
+template <bool Gt>
+NISA_AVX2 bool max8_bf16_collect_avx2(const uint8_t* x, uint64_t n, const Bf16Sel& sel,
+                                      const void* next, float out[8]) {
+  const __m256i flip = _mm256_set1_epi16(Gt ? 0 : int16_t(0x8000));
+  const __m256i t = _mm256_xor_si256(_mm256_set1_epi16(int16_t(sel.t)), flip);
+  alignas(32) float c[kMax8Cand];
+  int nc = 0;
+  const char* pf = static_cast<const char*>(next);
+  uint64_t i = 0;
+  for (; i + 64 <= n; i += 64) {
+    if (pf) _mm_prefetch(pf + 2 * i, _MM_HINT_T0), _mm_prefetch(pf + 2 * i + 64, _MM_HINT_T0);
+    __m256i v[4];
+    for (int b = 0; b < 4; ++b) v[b] = ld256(x, i + 16 * b);
+    const __m256i e =
+        Gt ? _mm256_max_epi16(_mm256_max_epi16(v[0], v[1]), _mm256_max_epi16(v[2], v[3]))
+           : _mm256_min_epu16(_mm256_min_epu16(v[0], v[1]), _mm256_min_epu16(v[2], v[3]));
+    const __m256i ef = _mm256_xor_si256(e, flip);
+    const __m256i any = Gt ? _mm256_cmpgt_epi16(ef, t) : _mm256_cmpgt_epi16(t, ef);
+    if (_mm256_testz_si256(any, any)) continue;
+    __m256i cm[4];
+    for (int b = 0; b < 4; ++b) {
+      const __m256i vf = _mm256_xor_si256(v[b], flip);
+      cm[b] = Gt ? _mm256_cmpgt_epi16(vf, t) : _mm256_cmpgt_epi16(t, vf);
+    }
+    uint64_t m = uint64_t(mask32_epi16(cm[0], cm[1])) | uint64_t(mask32_epi16(cm[2], cm[3])) << 32;
+    if (nc + __builtin_popcountll(m) > kMax8Cand) return false;
+    for (; m; m &= m - 1) c[nc++] = bf16_float(bf16_bits(x, i + __builtin_ctzll(m)));
+  }
+  for (; i < n; ++i) {
+    const uint16_t h = bf16_bits(x, i);
+    if (!bf16_sel(sel, h)) continue;
+    if (nc == kMax8Cand) return false;
+    c[nc++] = bf16_float(h);
+  }
+  max8_select_avx2(c, nc, sel.strict ? sel.t0 : -INFINITY, out);
+  return true;
+}
+NISA_AVX2 bool max8_bf16_avx2(const uint8_t* x, uint64_t n, float out[8], const void* next) {
   if (n < kBf16Max8Min) return false;
   __m256i s0 = ld256(x, 0), s1 = ld256(x, 16), h = _mm256_max_epu16(s0, s1);
   uint64_t i = 32;
@@ -1027,6 +1049,10 @@ NISA_AVX2 bool max8_bf16_avx2(const uint8_t* x, uint64_t n, float out[8]) {
     tk = eighth_largest_key_avx2(c0, c1);
   }
   const Bf16Sel sel = bf16_select(tk);
+  if (2 * n > kPrefetchRowMax) next = nullptr;
+  if (sel.gt ? max8_bf16_collect_avx2<true>(x, n, sel, next, out)
+             : max8_bf16_collect_avx2<false>(x, n, sel, next, out))
+    return true;
   // Unsigned x < T as signed (T ^ 0x8000) > (x ^ 0x8000).
   const __m256i flip = _mm256_set1_epi16(sel.gt ? 0 : int16_t(0x8000));
   const __m256i t = _mm256_xor_si256(_mm256_set1_epi16(int16_t(sel.t)), flip);
@@ -1475,10 +1501,10 @@ bool reduce_maxmin_row(Level l, bool is_max, const float* x, uint64_t n, float* 
   return maxmin_scalar(is_max, x, n, out);
 }
 
-bool max8_bf16_row(Level l, const uint8_t* x, uint64_t n, float out[8]) {
+bool max8_bf16_row(Level l, const uint8_t* x, uint64_t n, float out[8], const void* next) {
   switch (l) {
-  case Level::avx512: return max8_bf16_avx512(x, n, out);
-  case Level::avx2: return max8_bf16_avx2(x, n, out);
+  case Level::avx512: return max8_bf16_avx512(x, n, out, next);
+  case Level::avx2: return max8_bf16_avx2(x, n, out, next);
   case Level::scalar: break;
   }
   return false;
