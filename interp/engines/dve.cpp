@@ -788,7 +788,7 @@ void sem_match_replace8(ExecCtx& cx, const Inst& in) {
   // copy).
   const bool bf16_rows = bits && !snap && data.dtype == DType::bf16 && data.contiguous() &&
                          data.row_skip.empty() && simd::level() != simd::Level::scalar;
-  const bool d_contig = bf16_rows && d.contiguous();
+  const bool d_contig = d.contiguous(); // the replaced positions by address, not View::at
   for_row_ranges(snap ? nullptr : cx.pool, data.parts, data.free_elems,
                  [&](uint32_t p0, uint32_t p1) {
                    F32Rows rd(data, snap), rv(vals, snap);

@@ -618,13 +618,19 @@ NISA_AVX512 bool candidates_avx512(const float* x, uint64_t n, float lo, float h
   int k = 0;
   uint64_t i = 0;
   for (; i + 64 <= n; i += 64) {
-    uint64_t m = 0;
-    for (int b = 0; b < 4; ++b) {
-      const __m512 v = _mm512_loadu_ps(x + i + 16 * b);
-      m |= uint64_t(
-               _mm512_mask_cmp_ps_mask(_mm512_cmp_ps_mask(v, vl, _CMP_GE_OQ), v, vh, _CMP_LE_OQ))
-           << (16 * b);
-    }
+    __m512 v[4];
+    for (int b = 0; b < 4; ++b) v[b] = ld512f(x + i + 16 * b);
+    // One compare finds most blocks without a candidate (all below lo: when the slots are the
+    // row's top 8, every block but a few). max_ps drops a NaN first operand (never a
+    // candidate) and returns a NaN second one, which the unordered-true compare keeps.
+    const __m512 top = _mm512_max_ps(_mm512_max_ps(v[0], v[1]), _mm512_max_ps(v[2], v[3]));
+    if (!_mm512_cmp_ps_mask(top, vl, _CMP_NLT_UQ)) continue;
+    __mmask16 in[4];
+    for (int b = 0; b < 4; ++b)
+      in[b] =
+          _mm512_mask_cmp_ps_mask(_mm512_cmp_ps_mask(v[b], vl, _CMP_GE_OQ), v[b], vh, _CMP_LE_OQ);
+    uint64_t m = _cvtmask64_u64(
+        _mm512_kunpackd(_mm512_kunpackw(in[3], in[2]), _mm512_kunpackw(in[1], in[0])));
     if (!m) continue;
     if (k + __builtin_popcountll(m) > kMaxCand) return false;
     for (; m; m &= m - 1) c[k++] = uint32_t(i + __builtin_ctzll(m));
