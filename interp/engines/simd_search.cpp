@@ -649,11 +649,15 @@ NISA_AVX2 bool candidates_avx2(const float* x, uint64_t n, float lo, float hi, u
   int k = 0;
   uint64_t i = 0;
   for (; i + 32 <= n; i += 32) {
+    __m256 v[4];
+    for (int b = 0; b < 4; ++b) v[b] = ld256f(x + i + 8 * b);
+    const __m256 top = _mm256_max_ps(_mm256_max_ps(v[0], v[1]), _mm256_max_ps(v[2], v[3]));
+    const __m256 maybe = _mm256_cmp_ps(top, vl, _CMP_NLT_UQ); // see candidates_avx512
+    if (_mm256_testz_ps(maybe, maybe)) continue;
     uint32_t m = 0;
     for (int b = 0; b < 4; ++b) {
-      const __m256 v = _mm256_loadu_ps(x + i + 8 * b);
       const __m256 in =
-          _mm256_and_ps(_mm256_cmp_ps(v, vl, _CMP_GE_OQ), _mm256_cmp_ps(v, vh, _CMP_LE_OQ));
+          _mm256_and_ps(_mm256_cmp_ps(v[b], vl, _CMP_GE_OQ), _mm256_cmp_ps(v[b], vh, _CMP_LE_OQ));
       m |= uint32_t(_mm256_movemask_ps(in)) << (8 * b);
     }
     if (!m) continue;
