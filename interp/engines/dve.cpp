@@ -789,6 +789,7 @@ void sem_match_replace8(ExecCtx& cx, const Inst& in) {
   const bool bf16_rows = bits && !snap && data.dtype == DType::bf16 && data.contiguous() &&
                          data.row_skip.empty() && simd::level() != simd::Level::scalar;
   const bool d_contig = d.contiguous(); // the replaced positions by address, not View::at
+  const bool same = bits && !snap && same_layout(d, data); // once, not per row
   for_row_ranges(snap ? nullptr : cx.pool, data.parts, data.free_elems,
                  [&](uint32_t p0, uint32_t p1) {
                    F32Rows rd(data, snap), rv(vals, snap);
@@ -806,7 +807,7 @@ void sem_match_replace8(ExecCtx& cx, const Inst& in) {
                        store_row(d, p, x);
                      else if (snap)
                        scatter_bits_row(d, p, data_bits.data() + p * row_bytes);
-                     else if (!same_layout(d, data))
+                     else if (!same)
                        copy_row_bits(d, p, data, p);
                      const size_t eb = dtype_bytes(d.dtype);
                      uint8_t* const drow = d_contig ? d.row(p) : nullptr;
