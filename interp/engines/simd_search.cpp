@@ -214,8 +214,16 @@ constexpr uint16_t bitonic_take_min(int k, int j) {
     if (((i & j) != 0) != ((i & k) != 0)) m = uint16_t(m | 1u << i);
   return m;
 }
-template <int K, int J> NISA_AVX512 inline __m512 bitonic_stage(__m512 v, __m512i iota) {
-  const __m512 p = _mm512_permutexvar_ps(_mm512_xor_si512(iota, _mm512_set1_epi32(J)), v);
+// Lane i ^ J of v: in-lane and 128-bit-block shuffles (short latency; the stages form one
+// dependency chain).
+template <int J> NISA_AVX512 inline __m512 xor_lanes(__m512 v) {
+  if constexpr (J == 1) return _mm512_permute_ps(v, 0xb1);
+  if constexpr (J == 2) return _mm512_permute_ps(v, 0x4e);
+  if constexpr (J == 4) return _mm512_shuffle_f32x4(v, v, 0xb1);
+  return _mm512_shuffle_f32x4(v, v, 0x4e);
+}
+template <int K, int J> NISA_AVX512 inline __m512 bitonic_stage(__m512 v, __m512i) {
+  const __m512 p = xor_lanes<J>(v);
   constexpr __mmask16 kMin = bitonic_take_min(K, J);
   return _mm512_mask_blend_ps(kMin, _mm512_max_ps(v, p), _mm512_min_ps(v, p));
 }
@@ -342,9 +350,13 @@ NISA_AVX512 bool max8_lanes_avx512(const float* x, uint64_t n, float out[8], con
 }
 
 // ---- the same at AVX2: 8-lane bitonic sorts, top 8 of two sorted vectors by one merge ------
+template <int J> NISA_AVX2 inline __m256 xor_lanes8(__m256 v) {
+  if constexpr (J == 1) return _mm256_permute_ps(v, 0xb1);
+  if constexpr (J == 2) return _mm256_permute_ps(v, 0x4e);
+  return _mm256_permute2f128_ps(v, v, 1);
+}
 template <int K, int J> NISA_AVX2 inline __m256 bitonic_stage8(__m256 v) {
-  const __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-  const __m256 p = _mm256_permutevar8x32_ps(v, _mm256_xor_si256(iota, _mm256_set1_epi32(J)));
+  const __m256 p = xor_lanes8<J>(v);
   constexpr int kMin = bitonic_take_min(K, J) & 0xff;
   return _mm256_blend_ps(_mm256_max_ps(v, p), _mm256_min_ps(v, p), kMin);
 }
