@@ -811,8 +811,18 @@ void sem_match_replace8(ExecCtx& cx, const Inst& in) {
                        copy_row_bits(d, p, data, p);
                      const size_t eb = dtype_bytes(d.dtype);
                      uint8_t* const drow = d_contig ? d.row(p) : nullptr;
-                     for (int64_t k : pos)
-                       if (k >= 0) std::memcpy(drow ? drow + k * eb : d.at(p, k), imm_bytes, eb);
+                     // Fixed-size copies for the 2- and 4-byte dtypes (a memcpy of eb bytes
+                     // became a byte loop).
+                     for (int64_t k : pos) {
+                       if (k < 0) continue;
+                       uint8_t* q = drow ? drow + k * eb : d.at(p, k);
+                       if (eb == 2)
+                         std::memcpy(q, imm_bytes, 2);
+                       else if (eb == 4)
+                         std::memcpy(q, imm_bytes, 4);
+                       else
+                         std::memcpy(q, imm_bytes, eb);
+                     }
                      if (idx) store_row_int(*idx, p, pos);
                    }
                  });
