@@ -221,8 +221,8 @@ bool lane_op(AluOp op, simd::LaneOp* out) {
 namespace ew {
 
 // The search kernels live in simd_search.cpp, one form per vector level.
-void max8_row(const float* x, uint64_t n, float out[8]) {
-  simd::max8_row(simd::level(), x, n, out);
+void max8_row(const float* x, uint64_t n, float out[8], const void* next) {
+  simd::max8_row(simd::level(), x, n, out, next);
 }
 void find_index8_row(const float* data, uint64_t n, const float vals[8], int64_t out[8]) {
   simd::find_index8_row(simd::level(), data, n, vals, out);
@@ -761,7 +761,8 @@ void sem_max8(ExecCtx& cx, const Inst& in) {
       F32Rows rs(s, false);
       for (uint32_t p = p0; p < p1; ++p) {
         float top[8];
-        if (!simd::max8_bf16_row(lv, s.row(p), s.free_elems, top))
+        if (!simd::max8_bf16_row(lv, s.row(p), s.free_elems, top,
+                                 p + 1 < p1 ? s.row(p + 1) : nullptr))
           max8_row(rs.get(p), s.free_elems, top);
         store_row(d, p, top);
       }
@@ -769,11 +770,13 @@ void sem_max8(ExecCtx& cx, const Inst& in) {
     note_psum_write(cx, operand(in, "dst").ap);
     return;
   }
+  // Rows read in place (fp32_direct): each call prefetches the next one.
+  const bool direct = !snap && fp32_direct(s);
   for_row_ranges(snap ? nullptr : cx.pool, s.parts, s.free_elems, [&](uint32_t p0, uint32_t p1) {
     F32Rows rs(s, snap);
     for (uint32_t p = p0; p < p1; ++p) {
       float top[8];
-      max8_row(rs.get(p), s.free_elems, top);
+      max8_row(rs.get(p), s.free_elems, top, direct && p + 1 < p1 ? s.row(p + 1) : nullptr);
       store_row(d, p, top);
     }
   });
@@ -840,7 +843,8 @@ void sem_match_replace8(ExecCtx& cx, const Inst& in) {
   // copy).
   const bool bf16_rows = bits && !snap && data.dtype == DType::bf16 && data.contiguous() &&
                          data.row_skip.empty() && simd::level() != simd::Level::scalar;
-  const bool d_contig = bf16_rows && d.contiguous();
+  const bool d_contig = d.contiguous(); // the replaced positions by address, not View::at
+  const bool same = bits && !snap && same_layout(d, data); // once, not per row
   for_row_ranges(snap ? nullptr : cx.pool, data.parts, data.free_elems,
                  [&](uint32_t p0, uint32_t p1) {
                    F32Rows rd(data, snap), rv(vals, snap);
@@ -858,12 +862,22 @@ void sem_match_replace8(ExecCtx& cx, const Inst& in) {
                        store_row(d, p, x);
                      else if (snap)
                        scatter_bits_row(d, p, data_bits.data() + p * row_bytes);
-                     else if (!same_layout(d, data))
+                     else if (!same)
                        copy_row_bits(d, p, data, p);
                      const size_t eb = dtype_bytes(d.dtype);
                      uint8_t* const drow = d_contig ? d.row(p) : nullptr;
-                     for (int64_t k : pos)
-                       if (k >= 0) std::memcpy(drow ? drow + k * eb : d.at(p, k), imm_bytes, eb);
+                     // Fixed-size copies for the 2- and 4-byte dtypes (a memcpy of eb bytes
+                     // became a byte loop).
+                     for (int64_t k : pos) {
+                       if (k < 0) continue;
+                       uint8_t* q = drow ? drow + k * eb : d.at(p, k);
+                       if (eb == 2)
+                         std::memcpy(q, imm_bytes, 2);
+                       else if (eb == 4)
+                         std::memcpy(q, imm_bytes, 4);
+                       else
+                         std::memcpy(q, imm_bytes, eb);
+                     }
                      if (idx) store_row_int(*idx, p, pos);
                    }
                  });

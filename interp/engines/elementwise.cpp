@@ -180,6 +180,22 @@ void load_row_int(const View& v, uint32_t p, int64_t* out) {
 }
 
 void store_row_int(const View& v, uint32_t p, const int64_t* in) {
+  // Contiguous rows (a search row's 8 indices, the common case) without the element walk.
+  if (v.contiguous() && dtype_bytes(v.dtype) <= 4) {
+    uint8_t* q = v.row(p);
+    const uint64_t n = v.free_elems;
+    switch (dtype_bytes(v.dtype)) {
+    case 1:
+      for (uint64_t j = 0; j < n; ++j) st<uint8_t>(q + j, uint8_t(in[j]));
+      return;
+    case 2:
+      for (uint64_t j = 0; j < n; ++j) st<uint16_t>(q + 2 * j, uint16_t(in[j]));
+      return;
+    default:
+      for (uint64_t j = 0; j < n; ++j) st<uint32_t>(q + 4 * j, uint32_t(in[j]));
+      return;
+    }
+  }
   switch (dtype_bytes(v.dtype)) {
   case 1: for_each_elem(v, p, [&](uint8_t* q) { st<uint8_t>(q, uint8_t(*in++)); }); break;
   case 2: for_each_elem(v, p, [&](uint8_t* q) { st<uint16_t>(q, uint16_t(*in++)); }); break;

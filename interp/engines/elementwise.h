@@ -414,7 +414,8 @@ int64_t alu_int(AluOp op, int64_t a, int64_t b, int bits);
 
 // ---- pure per-row algorithms (tests call these directly) --------------------------------------
 // The 8 largest of x[0..n), descending. NaN ranks above +inf; equal values keep index order.
-void max8_row(const float* x, uint64_t n, float out[8]);
+// next (optional): the row read after this one, as many bytes (a prefetch hint, simd.h).
+void max8_row(const float* x, uint64_t n, float out[8], const void* next = nullptr);
 // Position of each val's first occurrence; the j-th duplicate of a value takes its j-th
 // occurrence; -1 when absent.
 void find_index8_row(const float* data, uint64_t n, const float vals[8], int64_t out[8]);

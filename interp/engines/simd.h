@@ -35,12 +35,14 @@ const char* name(Level l);
 // ---- kernels at an explicit level (ew::max8_row etc. call them at level()) -------------------
 namespace nisa::interp::simd {
 // See ew::max8_row, ew::find_index8_row, ew::match_replace8_row (elementwise.h).
-void max8_row(Level l, const float* x, uint64_t n, float out[8]);
+// next (optional): the row the caller reads after this one, as many bytes; the vector forms
+// prefetch it into L1 while their second pass reads this row from L1 (short rows only).
+void max8_row(Level l, const float* x, uint64_t n, float out[8], const void* next = nullptr);
 // max8 of a contiguous bf16 row (x: its bytes, 2 per element, any alignment), read as bf16
 // (compares on the 16-bit patterns): the result of max8_row on the converted row. false
 // (nothing written) when this form declines (a NaN, fewer than 256 elements, the scalar
 // level): convert and use max8_row.
-bool max8_bf16_row(Level l, const uint8_t* x, uint64_t n, float out[8]);
+bool max8_bf16_row(Level l, const uint8_t* x, uint64_t n, float out[8], const void* next = nullptr);
 void find_index8_row(Level l, const float* data, uint64_t n, const float vals[8], int64_t out[8]);
 void match_replace8_row(Level l, const float* data, uint64_t n, const float vals[8],
                         int64_t out[8]);

@@ -204,10 +204,285 @@ NISA_AVX2 bool max8_two_pass_avx2(const float* x, uint64_t n, float out[8]) {
   return true;
 }
 
+// ---- max8, AVX-512: lane maxima, a threshold from a sorting network, candidates, one sort ----
+// Bitonic sort of 16 floats, descending (no NaN: callers check). min / max return one of their
+// operands, so every output is an input bit for bit except that equal zeros (-0, +0) may come
+// out with the other zero's sign; sel16_fix_zeros puts them back.
+constexpr uint16_t bitonic_take_min(int k, int j) {
+  uint16_t m = 0;
+  for (int i = 0; i < 16; ++i)
+    if (((i & j) != 0) != ((i & k) != 0)) m = uint16_t(m | 1u << i);
+  return m;
+}
+// Lane i ^ J of v: in-lane and 128-bit-block shuffles (short latency; the stages form one
+// dependency chain).
+template <int J> NISA_AVX512 inline __m512 xor_lanes(__m512 v) {
+  if constexpr (J == 1) return _mm512_permute_ps(v, 0xb1);
+  if constexpr (J == 2) return _mm512_permute_ps(v, 0x4e);
+  if constexpr (J == 4) return _mm512_shuffle_f32x4(v, v, 0xb1);
+  return _mm512_shuffle_f32x4(v, v, 0x4e);
+}
+template <int K, int J> NISA_AVX512 inline __m512 bitonic_stage(__m512 v, __m512i) {
+  const __m512 p = xor_lanes<J>(v);
+  constexpr __mmask16 kMin = bitonic_take_min(K, J);
+  return _mm512_mask_blend_ps(kMin, _mm512_max_ps(v, p), _mm512_min_ps(v, p));
+}
+NISA_AVX512 inline __m512 sort16_desc(__m512 v) {
+  const __m512i iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  v = bitonic_stage<2, 1>(v, iota);
+  v = bitonic_stage<4, 2>(v, iota);
+  v = bitonic_stage<4, 1>(v, iota);
+  v = bitonic_stage<8, 4>(v, iota);
+  v = bitonic_stage<8, 2>(v, iota);
+  v = bitonic_stage<8, 1>(v, iota);
+  v = bitonic_stage<16, 8>(v, iota);
+  v = bitonic_stage<16, 4>(v, iota);
+  v = bitonic_stage<16, 2>(v, iota);
+  return bitonic_stage<16, 1>(v, iota);
+}
+
+// Candidates of a NaN-free row in index order (c[0..nc)), every element not among them
+// ranking below 8 others (pad: the value standing for "8 elements at least this", see
+// max8_lanes_avx512): the descending stable top 8. The candidates go 16, then 8 at a time
+// through the sort with the top 8 so far in lanes 0..7; the zeros among the final 8 are then
+// the first zeros of c in index order (a stable sort keeps equal values in index order, and
+// the only equal values with different bits are -0 and +0).
+NISA_AVX2 inline void max8_select_avx2(const float* c, int nc, float pad, float out[8]);
+NISA_AVX512 inline void max8_select_avx512(const float* c, int nc, float pad, float out[8]) {
+  // At most 8 candidates (the common case: ties put the rest at the threshold): the 8-lane
+  // network, 6 stages instead of 10.
+  if (nc <= 8) return max8_select_avx2(c, nc, pad, out);
+  const __m512 p = _mm512_set1_ps(pad);
+  __m512 top = sort16_desc(_mm512_mask_loadu_ps(p, __mmask16((1u << std::min(nc, 16)) - 1), c));
+  for (int k = 16; k < nc; k += 8) {
+    const __mmask8 m = __mmask8((1u << std::min(nc - k, 8)) - 1);
+    const __m256 more = _mm256_mask_loadu_ps(_mm512_castps512_ps256(p), m, c + k);
+    top = sort16_desc(_mm512_insertf32x8(top, more, 1));
+  }
+  const __mmask16 z = _mm512_cmp_ps_mask(top, _mm512_setzero_ps(), _CMP_EQ_OQ) & 0xff;
+  if (z) {
+    alignas(32) float zs[8] = {};
+    const int want = __builtin_popcount(z);
+    for (int k = 0, got = 0; k < nc && got < want; ++k)
+      if (c[k] == 0.0f) zs[got++] = c[k];
+    top = _mm512_mask_expand_ps(top, z, _mm512_castps256_ps512(_mm256_load_ps(zs)));
+  }
+  _mm256_storeu_ps(out, _mm512_castps512_ps256(top));
+}
+
+constexpr int kMax8Cand = 128;
+// Rows of at most this many bytes prefetch the caller's next row (two of them fit in L1 with
+// room to spare; a longer row would evict its own second half).
+constexpr uint64_t kPrefetchRowMax = 8192;
+
+NISA_AVX512 inline __m512 ld512f(const float* x) {
+  __m512 v = _mm512_loadu_ps(x);
+  asm("" : "+v"(v)); // one load per vector (see ld512)
+  return v;
+}
+// Candidates of the second pass: not (x <= t), or not (x < t) (NaN either way).
+template <bool Strict> NISA_AVX512 inline __mmask16 cand16(__m512 v, __m512 t) {
+  return Strict ? _mm512_cmp_ps_mask(v, t, _CMP_NLE_UQ) : _mm512_cmp_ps_mask(v, t, _CMP_NLT_UQ);
+}
+// The second pass of max8_lanes_avx512 (Strict: x > t0, else x >= t0), prefetching `next`
+// (a row of as many bytes, read next by the caller) into L1 at the rate it reads x, so the
+// next row's first pass finds it there: this pass and the selection read only L1, and the
+// transfer of the next row overlaps them.
+template <bool Strict>
+NISA_AVX512 bool max8_pass2_avx512(const float* x, uint64_t n, float t0, const void* next,
+                                   float out[8]) {
+  const __m512 t = _mm512_set1_ps(t0);
+  alignas(64) float c[kMax8Cand];
+  int nc = 0;
+  __mmask16 nan = 0;
+  const char* pf = static_cast<const char*>(next);
+  uint64_t i = 0;
+  for (; i + 64 <= n; i += 64) {
+    if (pf)
+      for (int b = 0; b < 256; b += 64) _mm_prefetch(pf + 4 * i + b, _MM_HINT_T0);
+    const __m512 v0 = ld512f(x + i), v1 = ld512f(x + i + 16);
+    const __m512 v2 = ld512f(x + i + 32), v3 = ld512f(x + i + 48);
+    const __mmask16 m0 = cand16<Strict>(v0, t), m1 = cand16<Strict>(v1, t);
+    const __mmask16 m2 = cand16<Strict>(v2, t), m3 = cand16<Strict>(v3, t);
+    if (_kortestz_mask16_u8(_kor_mask16(m0, m1), _kor_mask16(m2, m3))) continue;
+    nan |= _mm512_cmp_ps_mask(v0, v1, _CMP_UNORD_Q) | _mm512_cmp_ps_mask(v2, v3, _CMP_UNORD_Q);
+    uint64_t m = _cvtmask64_u64(_mm512_kunpackd(_mm512_kunpackw(m3, m2), _mm512_kunpackw(m1, m0)));
+    if (nc + __builtin_popcountll(m) > kMax8Cand) return false;
+    for (; m; m &= m - 1) c[nc++] = x[i + __builtin_ctzll(m)];
+  }
+  for (; i < n; ++i) {
+    const float v = x[i];
+    nan |= v != v;
+    if (Strict ? !(v <= t0) : !(v < t0)) {
+      if (nc == kMax8Cand) return false;
+      c[nc++] = v;
+    }
+  }
+  if (nan) return false;
+  max8_select_avx512(c, nc, Strict ? t0 : -INFINITY, out);
+  return true;
+}
+// Two passes over a row (the second from L1): the lane maxima (16 lanes: index mod 16, so a
+// run of large values spreads over all of them) are the maxima of 16 disjoint subsets, so 8
+// elements are >= the 8th largest of them, t0, and an element below t0 ranks below 8 others.
+// The second pass collects x > t0 (strict: elements equal to t0 have t0's bits, and they fill
+// the top 8 when fewer than 8 are above it) or, when t0 is a zero, x >= t0 (the zeros' order
+// matters). NaN: max_ps(v, acc) keeps acc when v is NaN, so the maxima skip NaNs (a lane
+// starting on one stays NaN: declined); the second pass compares unordered-true, so every
+// NaN of the row is a candidate and the row is declined. False (nothing written) on a NaN or
+// more than kMax8Cand candidates. next: see max8_pass2_avx512.
+NISA_AVX512 bool max8_lanes_avx512(const float* x, uint64_t n, float out[8], const void* next) {
+  if (n < 64) return false;
+  if (4 * n > kPrefetchRowMax) next = nullptr;
+  __m512 a0 = ld512f(x), a1 = ld512f(x + 16), a2 = ld512f(x + 32), a3 = ld512f(x + 48);
+  uint64_t i = 64;
+  for (; i + 64 <= n; i += 64) {
+    a0 = _mm512_max_ps(ld512f(x + i), a0), a1 = _mm512_max_ps(ld512f(x + i + 16), a1);
+    a2 = _mm512_max_ps(ld512f(x + i + 32), a2), a3 = _mm512_max_ps(ld512f(x + i + 48), a3);
+  }
+  for (; i < n; i += 16) { // the tail, masked: lanes past n keep their maxima
+    const __mmask16 m = n - i >= 16 ? __mmask16(0xffff) : __mmask16((1u << (n - i)) - 1);
+    a0 = _mm512_mask_max_ps(a0, m, _mm512_maskz_loadu_ps(m, x + i), a0);
+  }
+  const __m512 lanes = _mm512_max_ps(_mm512_max_ps(a0, a1), _mm512_max_ps(a2, a3));
+  if (_mm512_cmp_ps_mask(lanes, lanes, _CMP_UNORD_Q)) return false;
+  alignas(64) float s[16];
+  _mm512_store_ps(s, sort16_desc(lanes));
+  const float t0 = s[7];
+  return t0 != 0.0f ? max8_pass2_avx512<true>(x, n, t0, next, out)
+                    : max8_pass2_avx512<false>(x, n, t0, next, out);
+}
+
+// ---- the same at AVX2: 8-lane bitonic sorts, top 8 of two sorted vectors by one merge ------
+template <int J> NISA_AVX2 inline __m256 xor_lanes8(__m256 v) {
+  if constexpr (J == 1) return _mm256_permute_ps(v, 0xb1);
+  if constexpr (J == 2) return _mm256_permute_ps(v, 0x4e);
+  return _mm256_permute2f128_ps(v, v, 1);
+}
+template <int K, int J> NISA_AVX2 inline __m256 bitonic_stage8(__m256 v) {
+  const __m256 p = xor_lanes8<J>(v);
+  constexpr int kMin = bitonic_take_min(K, J) & 0xff;
+  return _mm256_blend_ps(_mm256_max_ps(v, p), _mm256_min_ps(v, p), kMin);
+}
+NISA_AVX2 inline __m256 sort8_desc(__m256 v) {
+  v = bitonic_stage8<2, 1>(v);
+  v = bitonic_stage8<4, 2>(v);
+  v = bitonic_stage8<4, 1>(v);
+  v = bitonic_stage8<8, 4>(v);
+  v = bitonic_stage8<8, 2>(v);
+  return bitonic_stage8<8, 1>(v);
+}
+// The top 8 of a and b (each sorted descending), sorted descending: max(a, reversed b) holds
+// them as a bitonic sequence, which three stages sort.
+NISA_AVX2 inline __m256 top8_merge_desc(__m256 a, __m256 b) {
+  const __m256 r = _mm256_permutevar8x32_ps(b, _mm256_setr_epi32(7, 6, 5, 4, 3, 2, 1, 0));
+  __m256 v = _mm256_max_ps(a, r);
+  v = bitonic_stage8<8, 4>(v);
+  v = bitonic_stage8<8, 2>(v);
+  return bitonic_stage8<8, 1>(v);
+}
+// Up to 8 floats from c (k of them), the rest pad.
+NISA_AVX2 inline __m256 load8_pad(const float* c, int k, __m256 pad) {
+  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  const __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32(std::min(k, 8)), lane);
+  return _mm256_blendv_ps(pad, _mm256_maskload_ps(c, m), _mm256_castsi256_ps(m));
+}
+// max8_select_avx512 at AVX2.
+NISA_AVX2 inline void max8_select_avx2(const float* c, int nc, float pad, float out[8]) {
+  const __m256 p = _mm256_set1_ps(pad);
+  __m256 top = sort8_desc(load8_pad(c, nc, p));
+  for (int k = 8; k < nc; k += 8)
+    top = top8_merge_desc(top, sort8_desc(load8_pad(c + k, nc - k, p)));
+  alignas(32) float o[8];
+  _mm256_store_ps(o, top);
+  const __m256 z = _mm256_cmp_ps(top, _mm256_setzero_ps(), _CMP_EQ_OQ);
+  if (!_mm256_testz_ps(z, z)) { // the zeros in index order (see max8_select_avx512)
+    for (int k = 0, j = 0; k < nc && j < 8; ++k) {
+      if (c[k] != 0.0f) continue;
+      while (j < 8 && o[j] != 0.0f) ++j;
+      if (j < 8) o[j++] = c[k];
+    }
+  }
+  std::memcpy(out, o, sizeof o);
+}
+
+NISA_AVX2 inline __m256 ld256f(const float* x) {
+  __m256 v = _mm256_loadu_ps(x);
+  asm("" : "+x"(v)); // see ld512
+  return v;
+}
+// max8_lanes_avx512 at AVX2 (lanes: index mod 32, folded to 16 lanes).
+template <bool Strict> NISA_AVX2 inline __m256 cand8(__m256 v, __m256 t) {
+  return Strict ? _mm256_cmp_ps(v, t, _CMP_NLE_UQ) : _mm256_cmp_ps(v, t, _CMP_NLT_UQ);
+}
+// max8_pass2_avx512 at AVX2.
+template <bool Strict>
+NISA_AVX2 bool max8_pass2_avx2(const float* x, uint64_t n, float t0, const void* next,
+                               float out[8]) {
+  const __m256 t = _mm256_set1_ps(t0);
+  alignas(32) float c[kMax8Cand];
+  int nc = 0;
+  bool nan = false;
+  const char* pf = static_cast<const char*>(next);
+  uint64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    if (pf)
+      for (int b = 0; b < 128; b += 64) _mm_prefetch(pf + 4 * i + b, _MM_HINT_T0);
+    const __m256 v0 = ld256f(x + i), v1 = ld256f(x + i + 8);
+    const __m256 v2 = ld256f(x + i + 16), v3 = ld256f(x + i + 24);
+    const __m256 m0 = cand8<Strict>(v0, t), m1 = cand8<Strict>(v1, t);
+    const __m256 m2 = cand8<Strict>(v2, t), m3 = cand8<Strict>(v3, t);
+    const __m256 any = _mm256_or_ps(_mm256_or_ps(m0, m1), _mm256_or_ps(m2, m3));
+    if (_mm256_testz_ps(any, any)) continue;
+    const __m256 un =
+        _mm256_or_ps(_mm256_cmp_ps(v0, v1, _CMP_UNORD_Q), _mm256_cmp_ps(v2, v3, _CMP_UNORD_Q));
+    nan |= !_mm256_testz_ps(un, un);
+    uint32_t m = uint32_t(_mm256_movemask_ps(m0)) | uint32_t(_mm256_movemask_ps(m1)) << 8 |
+                 uint32_t(_mm256_movemask_ps(m2)) << 16 | uint32_t(_mm256_movemask_ps(m3)) << 24;
+    if (nc + __builtin_popcount(m) > kMax8Cand) return false;
+    for (; m; m &= m - 1) c[nc++] = x[i + __builtin_ctz(m)];
+  }
+  for (; i < n; ++i) {
+    const float v = x[i];
+    nan |= v != v;
+    if (Strict ? !(v <= t0) : !(v < t0)) {
+      if (nc == kMax8Cand) return false;
+      c[nc++] = v;
+    }
+  }
+  if (nan) return false;
+  max8_select_avx2(c, nc, Strict ? t0 : -INFINITY, out);
+  return true;
+}
+NISA_AVX2 bool max8_lanes_avx2(const float* x, uint64_t n, float out[8], const void* next) {
+  if (n < 32) return false;
+  if (4 * n > kPrefetchRowMax) next = nullptr;
+  __m256 a0 = ld256f(x), a1 = ld256f(x + 8), a2 = ld256f(x + 16), a3 = ld256f(x + 24);
+  uint64_t i = 32;
+  for (; i + 32 <= n; i += 32) {
+    a0 = _mm256_max_ps(ld256f(x + i), a0), a1 = _mm256_max_ps(ld256f(x + i + 8), a1);
+    a2 = _mm256_max_ps(ld256f(x + i + 16), a2), a3 = _mm256_max_ps(ld256f(x + i + 24), a3);
+  }
+  alignas(32) float l[32];
+  _mm256_store_ps(l, a0), _mm256_store_ps(l + 8, a1);
+  _mm256_store_ps(l + 16, a2), _mm256_store_ps(l + 24, a3);
+  for (; i < n; ++i) l[i % 32] = x[i] > l[i % 32] ? x[i] : l[i % 32]; // NaN: skipped, as above
+  const __m256 h0 = _mm256_max_ps(_mm256_load_ps(l), _mm256_load_ps(l + 8));
+  const __m256 h1 = _mm256_max_ps(_mm256_load_ps(l + 16), _mm256_load_ps(l + 24));
+  const __m256 un =
+      _mm256_or_ps(_mm256_cmp_ps(h0, h0, _CMP_UNORD_Q), _mm256_cmp_ps(h1, h1, _CMP_UNORD_Q));
+  if (!_mm256_testz_ps(un, un)) return false;
+  alignas(32) float s[8];
+  _mm256_store_ps(s, top8_merge_desc(sort8_desc(h0), sort8_desc(h1)));
+  const float t0 = s[7];
+  return t0 != 0.0f ? max8_pass2_avx2<true>(x, n, t0, next, out)
+                    : max8_pass2_avx2<false>(x, n, t0, next, out);
+}
+
 // Candidates: not (x <= 8th), i.e. x > 8th or unordered (NaN either side). Four blocks are
 // tested per step so the common no-candidate case costs one branch per 64 elements.
-NISA_AVX512 void max8_avx512(const float* x, uint64_t n, float out[8]) {
-  if (max8_two_pass_avx512(x, n, out)) return;
+NISA_AVX512 void max8_avx512(const float* x, uint64_t n, float out[8], const void* next) {
+  if (max8_lanes_avx512(x, n, out, next) || max8_two_pass_avx512(x, n, out)) return;
   float top[8];
   const uint64_t filled = top8_fill(x, n, top);
   uint64_t i = filled;
@@ -228,8 +503,8 @@ NISA_AVX512 void max8_avx512(const float* x, uint64_t n, float out[8]) {
   top8_out(top, filled, out);
 }
 
-NISA_AVX2 void max8_avx2(const float* x, uint64_t n, float out[8]) {
-  if (max8_two_pass_avx2(x, n, out)) return;
+NISA_AVX2 void max8_avx2(const float* x, uint64_t n, float out[8], const void* next) {
+  if (max8_lanes_avx2(x, n, out, next) || max8_two_pass_avx2(x, n, out)) return;
   float top[8];
   const uint64_t filled = top8_fill(x, n, top);
   uint64_t i = filled;
@@ -359,13 +634,19 @@ NISA_AVX512 bool candidates_avx512(const float* x, uint64_t n, float lo, float h
   int k = 0;
   uint64_t i = 0;
   for (; i + 64 <= n; i += 64) {
-    uint64_t m = 0;
-    for (int b = 0; b < 4; ++b) {
-      const __m512 v = _mm512_loadu_ps(x + i + 16 * b);
-      m |= uint64_t(
-               _mm512_mask_cmp_ps_mask(_mm512_cmp_ps_mask(v, vl, _CMP_GE_OQ), v, vh, _CMP_LE_OQ))
-           << (16 * b);
-    }
+    __m512 v[4];
+    for (int b = 0; b < 4; ++b) v[b] = ld512f(x + i + 16 * b);
+    // One compare finds most blocks without a candidate (all below lo: when the slots are the
+    // row's top 8, every block but a few). max_ps drops a NaN first operand (never a
+    // candidate) and returns a NaN second one, which the unordered-true compare keeps.
+    const __m512 top = _mm512_max_ps(_mm512_max_ps(v[0], v[1]), _mm512_max_ps(v[2], v[3]));
+    if (!_mm512_cmp_ps_mask(top, vl, _CMP_NLT_UQ)) continue;
+    __mmask16 in[4];
+    for (int b = 0; b < 4; ++b)
+      in[b] =
+          _mm512_mask_cmp_ps_mask(_mm512_cmp_ps_mask(v[b], vl, _CMP_GE_OQ), v[b], vh, _CMP_LE_OQ);
+    uint64_t m = _cvtmask64_u64(
+        _mm512_kunpackd(_mm512_kunpackw(in[3], in[2]), _mm512_kunpackw(in[1], in[0])));
     if (!m) continue;
     if (k + __builtin_popcountll(m) > kMaxCand) return false;
     for (; m; m &= m - 1) c[k++] = uint32_t(i + __builtin_ctzll(m));
@@ -384,11 +665,15 @@ NISA_AVX2 bool candidates_avx2(const float* x, uint64_t n, float lo, float hi, u
   int k = 0;
   uint64_t i = 0;
   for (; i + 32 <= n; i += 32) {
+    __m256 v[4];
+    for (int b = 0; b < 4; ++b) v[b] = ld256f(x + i + 8 * b);
+    const __m256 top = _mm256_max_ps(_mm256_max_ps(v[0], v[1]), _mm256_max_ps(v[2], v[3]));
+    const __m256 maybe = _mm256_cmp_ps(top, vl, _CMP_NLT_UQ); // see candidates_avx512
+    if (_mm256_testz_ps(maybe, maybe)) continue;
     uint32_t m = 0;
     for (int b = 0; b < 4; ++b) {
-      const __m256 v = _mm256_loadu_ps(x + i + 8 * b);
       const __m256 in =
-          _mm256_and_ps(_mm256_cmp_ps(v, vl, _CMP_GE_OQ), _mm256_cmp_ps(v, vh, _CMP_LE_OQ));
+          _mm256_and_ps(_mm256_cmp_ps(v[b], vl, _CMP_GE_OQ), _mm256_cmp_ps(v[b], vh, _CMP_LE_OQ));
       m |= uint32_t(_mm256_movemask_ps(in)) << (8 * b);
     }
     if (!m) continue;
@@ -561,75 +846,48 @@ inline void bf16_max8_finish(const Bf16Sel& s, float top[8], uint64_t filled, fl
   top8_out(top, filled, out);
 }
 
-// The 8th largest of 32 int16 keys: the least key with at most 7 keys strictly above it. The
-// counts compare each lane with the 31 rotations of the vector (valignd by 2k, and by 2k + 1
-// after one vpermw), all in registers.
-template <int... K>
-NISA_AVX512 inline __m512i count_above_avx512(__m512i c, std::integer_sequence<int, K...>) {
-  const __m512i d = _mm512_permutexvar_epi16(
-      _mm512_set_epi16(0, 31, 30, 29, 28, 27, 26, 25, 24, 23, 22, 21, 20, 19, 18, 17, 16, 15, 14,
-                       13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1),
-      c); // lane i: c[i + 1]
-  const __m512i one = _mm512_set1_epi16(1);
-  __m512i a = _mm512_mask_add_epi16(_mm512_setzero_si512(), _mm512_cmpgt_epi16_mask(d, c),
-                                    _mm512_setzero_si512(), one);
-  __m512i b = _mm512_setzero_si512();
-  ((a = _mm512_mask_add_epi16(a, _mm512_cmpgt_epi16_mask(_mm512_alignr_epi32(c, c, K + 1), c), a,
-                              one),
-    b = _mm512_mask_add_epi16(b, _mm512_cmpgt_epi16_mask(_mm512_alignr_epi32(d, d, K + 1), c), b,
-                              one)),
-   ...);
-  return _mm512_add_epi16(a, b);
+// The 8th largest of 16 of the lane keys: the 32 lanes (index mod 32) folded to 16 (index mod
+// 16, the maxima of 16 disjoint subsets: 8 elements have a key at or above the result), by a
+// bitonic network on the 16 int16 lanes of one ymm (one-cycle shuffles, min / max and blends
+// but for the 128-bit swap: about half the latency of the fp32 network on widened keys).
+template <int J> NISA_AVX2 inline __m256i xor_lanes16(__m256i v) {
+  if constexpr (J == 1)
+    return _mm256_shuffle_epi8(v, _mm256_setr_epi8(2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12,
+                                                   13, 2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15,
+                                                   12, 13));
+  if constexpr (J == 2) return _mm256_shuffle_epi32(v, 0xb1);
+  if constexpr (J == 4) return _mm256_shuffle_epi32(v, 0x4e);
+  return _mm256_permute2x128_si256(v, v, 1);
+}
+template <int K, int J> NISA_AVX2 inline __m256i bitonic_stage16(__m256i v) {
+  constexpr uint16_t kMin = bitonic_take_min(K, J);
+  const __m256i take_min =
+      _mm256_setr_epi16(-(kMin >> 0 & 1), -(kMin >> 1 & 1), -(kMin >> 2 & 1), -(kMin >> 3 & 1),
+                        -(kMin >> 4 & 1), -(kMin >> 5 & 1), -(kMin >> 6 & 1), -(kMin >> 7 & 1),
+                        -(kMin >> 8 & 1), -(kMin >> 9 & 1), -(kMin >> 10 & 1), -(kMin >> 11 & 1),
+                        -(kMin >> 12 & 1), -(kMin >> 13 & 1), -(kMin >> 14 & 1), -(kMin >> 15 & 1));
+  const __m256i p = xor_lanes16<J>(v);
+  return _mm256_blendv_epi8(_mm256_max_epi16(v, p), _mm256_min_epi16(v, p), take_min);
+}
+NISA_AVX2 inline int16_t eighth_largest_key16(__m256i h) {
+  h = bitonic_stage16<2, 1>(h);
+  h = bitonic_stage16<4, 2>(h);
+  h = bitonic_stage16<4, 1>(h);
+  h = bitonic_stage16<8, 4>(h);
+  h = bitonic_stage16<8, 2>(h);
+  h = bitonic_stage16<8, 1>(h);
+  h = bitonic_stage16<16, 8>(h);
+  h = bitonic_stage16<16, 4>(h);
+  h = bitonic_stage16<16, 2>(h);
+  h = bitonic_stage16<16, 1>(h);
+  return int16_t(_mm256_extract_epi16(h, 7));
 }
 NISA_AVX512 int16_t eighth_largest_key_avx512(__m512i c) {
-  const __m512i cnt = count_above_avx512(c, std::make_integer_sequence<int, 15>{});
-  const __m512i v = _mm512_mask_mov_epi16(_mm512_set1_epi16(0x7fff),
-                                          _mm512_cmplt_epi16_mask(cnt, _mm512_set1_epi16(8)), c);
-  const __m256i h = _mm256_min_epi16(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
-  const __m128i q =
-      _mm_xor_si128(_mm_min_epi16(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1)),
-                    _mm_set1_epi16(int16_t(0x8000))); // signed order as unsigned for phminposuw
-  return int16_t(_mm_extract_epi16(_mm_minpos_epu16(q), 0) ^ 0x8000);
-}
-// c rotated by K int16 lanes (lane i: c[(i + K) mod 16]); sw = c with its 128-bit halves swapped.
-template <int K> NISA_AVX2 inline __m256i rot16_avx2(__m256i c, __m256i sw) {
-  if constexpr (K == 0)
-    return c;
-  else if constexpr (K < 8)
-    return _mm256_alignr_epi8(sw, c, 2 * K);
-  else if constexpr (K == 8)
-    return sw;
-  else
-    return _mm256_alignr_epi8(c, sw, 2 * (K - 8));
-}
-// Minus the counts of keys above each lane of (c0, c1) (32 lanes).
-template <int... K>
-NISA_AVX2 inline void count_above_avx2(__m256i c0, __m256i c1, __m256i* n0, __m256i* n1,
-                                       std::integer_sequence<int, K...>) {
-  const __m256i s0 = _mm256_permute2x128_si256(c0, c0, 1),
-                s1 = _mm256_permute2x128_si256(c1, c1, 1);
-  __m256i a0 = _mm256_setzero_si256(), a1 = a0, b0 = a0, b1 = a0;
-  ((a0 = _mm256_add_epi16(a0, _mm256_cmpgt_epi16(rot16_avx2<K>(c1, s1), c0)),
-    a1 = _mm256_add_epi16(a1, _mm256_cmpgt_epi16(rot16_avx2<K>(c0, s0), c1)),
-    b0 = _mm256_add_epi16(b0, _mm256_cmpgt_epi16(rot16_avx2<K + 1>(c0, s0), c0)),
-    b1 = _mm256_add_epi16(b1, _mm256_cmpgt_epi16(rot16_avx2<K + 1>(c1, s1), c1))),
-   ...);
-  // K + 1 ran 1..16; the 16th is c itself (never above itself): K = 0..15 of c1 / c0, 1..15 of
-  // c0 / c1.
-  *n0 = _mm256_add_epi16(a0, b0);
-  *n1 = _mm256_add_epi16(a1, b1);
+  return eighth_largest_key16(
+      _mm256_max_epi16(_mm512_castsi512_si256(c), _mm512_extracti64x4_epi64(c, 1)));
 }
 NISA_AVX2 int16_t eighth_largest_key_avx2(__m256i c0, __m256i c1) {
-  __m256i n0, n1;
-  count_above_avx2(c0, c1, &n0, &n1, std::make_integer_sequence<int, 16>{});
-  const __m256i m8 = _mm256_set1_epi16(-8), big = _mm256_set1_epi16(0x7fff);
-  const __m256i v0 = _mm256_blendv_epi8(big, c0, _mm256_cmpgt_epi16(n0, m8));
-  const __m256i v1 = _mm256_blendv_epi8(big, c1, _mm256_cmpgt_epi16(n1, m8));
-  const __m256i h = _mm256_min_epi16(v0, v1);
-  const __m128i q =
-      _mm_xor_si128(_mm_min_epi16(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1)),
-                    _mm_set1_epi16(int16_t(0x8000)));
-  return int16_t(_mm_extract_epi16(_mm_minpos_epu16(q), 0) ^ 0x8000);
+  return eighth_largest_key16(_mm256_max_epi16(c0, c1));
 }
 
 // One load per vector: GCC otherwise folds the load into each operation that uses it (three
@@ -657,7 +915,39 @@ NISA_AVX512 inline __m512i lanes_with_tail_avx512(__m512i c, const uint8_t* x, u
   *ok = bf16_tail_lanes(x, i, n, k, raw);
   return _mm512_load_si512(k);
 }
-NISA_AVX512 bool max8_bf16_avx512(const uint8_t* x, uint64_t n, float out[8]) {
+// Pass 2 of max8_bf16_avx512 into a candidate list and max8_select_avx512 (Gt: sel.gt),
+// prefetching `next` as max8_pass2_avx512 does; false when the candidates are more than
+// kMax8Cand (the insertion form then takes the row).
+template <bool Gt>
+NISA_AVX512 bool max8_bf16_collect_avx512(const uint8_t* x, uint64_t n, const Bf16Sel& sel,
+                                          const void* next, float out[8]) {
+  const __m512i t = _mm512_set1_epi16(int16_t(sel.t));
+  alignas(64) float c[kMax8Cand];
+  int nc = 0;
+  const char* pf = static_cast<const char*>(next);
+  uint64_t i = 0;
+  for (; i + 64 <= n; i += 64) {
+    if (pf) _mm_prefetch(pf + 2 * i, _MM_HINT_T0), _mm_prefetch(pf + 2 * i + 64, _MM_HINT_T0);
+    const __m512i v0 = ld512(x, i), v1 = ld512(x, i + 32);
+    if (Gt ? !_mm512_cmpgt_epi16_mask(_mm512_max_epi16(v0, v1), t)
+           : !_mm512_cmplt_epu16_mask(_mm512_min_epu16(v0, v1), t))
+      continue;
+    const __mmask32 m0 = Gt ? _mm512_cmpgt_epi16_mask(v0, t) : _mm512_cmplt_epu16_mask(v0, t);
+    const __mmask32 m1 = Gt ? _mm512_cmpgt_epi16_mask(v1, t) : _mm512_cmplt_epu16_mask(v1, t);
+    uint64_t m = _cvtmask64_u64(_mm512_kunpackd(m1, m0));
+    if (nc + __builtin_popcountll(m) > kMax8Cand) return false;
+    for (; m; m &= m - 1) c[nc++] = bf16_float(bf16_bits(x, i + __builtin_ctzll(m)));
+  }
+  for (; i < n; ++i) {
+    const uint16_t h = bf16_bits(x, i);
+    if (!bf16_sel(sel, h)) continue;
+    if (nc == kMax8Cand) return false;
+    c[nc++] = bf16_float(h);
+  }
+  max8_select_avx512(c, nc, sel.strict ? sel.t0 : -INFINITY, out);
+  return true;
+}
+NISA_AVX512 bool max8_bf16_avx512(const uint8_t* x, uint64_t n, float out[8], const void* next) {
   if (n < kBf16Max8Min) return false;
   __m512i s0 = ld512(x, 0), s1 = ld512(x, 32), h = _mm512_max_epu16(s0, s1);
   uint64_t i = 64;
@@ -685,6 +975,10 @@ NISA_AVX512 bool max8_bf16_avx512(const uint8_t* x, uint64_t n, float out[8]) {
     tk = eighth_largest_key_avx512(lanes_with_tail_avx512(c, x, i, n, false, &ok));
   }
   const Bf16Sel sel = bf16_select(tk);
+  if (2 * n > kPrefetchRowMax) next = nullptr;
+  if (sel.gt ? max8_bf16_collect_avx512<true>(x, n, sel, next, out)
+             : max8_bf16_collect_avx512<false>(x, n, sel, next, out))
+    return true;
   const __m512i t = _mm512_set1_epi16(int16_t(sel.t));
   float top[8];
   uint64_t filled = 0;
@@ -732,7 +1026,45 @@ NISA_AVX2 inline void lanes_with_tail_avx2(__m256i* c0, __m256i* c1, const uint8
   *c0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(k));
   *c1 = _mm256_load_si256(reinterpret_cast<const __m256i*>(k + 16));
 }
-NISA_AVX2 bool max8_bf16_avx2(const uint8_t* x, uint64_t n, float out[8]) {
+// max8_bf16_collect_avx512 at AVX2 (unsigned x < T as signed (T ^ 0x8000) > (x ^ 0x8000)).
+template <bool Gt>
+NISA_AVX2 bool max8_bf16_collect_avx2(const uint8_t* x, uint64_t n, const Bf16Sel& sel,
+                                      const void* next, float out[8]) {
+  const __m256i flip = _mm256_set1_epi16(Gt ? 0 : int16_t(0x8000));
+  const __m256i t = _mm256_xor_si256(_mm256_set1_epi16(int16_t(sel.t)), flip);
+  alignas(32) float c[kMax8Cand];
+  int nc = 0;
+  const char* pf = static_cast<const char*>(next);
+  uint64_t i = 0;
+  for (; i + 64 <= n; i += 64) {
+    if (pf) _mm_prefetch(pf + 2 * i, _MM_HINT_T0), _mm_prefetch(pf + 2 * i + 64, _MM_HINT_T0);
+    __m256i v[4];
+    for (int b = 0; b < 4; ++b) v[b] = ld256(x, i + 16 * b);
+    const __m256i e =
+        Gt ? _mm256_max_epi16(_mm256_max_epi16(v[0], v[1]), _mm256_max_epi16(v[2], v[3]))
+           : _mm256_min_epu16(_mm256_min_epu16(v[0], v[1]), _mm256_min_epu16(v[2], v[3]));
+    const __m256i ef = _mm256_xor_si256(e, flip);
+    const __m256i any = Gt ? _mm256_cmpgt_epi16(ef, t) : _mm256_cmpgt_epi16(t, ef);
+    if (_mm256_testz_si256(any, any)) continue;
+    __m256i cm[4];
+    for (int b = 0; b < 4; ++b) {
+      const __m256i vf = _mm256_xor_si256(v[b], flip);
+      cm[b] = Gt ? _mm256_cmpgt_epi16(vf, t) : _mm256_cmpgt_epi16(t, vf);
+    }
+    uint64_t m = uint64_t(mask32_epi16(cm[0], cm[1])) | uint64_t(mask32_epi16(cm[2], cm[3])) << 32;
+    if (nc + __builtin_popcountll(m) > kMax8Cand) return false;
+    for (; m; m &= m - 1) c[nc++] = bf16_float(bf16_bits(x, i + __builtin_ctzll(m)));
+  }
+  for (; i < n; ++i) {
+    const uint16_t h = bf16_bits(x, i);
+    if (!bf16_sel(sel, h)) continue;
+    if (nc == kMax8Cand) return false;
+    c[nc++] = bf16_float(h);
+  }
+  max8_select_avx2(c, nc, sel.strict ? sel.t0 : -INFINITY, out);
+  return true;
+}
+NISA_AVX2 bool max8_bf16_avx2(const uint8_t* x, uint64_t n, float out[8], const void* next) {
   if (n < kBf16Max8Min) return false;
   __m256i s0 = ld256(x, 0), s1 = ld256(x, 16), h = _mm256_max_epu16(s0, s1);
   uint64_t i = 32;
@@ -768,6 +1100,10 @@ NISA_AVX2 bool max8_bf16_avx2(const uint8_t* x, uint64_t n, float out[8]) {
     tk = eighth_largest_key_avx2(c0, c1);
   }
   const Bf16Sel sel = bf16_select(tk);
+  if (2 * n > kPrefetchRowMax) next = nullptr;
+  if (sel.gt ? max8_bf16_collect_avx2<true>(x, n, sel, next, out)
+             : max8_bf16_collect_avx2<false>(x, n, sel, next, out))
+    return true;
   // Unsigned x < T as signed (T ^ 0x8000) > (x ^ 0x8000).
   const __m256i flip = _mm256_set1_epi16(sel.gt ? 0 : int16_t(0x8000));
   const __m256i t = _mm256_xor_si256(_mm256_set1_epi16(int16_t(sel.t)), flip);
@@ -1179,10 +1515,10 @@ NISA_AVX2 bool maxmin_avx2(bool is_max, const float* x, uint64_t n, float* out) 
 
 } // namespace
 
-void max8_row(Level l, const float* x, uint64_t n, float out[8]) {
+void max8_row(Level l, const float* x, uint64_t n, float out[8], const void* next) {
   switch (l) {
-  case Level::avx512: return max8_avx512(x, n, out);
-  case Level::avx2: return max8_avx2(x, n, out);
+  case Level::avx512: return max8_avx512(x, n, out, next);
+  case Level::avx2: return max8_avx2(x, n, out, next);
   case Level::scalar: break;
   }
   max8_scalar(x, n, out);
@@ -1216,10 +1552,10 @@ bool reduce_maxmin_row(Level l, bool is_max, const float* x, uint64_t n, float* 
   return maxmin_scalar(is_max, x, n, out);
 }
 
-bool max8_bf16_row(Level l, const uint8_t* x, uint64_t n, float out[8]) {
+bool max8_bf16_row(Level l, const uint8_t* x, uint64_t n, float out[8], const void* next) {
   switch (l) {
-  case Level::avx512: return max8_bf16_avx512(x, n, out);
-  case Level::avx2: return max8_bf16_avx2(x, n, out);
+  case Level::avx512: return max8_bf16_avx512(x, n, out, next);
+  case Level::avx2: return max8_bf16_avx2(x, n, out, next);
   case Level::scalar: break;
   }
   return false;

@@ -319,6 +319,123 @@ TEST(Simd, Max8Bf16RowsEveryLevelMatchStableSort) {
       }
 }
 
+// The lane-maxima form of max8 (16 lanes, a threshold by a sorting network, the candidates
+// sorted 16 then 8 at a time, zeros put back in index order), fp32 and bf16, with a next-row
+// prefetch hint: rows whose top 8 hold zeros of both signs under a negative threshold or at a
+// zero one, ties at the threshold, +-inf, NaN in the first vector or later, rows with one lane
+// far above the others (16..300 candidates: the chunked merges and the fallback past 128),
+// lengths that are not multiples of 16 or 64.
+std::vector<float> lane_row(uint64_t n, uint32_t seed, int kind) {
+  std::mt19937 g(seed);
+  std::uniform_real_distribution<float> d(-8.0f, -1.0f), u(0.0f, 1.0f);
+  std::vector<float> x(n);
+  for (uint64_t i = 0; i < n; ++i) {
+    float v = d(g);
+    switch (kind) {
+    case 0: v = u(g) < 0.02f ? (u(g) < 0.5f ? 0.0f : -0.0f) : v; break; // few zeros on top
+    case 1: v = u(g) < 0.3f ? (u(g) < 0.5f ? 0.0f : -0.0f) : v; break;  // threshold a zero
+    case 2: v = std::round(v + 9.0f); break;                            // ties, 1..8
+    case 3: v = i % 16 == 5 ? 10.0f + u(g) : v; break;                  // one lane on top
+    case 4: v = i % 16 == 5 ? (u(g) < 0.5f ? 0.0f : -0.0f) : v; break;  // its zeros on top
+    case 5: v = u(g) < 0.01f ? (u(g) < 0.5f ? INFINITY : -INFINITY) : v; break;
+    case 6: v = u(g) < 0.5f ? -INFINITY : std::round(v); break;
+    default: break;
+    }
+    x[i] = v;
+  }
+  if (kind == 7) x[3] = NAN;                            // a NaN in the first vector
+  if (kind == 8) x[n - n / 3] = from_bits(0xffc00001u); // a negative NaN later on
+  return x;
+}
+
+TEST(Simd, Max8LaneFormZerosTiesCandidatesEveryLevel) {
+  uint32_t seed = 0;
+  for (uint64_t n : {64u, 65u, 80u, 127u, 200u, 513u, 1000u, 2048u, 2077u, 4096u, 8192u})
+    for (int kind = 0; kind < 9; ++kind)
+      for (int rep = 0; rep < 3; ++rep) {
+        const auto x = lane_row(n, 31000 + seed++, kind);
+        const auto next = lane_row(n, 32000 + seed, 0);
+        const auto want = max8_reference(x);
+        for (Level l : levels())
+          for (bool hint : {false, true}) {
+            float out[8];
+            simd::max8_row(l, x.data(), n, out, hint ? next.data() : nullptr);
+            for (int k = 0; k < 8; ++k)
+              ASSERT_EQ(bits(out[k]), want[k]) << simd::name(l) << " n=" << n << " kind=" << kind
+                                               << " rep=" << rep << " slot " << k;
+          }
+      }
+}
+
+TEST(Simd, Max8Bf16LaneFormZerosTiesCandidatesEveryLevel) {
+  uint32_t seed = 0;
+  for (uint64_t n : {256u, 300u, 513u, 1000u, 2048u, 2077u, 4096u, 8192u})
+    for (int kind = 0; kind < 9; ++kind)
+      for (int rep = 0; rep < 3; ++rep) {
+        const auto f = lane_row(n, 33000 + seed++, kind);
+        std::vector<uint16_t> h(n), next(n, 0x3f80);
+        for (uint64_t i = 0; i < n; ++i) h[i] = uint16_t(bits(f[i]) >> 16); // truncated: exact
+        const auto want = max8_reference(widen(h));
+        bool has_nan = false;
+        for (uint16_t b : h) has_nan |= bf16_is_nan(b);
+        for (Level l : levels())
+          for (bool hint : {false, true}) {
+            float out[8];
+            const bool done =
+                simd::max8_bf16_row(l, bytes_of(h), n, out, hint ? bytes_of(next) : nullptr);
+            ASSERT_EQ(done, l != Level::scalar && !has_nan) << simd::name(l) << " n=" << n;
+            if (!done) continue;
+            for (int k = 0; k < 8; ++k)
+              ASSERT_EQ(bits(out[k]), want[k]) << simd::name(l) << " n=" << n << " kind=" << kind
+                                               << " rep=" << rep << " slot " << k;
+          }
+      }
+}
+
+// find_index8 / match_replace8 on rows dense in NaN (the block-maximum skip must not let a NaN
+// hide an element in range), the slots the row's top 8 (few candidates) or values spread over
+// the row, every level, against the plain loops of the definitions.
+TEST(Simd, FindIndex8MatchReplace8NanDenseRowsEveryLevel) {
+  uint32_t seed = 0;
+  for (uint64_t n : {64u, 100u, 129u, 1000u, 2048u, 2051u})
+    for (int nan_pct : {10, 50, 90})
+      for (int c = 0; c < 3; ++c) {
+        std::mt19937 g(35000 + seed++);
+        std::uniform_real_distribution<float> d(-4.0f, 4.0f);
+        std::uniform_int_distribution<int> pick(0, 99);
+        std::vector<float> x(n);
+        for (auto& v : x) {
+          v = std::round(d(g) * 4.0f) / 4.0f;
+          if (pick(g) < nan_pct) v = pick(g) % 2 ? from_bits(0x7fc00000u) : from_bits(0xffc00001u);
+        }
+        std::vector<float> v = slot_values(x, c == 0 ? 3u : 40000u + seed);
+        if (c == 2) v[7] = -0.0f, v[0] = 0.0f; // both zeros
+        int64_t want_fi[8], want_mr[8];
+        for (int j = 0; j < 8; ++j) {
+          int rank = 0, seen = 0;
+          for (int i = 0; i < j; ++i) rank += v[i] == v[j];
+          want_fi[j] = -1;
+          for (uint64_t k = 0; k < n && want_fi[j] < 0; ++k)
+            if (x[k] == v[j] && seen++ == rank) want_fi[j] = int64_t(k);
+        }
+        std::vector<bool> used(n, false);
+        for (int j = 7; j >= 0; --j) {
+          want_mr[j] = -1;
+          for (uint64_t k = 0; k < n && want_mr[j] < 0; ++k)
+            if (!used[k] && x[k] == v[j]) used[k] = true, want_mr[j] = int64_t(k);
+        }
+        for (Level l : levels()) {
+          int64_t fi[8], mr[8];
+          simd::find_index8_row(l, x.data(), n, v.data(), fi);
+          simd::match_replace8_row(l, x.data(), n, v.data(), mr);
+          for (int j = 0; j < 8; ++j) {
+            ASSERT_EQ(fi[j], want_fi[j]) << simd::name(l) << " n=" << n << " c=" << c << " " << j;
+            ASSERT_EQ(mr[j], want_mr[j]) << simd::name(l) << " n=" << n << " c=" << c << " " << j;
+          }
+        }
+      }
+}
+
 // Slot values for a bf16 row: c = 0 the 8 largest non-NaN values (a topk step) with slot 2 =
 // slot 1; 1 the 8 smallest (a range of negatives); 2 present values, a duplicate, an absent
 // bf16 value, NaN; 3 present values, -0, and fp32 values next to present ones (no bf16 equals
