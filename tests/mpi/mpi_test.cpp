@@ -301,7 +301,7 @@ TEST(MpiFailures, DebuggerAndObserversSayTheyNeedOneProcess) {
 }
 
 // nisa loads Open MPI only under mpirun with more than one process (interp/procs.cpp): a plain
-// process does not map libmpi (it cost ~3 ms of every start), and a module that cannot be
+// process does not map libmpi (it cost 1.3-1.7 ms of every start), and a module that cannot be
 // loaded is an error of the job that says what to set, never a crash or a hang.
 TEST(MpiModule, APlainProcessDoesNotLoadMpi) {
   const fs::path dir = fresh_dir("plain");
