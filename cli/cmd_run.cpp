@@ -28,9 +28,7 @@ int cmd_run(int argc, char** argv) {
                      "NAME=FILE.npy: save an hbm tensor after the run")(
       "copy-inputs", "read the --in files into memory instead of mapping their pages (by "
                      "default a file must not be rewritten while it runs)")(
-      "copy-outputs",
-      "write the --out files from memory after the run instead of mapping their "
-      "pages into the HBM before it")("stats", "print per-engine and per-queue statistics")(
+      "stats", "print per-engine and per-queue statistics")(
       "stats-json", po::value(&stats_json)->value_name("FILE"),
       "write the statistics as JSON (schema in docs/machine.md), also after a deadlock or fault")(
       "timeline", po::value(&timeline), "write a Chrome trace (Perfetto) JSON file")(
@@ -57,7 +55,6 @@ int cmd_run(int argc, char** argv) {
   if (!margs.apply("run", vm, cfg)) return 1;
   cfg.stats = vm.count("stats") > 0;
   cfg.copy_inputs = vm.count("copy-inputs") > 0;
-  cfg.copy_outputs = vm.count("copy-outputs") > 0;
   cfg.timeline_path = timeline;
   cfg.stats_json_path = stats_json;
   cfg.check_races = vm.count("check-races") > 0;

@@ -254,24 +254,6 @@ HostBuffer onchip_buffer(const Module& m, MemSpace space, uint64_t parts, uint64
   }
 }
 
-// The whole pages of [a, a + f.bytes) as a shared mapping of f.fd (MachineOptions::hbm_files);
-// returns the bytes mapped, relative to a ({0, 0} when the page offsets disagree or a mapping
-// fails: the range stays ordinary memory).
-std::pair<uint64_t, uint64_t> map_file_pages(uint8_t* a, const MachineOptions::HbmFile& f) {
-  const uintptr_t at = reinterpret_cast<uintptr_t>(a);
-  const uintptr_t lo = (at + 4095) & ~uintptr_t(4095), hi = (at + f.bytes) & ~uintptr_t(4095);
-  if (f.fd < 0 || hi <= lo || at % 4096 != f.file_offset % 4096) return {0, 0};
-  void* p = reinterpret_cast<void*>(lo);
-  if (mmap(p, hi - lo, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, f.fd,
-           off_t(f.file_offset + (lo - at))) != MAP_FAILED)
-    return {lo - at, hi - at};
-  // A failed MAP_FIXED may have unmapped the range: memory again.
-  if (mmap(p, hi - lo, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) ==
-      MAP_FAILED)
-    throw std::runtime_error(fmt::format("cannot allocate {} bytes of HBM", hi - lo));
-  return {0, 0};
-}
-
 } // namespace
 
 Machine::Machine(const Module& m, const MachineOptions& o, InputFill fill) : mod(&m), opt(o) {
@@ -305,14 +287,6 @@ Machine::Machine(const Module& m, const MachineOptions& o, InputFill fill) : mod
     const size_t shift = size_t(i) < o.hbm_shift.size() ? o.hbm_shift[size_t(i)] : 0;
     r.hbm = spilled ? HostBuffer::file_backed(hbm, dir) : HostBuffer(hbm, shift);
     if (o.check_uninit) r.hbm_written.assign(hbm, 0);
-  }
-  hbm_file_pages.assign(o.hbm_files.size(), {0, 0});
-  for (size_t i = 0; i < o.hbm_files.size(); ++i) {
-    const MachineOptions::HbmFile& f = o.hbm_files[i];
-    if (spilled || f.rank < 0 || f.rank >= o.ranks || !local_rank(f.rank) || f.address > hbm ||
-        f.bytes > hbm - f.address)
-      continue;
-    hbm_file_pages[i] = map_file_pages(ranks[size_t(f.rank)].hbm.data() + f.address, f);
   }
   cores.resize(size_t(o.ranks) * o.lnc);
   const size_t local_cores = size_t(rank_hi - rank_lo) * size_t(o.lnc);

@@ -83,18 +83,6 @@ struct MachineOptions {
   // Per rank: how far past a page boundary its host HBM starts (HostBuffer's shift), chosen so
   // that its largest input file can be mapped in place (run.cpp); missing entries are 0.
   std::vector<uint16_t> hbm_shift;
-  // HBM bytes backed by a file (a run's output files, run.cpp map_outputs): the whole pages of
-  // [address, address + bytes) of `rank` are a shared mapping of `fd` at `file_offset` onward
-  // when the host address and the offset agree modulo 4 KiB, so the kernel's writes land in
-  // the file's page cache and nothing is copied afterwards. Machine::hbm_file_pages says which
-  // bytes got mapped. Not with spilled HBM.
-  struct HbmFile {
-    int rank = 0;
-    uint64_t address = 0, bytes = 0;
-    int fd = -1;
-    uint64_t file_offset = 0;
-  };
-  std::vector<HbmFile> hbm_files;
 };
 
 // Poison pattern of fresh memory: all-ones bytes are NaN in every float dtype (fp32, bf16,
@@ -145,9 +133,6 @@ struct Machine {
   // of the other ranks and their cores hold no memory (null HBM, SBUF and PSUM).
   int rank_lo = 0, rank_hi = 0;
   bool hbm_spilled = false; // the ranks' HBM is file-backed (--hbm-spill)
-  // Per opt.hbm_files entry: the bytes [first, second) of its range that are its file's pages
-  // ({0, 0}: none; the rest is ordinary memory the caller writes to the file).
-  std::vector<std::pair<uint64_t, uint64_t>> hbm_file_pages;
   bool local_rank(int r) const { return r >= rank_lo && r < rank_hi; }
   bool local_core(int c) const { return local_rank(c / opt.lnc); }
   CoreSlot& core(int rank, int c) { return cores[size_t(rank) * opt.lnc + c]; }

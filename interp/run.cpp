@@ -79,15 +79,10 @@ std::vector<InputData> read_inputs(const Module& mod, int ranks,
   return out;
 }
 
-std::vector<uint16_t> input_hbm_shifts(int ranks, const std::vector<InputData>& inputs,
-                                       const std::vector<MachineOptions::HbmFile>& also) {
+std::vector<uint16_t> input_hbm_shifts(int ranks, const std::vector<InputData>& inputs) {
   std::vector<uint16_t> shifts(size_t(ranks), 0);
   for (int r = 0; r < ranks; ++r) {
     std::vector<std::pair<uint64_t, uint16_t>> votes; // (bytes, shift)
-    for (const MachineOptions::HbmFile& f : also) {
-      const uint64_t shift = (f.file_offset - f.address) % 4096; // (unsigned: mod 2^64 first)
-      if (f.rank == r && shift % 64 == 0) votes.emplace_back(f.bytes, uint16_t(shift));
-    }
     for (const InputData& in : inputs) {
       if (!in.file || !in.file->mappable() || in.tensor->space != MemSpace::hbm) continue;
       const uint64_t bytes = Machine::tensor_bytes(*in.tensor);
@@ -207,62 +202,10 @@ std::vector<std::unique_ptr<OutputFile>> stage_outputs_mpi(const Machine& m, Pro
 
 } // namespace
 
-std::vector<MappedOutput> map_outputs(const Module& mod, MachineOptions& mo,
-                                      const std::vector<IoSpec>& outputs) {
-  std::vector<MappedOutput> out;
-  if (mo.procs || Machine::spill_hbm(Machine::hbm_size(mod, mo), mo)) return out;
-  auto tensor = [&](const std::string& name) -> const TensorDecl* {
-    for (const TensorDecl& t : mod.tensors)
-      if (t.name == name && t.space == MemSpace::hbm) return &t;
-    return nullptr;
-  };
-  // Two mappings of the same pages would leave one file without them: an output that shares
-  // bytes with another input or output tensor (or is saved twice) is streamed.
-  auto overlaps = [&](const TensorDecl& t) {
-    const uint64_t a = t.address, b = a + Machine::tensor_bytes(t);
-    for (const TensorDecl& u : mod.tensors)
-      if (&u != &t && u.space == MemSpace::hbm && u.role != Role::scratch && u.address < b &&
-          a < u.address + Machine::tensor_bytes(u))
-        return true;
-    return false;
-  };
-  std::set<std::string> seen;
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    const TensorDecl* t = tensor(outputs[i].name);
-    if (!t || !seen.insert(t->name).second || overlaps(*t)) continue;
-    const uint64_t n = Machine::tensor_bytes(*t);
-    if (n * uint64_t(mo.ranks) < (uint64_t(1) << 20)) continue; // (checked sizes: no wrap)
-    try {
-      MappedOutput mo_out;
-      mo_out.output = i;
-      mo_out.file = std::make_unique<OutputFile>(outputs[i].path);
-      const std::string head =
-          npy_header(t->dtype, mo.ranks == 1 ? t->shape : with_ranks(mo.ranks, t->shape));
-      mo_out.header = head.size();
-      if (!mo_out.file->reserve(head.size() + n * uint64_t(mo.ranks))) continue;
-      mo_out.file->write_at(0, head.data(), head.size());
-      for (int r = 0; r < mo.ranks; ++r) {
-        mo_out.maps.push_back(mo.hbm_files.size());
-        mo.hbm_files.push_back(
-            {r, t->address, n, mo_out.file->fd(), head.size() + uint64_t(r) * n});
-      }
-      out.push_back(std::move(mo_out));
-    } catch (const std::exception&) {
-      // (the output is streamed after the run, which reports what is wrong with its path)
-    }
-  }
-  return out;
-}
-
 std::vector<std::unique_ptr<OutputFile>> stage_outputs(const Machine& m,
-                                                       const std::vector<IoSpec>& outputs,
-                                                       std::vector<MappedOutput>* mapped) {
+                                                       const std::vector<IoSpec>& outputs) {
   std::vector<std::unique_ptr<OutputFile>> files;
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    const IoSpec& io = outputs[i];
-    MappedOutput* mf = nullptr;
-    for (size_t k = 0; mapped && k < mapped->size(); ++k)
-      if ((*mapped)[k].output == i && (*mapped)[k].file) mf = &(*mapped)[k];
+  for (const IoSpec& io : outputs) {
     const TensorDecl* t = m.find_tensor(io.name);
     if (!t)
       throw std::runtime_error(
@@ -272,22 +215,6 @@ std::vector<std::unique_ptr<OutputFile>> stage_outputs(const Machine& m,
                                            io.name, name_of(t->space)));
     if (m.opt.procs) continue; // checked here, written below
     const uint64_t n = Machine::tensor_bytes(*t);
-    if (mf) { // the bytes off the mapped pages, and the header written at creation
-      for (int r = 0; r < m.opt.ranks; ++r) {
-        const auto [lo, hi] = m.hbm_file_pages[mf->maps[size_t(r)]];
-        const uint8_t* p = m.hbm_tensor(r, *t);
-        const uint64_t at = mf->header + uint64_t(r) * n;
-        if (hi == 0) {
-          mf->file->write_at(at, p, n);
-        } else {
-          mf->file->write_at(at, p, lo);
-          mf->file->write_at(at + hi, p + hi, n - hi);
-        }
-      }
-      mf->file->finish();
-      files.push_back(std::move(mf->file));
-      continue;
-    }
     std::vector<std::pair<const uint8_t*, uint64_t>> parts; // each rank's tensor, in place
     for (int r = 0; r < m.opt.ranks; ++r) parts.push_back({m.hbm_tensor(r, *t), n});
     files.push_back(std::make_unique<OutputFile>(io.path));
@@ -339,7 +266,6 @@ int run_module(const Module& mod, const RunConfig& cfg, std::ostream& out, std::
     return kExitUsage;
   }
   std::unique_ptr<Machine> m;
-  std::vector<MappedOutput> mapped; // outputs whose HBM pages are their files' (map_outputs)
   std::string setup_error;
   try {
     for (const IoSpec& io : cfg.outputs) {
@@ -360,11 +286,7 @@ int run_module(const Module& mod, const RunConfig& cfg, std::ostream& out, std::
     Machine::hbm_size(mod, mo);
     std::vector<InputData> inputs = read_inputs(mod, mo.ranks, cfg.inputs);
     // Every input is read (or mapped) into place next: its bytes are not poisoned first.
-    if (!cfg.copy_outputs) mapped = map_outputs(mod, mo, cfg.outputs);
-    if (!cfg.copy_inputs || !mo.hbm_files.empty()) {
-      const std::vector<InputData> none;
-      mo.hbm_shift = input_hbm_shifts(mo.ranks, cfg.copy_inputs ? none : inputs, mo.hbm_files);
-    }
+    if (!cfg.copy_inputs) mo.hbm_shift = input_hbm_shifts(mo.ranks, inputs);
     m = std::make_unique<Machine>(mod, mo, InputFill::caller_writes);
     bind_inputs(*m, inputs, !cfg.copy_inputs);
   } catch (const std::exception& e) {
@@ -441,7 +363,7 @@ int run_module(const Module& mod, const RunConfig& cfg, std::ostream& out, std::
   std::vector<std::unique_ptr<OutputFile>> tensors;
   std::string error;
   try {
-    if (r.status == RunStatus::ok) tensors = stage_outputs(*m, cfg.outputs, &mapped);
+    if (r.status == RunStatus::ok) tensors = stage_outputs(*m, cfg.outputs);
   } catch (const std::exception& e) {
     error = e.what();
   }

@@ -33,9 +33,6 @@ struct RunConfig {
   uint64_t trace_max_bytes = kDefaultTraceMaxBytes; // the trace file's cap; 0: unlimited
   // Read the inputs into memory instead of mapping their files' pages (--copy-inputs).
   bool copy_inputs = false;
-  // Stream the outputs from memory after the run instead of mapping their files' pages into
-  // the HBM before it (--copy-outputs).
-  bool copy_outputs = false;
 };
 
 // Exit code of a run that finished but found races (--check-races).
@@ -65,9 +62,7 @@ void bind_inputs(Machine& m, std::vector<InputData>& inputs, bool map_pages = fa
 // Per rank: the HostBuffer shift of its HBM under which the most input bytes can be mapped
 // from their files in place (a file's data offset and the tensor's HBM address must agree
 // modulo the page size).
-// `also`: HBM ranges to be mapped from files too (the mapped outputs), voting with their bytes.
-std::vector<uint16_t> input_hbm_shifts(int ranks, const std::vector<InputData>& inputs,
-                                       const std::vector<MachineOptions::HbmFile>& also = {});
+std::vector<uint16_t> input_hbm_shifts(int ranks, const std::vector<InputData>& inputs);
 // Both of the above (the machine's input bytes are overwritten, whatever they held).
 void bind_inputs(Machine& m, const std::vector<IoSpec>& inputs);
 // m.reset() with the inputs read from their files: every header is checked first, then the
@@ -76,26 +71,8 @@ void bind_inputs(Machine& m, const std::vector<IoSpec>& inputs);
 void reset_with_inputs(Machine& m, const std::vector<IoSpec>& inputs);
 // Each requested HBM tensor (rank 0's, or [R, ...shape] with R > 1 ranks) streamed as .npy into
 // its output's temporary file, finished but not yet renamed into place (isa/output_file.h).
-// An output file created before the run with its tensor's HBM pages mapped from it
-// (map_outputs): `maps` indexes MachineOptions::hbm_files, one entry per rank.
-struct MappedOutput {
-  size_t output = 0; // index into the outputs
-  std::unique_ptr<OutputFile> file;
-  uint64_t header = 0; // data offset in the file
-  std::vector<size_t> maps;
-};
-// For `nisa run` without MPI or spilled HBM: each output of at least 1 MiB whose file can be
-// created and its blocks reserved gets a MappedOutput and its ranks' entries in
-// mo.hbm_files; an output that overlaps another HBM input or output, a device, or any
-// failure just leaves the output to be streamed after the run as before.
-std::vector<MappedOutput> map_outputs(const Module& mod, MachineOptions& mo,
-                                      const std::vector<IoSpec>& outputs);
-// Each requested HBM tensor (rank 0's, or [R, ...shape] with R > 1 ranks) streamed as .npy into
-// its output's temporary file, finished but not yet renamed into place (isa/output_file.h).
-// The mapped outputs get only the bytes their file pages do not hold already.
 std::vector<std::unique_ptr<OutputFile>> stage_outputs(const Machine& m,
-                                                       const std::vector<IoSpec>& outputs,
-                                                       std::vector<MappedOutput>* mapped = nullptr);
+                                                       const std::vector<IoSpec>& outputs);
 // Writes them, all or none: every file is finished before the first rename.
 void write_outputs(const Machine& m, const std::vector<IoSpec>& outputs);
 

@@ -6,8 +6,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <climits>
-#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -131,26 +129,6 @@ void OutputFile::fail(const std::string& why) {
   tmp_.clear();
   committed_ = true; // nothing left to remove or rename
   throw OutputError(fmt::format("{}: {}", elide(path_), why));
-}
-
-int OutputFile::fd() const { return tmp_.empty() ? -1 : buf_->fd; }
-
-bool OutputFile::reserve(uint64_t bytes) {
-  // fallocate, not posix_fallocate (which writes zeros where the file system has no
-  // fallocate): blocks reserved now cannot fail a later write through a mapping (SIGBUS).
-  return fd() >= 0 && bytes <= uint64_t(INT64_MAX) &&
-         ::fallocate(buf_->fd, 0, 0, off_t(bytes)) == 0;
-}
-
-void OutputFile::write_at(uint64_t offset, const void* p, uint64_t n) {
-  const auto* b = static_cast<const char*>(p);
-  for (uint64_t done = 0; done < n;) {
-    const ssize_t w = ::pwrite(buf_->fd, b + done, size_t(std::min<uint64_t>(n - done, 1 << 30)),
-                               off_t(offset + done));
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) fail(fmt::format("write failed: {}", std::strerror(w < 0 ? errno : EIO)));
-    done += uint64_t(w);
-  }
 }
 
 void OutputFile::finish() {

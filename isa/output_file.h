@@ -5,7 +5,6 @@
 // A destination that exists and is not a regular file (/dev/null, /dev/stdout, a FIFO) is
 // written directly, still with every error checked (docs/decisions.md).
 #pragma once
-#include <cstdint>
 #include <memory>
 #include <ostream>
 #include <stdexcept>
@@ -31,13 +30,6 @@ public:
   const std::string& path() const { return path_; }
   std::ostream& stream() { return out_; }
   void write(std::string_view bytes) { out_.write(bytes.data(), std::streamsize(bytes.size())); }
-  // For a file whose bytes are placed, not streamed (a run's outputs mapped into its HBM,
-  // interp/run.cpp): the temporary's descriptor (-1 when writing a device directly), its
-  // blocks allocated up front (false when the file system cannot: then stream it), and a
-  // checked write at an offset. The stream is not used then.
-  int fd() const;
-  bool reserve(uint64_t bytes);
-  void write_at(uint64_t offset, const void* p, uint64_t n);
   // Flushes and closes, checking every step; OutputError on failure (the temporary is removed).
   void finish();
   // Renames the finished temporary into place.

@@ -8,7 +8,6 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -144,23 +143,19 @@ TEST(MappedInputs, OffsetsThatDisagreeAndConvertedFilesAreRead) {
   EXPECT_EQ(mapped_from(d / "z.npy", at(z), at(z) + zb.size()), 0u);
 }
 
-// x [128, cols] fp32 through SBUF to y: the run's output is x, whether x was mapped or read.
-// hang: the last instruction waits for a signal that never comes (a deadlock after y is
-// written).
-KB copy_kernel(uint32_t cols = 1100, bool hang = false) {
+// x [128, 1100] fp32 through SBUF to y: the run's output is x, whether x was mapped or read.
+KB copy_kernel() {
   KB k;
   k.hbm("a", DType::fp32, {4, 4}, Role::input);
-  const int x = k.hbm("x", DType::fp32, {128, cols}, Role::input);
-  const int y = k.hbm("y", DType::fp32, {128, cols}, Role::output);
+  const int x = k.hbm("x", DType::fp32, {128, 1100}, Role::input);
+  const int y = k.hbm("y", DType::fp32, {128, 1100}, Role::output);
   const uint16_t s = k.sem("loaded");
   k.add(Engine::sp,
         with_signal(
-            dma(Engine::sp, 0, sbuf_ap(0, 128, 0, DType::fp32, cols), hbm_ap(k.m.tensors[x])), s));
-  k.add(Engine::act, with_signal(with_wait(dma(Engine::act, 1, hbm_ap(k.m.tensors[y]),
-                                               sbuf_ap(0, 128, 0, DType::fp32, cols)),
-                                           s, 1),
-                                 s));
-  if (hang) k.add(Engine::act, with_wait(nop(Engine::act), s, 3));
+            dma(Engine::sp, 0, sbuf_ap(0, 128, 0, DType::fp32, 1100), hbm_ap(k.m.tensors[x])), s));
+  k.add(Engine::act, with_wait(dma(Engine::act, 1, hbm_ap(k.m.tensors[y]),
+                                   sbuf_ap(0, 128, 0, DType::fp32, 1100)),
+                               s, 1));
   return k;
 }
 
@@ -202,102 +197,6 @@ TEST(MappedInputsDeathTest, ATruncatedMappedFileEndsTheProcessWithAMessage) {
         std::_Exit(8); // not reached: the truncated pages raise SIGBUS
       },
       ::testing::ExitedWithCode(1), "x.npy: the input file was truncated while the run had it");
-}
-
-// Output files mapped into HBM (issue 16): a large output's whole pages are its file's pages
-// (MAP_SHARED), so the kernel writes the page cache directly; the header and the bytes off
-// whole pages are written after the run. The file must be byte for byte what streaming the
-// tensor gives (--copy-outputs), for one rank and for the [R, ...] file of several, and a run
-// that fails must leave neither the output nor a temporary.
-std::vector<std::string> dir_entries(const TmpDir& d) {
-  std::vector<std::string> out;
-  for (const auto& e : std::filesystem::directory_iterator(d.p))
-    out.push_back(e.path().filename().string());
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
-TEST(MappedOutputs, TheFileHoldsWhatTheKernelWroteWithWholePagesMapped) {
-  TmpDir d;
-  KB k;
-  // y starts at HBM address 64 (after a) and its 2 x 300 x 1100 fp32 slices end off a page:
-  // the heads and tails of both ranks are written after the run.
-  k.hbm("a", DType::fp32, {4, 4}, Role::input);
-  const int y = k.hbm("y", DType::fp32, {300, 1100}, Role::output);
-  const size_t n = 300 * 1100 * 4;
-  interp::MachineOptions mo;
-  mo.ranks = 2;
-  const std::vector<interp::IoSpec> outs = {{"y", d / "y.npy"}};
-  std::vector<interp::MappedOutput> mapped = interp::map_outputs(k.m, mo, outs);
-  ASSERT_EQ(mapped.size(), 1u);
-  ASSERT_EQ(mo.hbm_files.size(), 2u);
-  mo.hbm_shift = interp::input_hbm_shifts(2, {}, mo.hbm_files);
-  Machine m(k.m, mo);
-  std::string tmp;
-  for (const std::string& e : dir_entries(d))
-    if (e.rfind("y.npy.tmp-", 0) == 0) tmp = d / e;
-  ASSERT_FALSE(tmp.empty()) << "the output's temporary exists during the run";
-  std::vector<std::vector<uint8_t>> want;
-  for (int r = 0; r < 2; ++r) {
-    const auto [lo, hi] = m.hbm_file_pages[size_t(r)];
-    EXPECT_LT(lo, 4096u) << r;
-    EXPECT_GT(hi, n - 4096) << r;
-    uint8_t* p = m.hbm_tensor(r, k.m.tensors[y]);
-    EXPECT_EQ(mapped_from(tmp, p, p + n), hi - lo) << r;
-    want.push_back(random_bytes(n, 20 + r));
-    std::memcpy(p, want.back().data(), n);
-  }
-  for (auto& f : interp::stage_outputs(m, outs, &mapped)) f->commit();
-  // The same bytes streamed from an ordinary machine.
-  interp::MachineOptions po;
-  po.ranks = 2;
-  Machine plain(k.m, po);
-  for (int r = 0; r < 2; ++r) std::memcpy(plain.hbm_tensor(r, k.m.tensors[y]), want[r].data(), n);
-  interp::write_outputs(plain, {{"y", d / "y_plain.npy"}});
-  EXPECT_EQ(file_bytes(d / "y.npy"), file_bytes(d / "y_plain.npy"));
-  const interp::NpyArray got = interp::read_npy(d / "y.npy");
-  EXPECT_EQ(got.shape, (std::vector<int64_t>{2, 300, 1100}));
-  ASSERT_EQ(got.data.size(), 2 * n);
-  for (int r = 0; r < 2; ++r)
-    EXPECT_EQ(std::memcmp(got.data.data() + r * n, want[r].data(), n), 0) << r;
-  EXPECT_EQ(dir_entries(d), (std::vector<std::string>{"y.npy", "y_plain.npy"}));
-}
-
-TEST(MappedOutputs, ARunGivesTheSameFilesMappedOrCopiedAndAFailedRunLeavesNone) {
-  TmpDir d;
-  const uint32_t cols = 2100; // y: 1.05 MiB per rank
-  const std::vector<float> a = random_floats(16, 17), x = random_floats(128 * cols, 18);
-  interp::write_npy(d / "a.npy", DType::fp32, {4, 4}, as_bytes(a).data());
-  interp::write_npy(d / "x.npy", DType::fp32, {128, cols}, as_bytes(x).data());
-  for (int ranks : {1, 2}) {
-    KB k = copy_kernel(cols);
-    std::vector<std::vector<uint8_t>> files;
-    for (bool copy : {false, true}) {
-      interp::RunConfig cfg;
-      cfg.copy_outputs = copy;
-      cfg.machine.ranks = ranks;
-      cfg.inputs = {{"a", d / "a.npy"}, {"x", d / "x.npy"}};
-      cfg.outputs = {{"y", d / "y.npy"}};
-      std::ostringstream o, e;
-      ASSERT_EQ(interp::run_module(k.m, cfg, o, e), 0) << e.str();
-      files.push_back(file_bytes(d / "y.npy"));
-      const interp::NpyArray y = interp::read_npy(d / "y.npy");
-      ASSERT_EQ(y.data.size(), x.size() * 4 * size_t(ranks));
-      for (int r = 0; r < ranks; ++r)
-        EXPECT_EQ(std::memcmp(y.data.data() + r * x.size() * 4, x.data(), x.size() * 4), 0)
-            << "ranks " << ranks << " copy " << copy << " rank " << r;
-      std::filesystem::remove(d / "y.npy");
-    }
-    EXPECT_EQ(files[0], files[1]) << "ranks " << ranks;
-  }
-  // A deadlock after y was written: no y.npy, no temporary.
-  KB k = copy_kernel(cols, true);
-  interp::RunConfig cfg;
-  cfg.inputs = {{"a", d / "a.npy"}, {"x", d / "x.npy"}};
-  cfg.outputs = {{"y", d / "y.npy"}};
-  std::ostringstream o, e;
-  EXPECT_EQ(interp::run_module(k.m, cfg, o, e), interp::kExitDeadlock) << e.str();
-  EXPECT_EQ(dir_entries(d), (std::vector<std::string>{"a.npy", "x.npy"}));
 }
 
 } // namespace
