@@ -416,6 +416,22 @@ void sem_scalar_tensor_tensor(ExecCtx& cx, const Inst& in) {
   note_psum_write(cx, operand(in, "dst").ap);
 }
 
+namespace {
+// The lane kernels' folds of rows [p0, p1) (outer groups a row, acc[(p - p0) * outer + g])
+// into dst, negated under the instruction's negate flag.
+template <class Out>
+void store_folds(Out& o, const float* acc, uint32_t p0, uint32_t p1, uint64_t outer, bool negate) {
+  for (uint32_t p = p0; p < p1; ++p) {
+    float* out = o.get(p);
+    for (uint64_t g = 0; g < outer; ++g) {
+      const float a = acc[(p - p0) * outer + g];
+      out[g] = negate ? -a : a;
+    }
+    o.commit(p);
+  }
+}
+} // namespace
+
 void sem_tensor_reduce(ExecCtx& cx, const Inst& in) {
   const AluOp op = enum_operand<AluOp>(in, "op");
   const bool negate = flag(in, "negate");
@@ -483,14 +499,7 @@ void sem_tensor_reduce(ExecCtx& cx, const Inst& in) {
             rows[(p - p0) * outer + g] = s.row(p) + g * inner * eb;
         simd::fold_rows_t(lv, t, rows.data(), acc.data(), uint32_t(rows.size()), inner, lop);
         F32Out o(d);
-        for (uint32_t p = p0; p < p1; ++p) {
-          float* out = o.get(p);
-          for (uint64_t g = 0; g < outer; ++g) {
-            const float a = acc[(p - p0) * outer + g];
-            out[g] = negate ? -a : a;
-          }
-          o.commit(p);
-        }
+        store_folds(o, acc.data(), p0, p1, outer, negate);
       });
       note_psum_write(cx, operand(in, "dst").ap);
       return;
@@ -521,14 +530,7 @@ void sem_tensor_reduce(ExecCtx& cx, const Inst& in) {
               }
               const uint32_t nr = uint32_t((p1 - p0) * outer);
               simd::fold_rows(lv, rows.data(), acc.data(), nr, inner, lop);
-              for (uint32_t p = p0; p < p1; ++p) {
-                float* out = o.get(p);
-                for (uint64_t g = 0; g < outer; ++g) {
-                  const float a = acc[(p - p0) * outer + g];
-                  out[g] = negate ? -a : a;
-                }
-                o.commit(p);
-              }
+              store_folds(o, acc.data(), p0, p1, outer, negate);
             }
           });
       note_psum_write(cx, operand(in, "dst").ap);
