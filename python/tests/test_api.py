@@ -251,3 +251,28 @@ def test_gil_released(rng):
         t.join()
     inside = [v for v in ticks if t0 < v < t1]
     assert t1 - t0 > 0.03 and len(inside) >= 10, (t1 - t0, len(inside))
+
+
+def test_a_kernel_reuses_its_machine_and_gives_the_same_bits(rng):
+    """Kernel.run resets and reuses the machine of the kernel's last run (same options): a run
+    after others gives what a fresh kernel gives, bit for bit, outputs and statistics alike,
+    whatever ran on the machine in between (other inputs, other options)."""
+    path = kernel("cumsum.nasm")
+    a = rng.standard_normal((130, 2100)).astype(np.float32)
+    b = rng.standard_normal((130, 2100)).astype(np.float32) * 100
+    k = nisa.assemble(path, ROWS=130, COLS=2100)
+
+    def stats(r):  # the host's wall time is the one field that may differ
+        return {n: v for n, v in r.stats.items() if "wall" not in n}
+
+    first = k.run(lnc=2, x=a)
+    second = k.run(lnc=2, x=b)
+    k.run(lnc=1, x=b)  # other options: a machine of their own
+    again = k.run(lnc=2, x=a)
+    fresh_b = nisa.assemble(path, ROWS=130, COLS=2100).run(lnc=2, x=b)
+    assert first.y.tobytes() == again.y.tobytes()
+    assert stats(first) == stats(again)
+    assert second.y.tobytes() == fresh_b.y.tobytes()
+    assert stats(second) == stats(fresh_b)
+    np.testing.assert_allclose(again.y, np.cumsum(a, axis=1, dtype=np.float64), rtol=1e-4,
+                               atol=1e-3)
