@@ -280,6 +280,20 @@ NISA_AVX512 inline __m512 ld512f(const float* x) {
   asm("" : "+v"(v)); // one load per vector (see ld512)
   return v;
 }
+// The scalar end [i, n) of a max8 second pass (both levels): its candidates join c; false on
+// a NaN or past kMax8Cand candidates (the row is declined).
+template <bool Strict>
+inline bool max8_tail(const float* x, uint64_t i, uint64_t n, float t0, float* c, int& nc) {
+  for (; i < n; ++i) {
+    const float v = x[i];
+    if (v != v) return false;
+    if (Strict ? !(v <= t0) : !(v < t0)) {
+      if (nc == kMax8Cand) return false;
+      c[nc++] = v;
+    }
+  }
+  return true;
+}
 // Candidates of the second pass: not (x <= t), or not (x < t) (NaN either way).
 template <bool Strict> NISA_AVX512 inline __mmask16 cand16(__m512 v, __m512 t) {
   return Strict ? _mm512_cmp_ps_mask(v, t, _CMP_NLE_UQ) : _mm512_cmp_ps_mask(v, t, _CMP_NLT_UQ);
@@ -310,15 +324,7 @@ NISA_AVX512 bool max8_pass2_avx512(const float* x, uint64_t n, float t0, const v
     if (nc + __builtin_popcountll(m) > kMax8Cand) return false;
     for (; m; m &= m - 1) c[nc++] = x[i + __builtin_ctzll(m)];
   }
-  for (; i < n; ++i) {
-    const float v = x[i];
-    nan |= v != v;
-    if (Strict ? !(v <= t0) : !(v < t0)) {
-      if (nc == kMax8Cand) return false;
-      c[nc++] = v;
-    }
-  }
-  if (nan) return false;
+  if (!max8_tail<Strict>(x, i, n, t0, c, nc) || nan) return false;
   max8_select_avx512(c, nc, Strict ? t0 : -INFINITY, out);
   return true;
 }
@@ -442,15 +448,7 @@ NISA_AVX2 bool max8_pass2_avx2(const float* x, uint64_t n, float t0, const void*
     if (nc + __builtin_popcount(m) > kMax8Cand) return false;
     for (; m; m &= m - 1) c[nc++] = x[i + __builtin_ctz(m)];
   }
-  for (; i < n; ++i) {
-    const float v = x[i];
-    nan |= v != v;
-    if (Strict ? !(v <= t0) : !(v < t0)) {
-      if (nc == kMax8Cand) return false;
-      c[nc++] = v;
-    }
-  }
-  if (nan) return false;
+  if (!max8_tail<Strict>(x, i, n, t0, c, nc) || nan) return false;
   max8_select_avx2(c, nc, Strict ? t0 : -INFINITY, out);
   return true;
 }
