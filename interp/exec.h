@@ -13,6 +13,7 @@
 namespace nisa::interp {
 
 struct TargetParams;
+class LazyPages;
 struct Machine;
 
 // A run-time fault: stops the machine; reported with the instruction and its source line
@@ -58,6 +59,9 @@ struct CoreState {
   uint8_t* psum = nullptr;
   uint64_t psum_part_bytes = 0;
   uint64_t psum_stride = 0;
+  // Lazy poison SBUF / PSUM (many cores): writes batch their first touch (interp/lazy_pages.h).
+  const LazyPages* sbuf_lazy = nullptr;
+  const LazyPages* psum_lazy = nullptr;
   std::vector<uint8_t> psum_written;  // per 4-byte host PSUM word (p * psum_stride / 4 + w):
                                       // written by a matmul (auto acc)
   float act_acc[kNumPartitions] = {}; // ScalarE reduce registers

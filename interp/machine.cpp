@@ -97,6 +97,7 @@ HostBuffer HostBuffer::lazy_poison(size_t bytes) {
   b.p_ = base;
   b.n_ = bytes;
   b.lazy_ = true;
+  b.pages_ = std::make_unique<LazyPages>(base, bytes);
   return b;
 }
 
@@ -130,13 +131,14 @@ void HostBuffer::repoison() {
   if (!p_) return;
   if (lazy_) { // private pages go; the file's poison shows through again
     madvise(p_, (n_ + 4095) & ~size_t(4095), MADV_DONTNEED);
+    if (pages_) pages_->clear();
     return;
   }
   std::memset(p_, kPoisonByte, n_);
 }
 
 HostBuffer::HostBuffer(HostBuffer&& o) noexcept
-    : p_(o.p_), n_(o.n_), shift_(o.shift_), lazy_(o.lazy_) {
+    : p_(o.p_), n_(o.n_), shift_(o.shift_), lazy_(o.lazy_), pages_(std::move(o.pages_)) {
   o.p_ = nullptr;
   o.n_ = 0;
 }
@@ -145,6 +147,7 @@ HostBuffer& HostBuffer::operator=(HostBuffer&& o) noexcept {
   std::swap(n_, o.n_);
   std::swap(shift_, o.shift_);
   std::swap(lazy_, o.lazy_);
+  std::swap(pages_, o.pages_);
   return *this;
 }
 HostBuffer::~HostBuffer() {
@@ -303,7 +306,9 @@ Machine::Machine(const Module& m, const MachineOptions& o, InputFill fill) : mod
     c.st.sbuf = c.sbuf.data();
     c.st.sbuf_part_bytes = tp->sbuf_part_bytes;
     c.st.sbuf_stride = tp->sbuf_stride;
+    c.st.sbuf_lazy = c.sbuf.lazy_pages();
     c.st.psum = c.psum.data();
+    c.st.psum_lazy = c.psum.lazy_pages();
     c.st.psum_part_bytes = tp->psum_part_bytes;
     c.st.psum_stride = tp->psum_stride;
     c.st.psum_written.assign(tp->partitions * tp->psum_stride / 4, 0);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "interp/exec.h"
+#include "interp/lazy_pages.h"
 #include "interp/target.h"
 #include "isa/module.h"
 
@@ -32,6 +33,8 @@ public:
   // ranks; --hbm-spill). Throws std::runtime_error naming the directory on failure.
   static HostBuffer file_backed(size_t bytes, const std::string& dir);
   bool lazy() const { return lazy_; }
+  // A lazy buffer's record of its private pages (writes ask for them in batches), else null.
+  const LazyPages* lazy_pages() const { return pages_.get(); }
   void repoison();
   HostBuffer(HostBuffer&& o) noexcept;
   HostBuffer& operator=(HostBuffer&& o) noexcept;
@@ -46,6 +49,7 @@ private:
   size_t n_ = 0;
   size_t shift_ = 0; // the mapping starts at p_ - shift_
   bool lazy_ = false;
+  std::unique_ptr<LazyPages> pages_; // lazy only
 };
 
 // Beyond this many cores (of this process), SBUF and PSUM are lazy copy-on-write poison

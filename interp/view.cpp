@@ -7,6 +7,7 @@
 #include <string>
 
 #include "interp/exec.h"
+#include "interp/lazy_pages.h"
 
 namespace nisa::interp {
 
@@ -40,6 +41,7 @@ struct Region {
   uint64_t part_bytes; // on chip: bytes per partition; hbm: total bytes
   uint64_t stride;     // on chip: host bytes from a partition to the next; hbm: unused
   bool on_chip;
+  const LazyPages* lazy = nullptr; // on chip, a lazy poison buffer
 };
 
 Region region_of(const ExecCtx& cx, const AccessPattern& ap, Access how) {
@@ -47,10 +49,10 @@ Region region_of(const ExecCtx& cx, const AccessPattern& ap, Access how) {
   switch (ap.space) {
   case MemSpace::sbuf:
     if (!st || !st->sbuf) throw Fault("sbuf is not available to this instruction");
-    return {st->sbuf, st->sbuf_part_bytes, st->sbuf_stride, true};
+    return {st->sbuf, st->sbuf_part_bytes, st->sbuf_stride, true, st->sbuf_lazy};
   case MemSpace::psum:
     if (!st || !st->psum) throw Fault("psum is not available to this instruction");
-    return {st->psum, st->psum_part_bytes, st->psum_stride, true};
+    return {st->psum, st->psum_part_bytes, st->psum_stride, true, st->psum_lazy};
   case MemSpace::hbm:
     if (!cx.hbm) throw Fault("hbm is not available to this instruction");
     return {cx.hbm, cx.hbm_bytes, 0, false};
@@ -181,6 +183,14 @@ View ExecCtx::view(const AccessPattern& ap, Access how, bool oob_skip) const {
     if (rg.on_chip) {
       check_range(first, end, "");
       v.base = rg.mem + ap.part_start * rg.stride + int64_t(off);
+      // A write into a lazy buffer copies its pages in one call per row, not a fault per
+      // page: when the row's span is dense (a sparse one would copy pages never written).
+      if (how == Access::write && rg.lazy &&
+          (end - first <= 8192 || (end - first) <= 2 * elems * eb))
+        for (uint32_t p = 0; p < ap.part_count; ++p) {
+          uint8_t* row = rg.mem + (ap.part_start + p) * rg.stride;
+          rg.lazy->populate(row + int64_t(first), row + int64_t(end));
+        }
     } else {
       const i128 preach = i128(ap.part_stride) * eb * (ap.part_count - 1);
       check_range(first + std::min<i128>(preach, 0), end + std::max<i128>(preach, 0),

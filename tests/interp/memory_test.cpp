@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -306,6 +307,54 @@ TEST(Memory, OnChipBuffersReadAsPoisonWhetherLazyOrEager) {
       m.reset();
     }
   }
+}
+
+// The anonymous (copied) bytes of the mapping that holds `at`, from /proc/self/smaps.
+size_t anonymous_bytes_at(const void* at) {
+  std::ifstream f("/proc/self/smaps");
+  const auto a = reinterpret_cast<uintptr_t>(at);
+  bool in = false;
+  for (std::string line; std::getline(f, line);) {
+    unsigned long lo = 0, hi = 0;
+    if (std::sscanf(line.c_str(), "%lx-%lx ", &lo, &hi) == 2 && line.find('-') < 17) {
+      in = a >= lo && a < hi;
+      continue;
+    }
+    size_t kb = 0;
+    if (in && std::sscanf(line.c_str(), "Anonymous: %zu kB", &kb) == 1) return kb * 1024;
+  }
+  return 0;
+}
+
+// A write into a lazy SBUF asks for the pages of its rows at once (interp/lazy_pages.h): they
+// become private copies of the poison (still reading as poison), a second request copies
+// nothing, a reset drops them and forgets them, and the next request copies them again.
+TEST(Memory, LazyPagesCopyEachPageOnceAndForgetOnReset) {
+  interp::HostBuffer b = interp::HostBuffer::lazy_poison(size_t(64) << 10);
+  ASSERT_TRUE(b.lazy());
+  const interp::LazyPages* lp = b.lazy_pages();
+  ASSERT_NE(lp, nullptr);
+  uint8_t* d = b.data();
+  EXPECT_EQ(anonymous_bytes_at(d), 0u);
+  lp->populate(d + 4096 + 100, d + 3 * 4096 + 1); // pages 1, 2 and 3
+  const size_t once = anonymous_bytes_at(d);
+  if (once == 0) GTEST_SKIP() << "the kernel has no MADV_POPULATE_WRITE (Linux < 5.14)";
+  EXPECT_EQ(once, 3u * 4096);
+  lp->populate(d + 2 * 4096, d + 5 * 4096); // 2 and 3 again, and 4
+  EXPECT_EQ(anonymous_bytes_at(d), 4u * 4096);
+  size_t bad = 0;
+  for (size_t i = 0; i < b.size(); ++i) bad += d[i] != interp::kPoisonByte;
+  EXPECT_EQ(bad, 0u);
+  d[4096 + 7] = 0x12; // a copied page keeps its write
+  EXPECT_EQ(d[4096 + 7], 0x12);
+  b.repoison();
+  EXPECT_EQ(anonymous_bytes_at(d), 0u);
+  EXPECT_EQ(d[4096 + 7], interp::kPoisonByte);
+  lp->populate(d + 4096, d + 2 * 4096);
+  EXPECT_EQ(anonymous_bytes_at(d), 4096u);
+  lp->populate(d, d);                                 // empty: nothing
+  lp->populate(d + 60 * 1024, d + (size_t(1) << 20)); // clipped at the buffer's end
+  EXPECT_EQ(anonymous_bytes_at(d), 2u * 4096);
 }
 
 TEST(Memory, OutputsRoundTripStraightFromHbm) {
