@@ -184,6 +184,7 @@ void cc_check(const CcParty& p);                         // throws the Fault one
 std::vector<bool>
 cc_sources_needed(const CcParty& p,
                   const std::vector<bool>& writes); // the sources the destinations `writes` need
-void cc_apply(CcParty& p);
+// pool: the participants' destinations on host threads (null: in order on this one).
+void cc_apply(CcParty& p, HostPool* pool = nullptr);
 
 } // namespace nisa::interp

@@ -8,6 +8,7 @@
 
 #include "interp/engines/engines.h"
 #include "interp/engines/xfer.h"
+#include "interp/host_pool.h"
 #include "interp/machine.h"
 #include "interp/scheduler.h"
 
@@ -160,54 +161,70 @@ std::vector<bool> cc_sources_needed(const CcParty& p, const std::vector<bool>& w
   return need_src;
 }
 
-void cc_apply(CcParty& p) {
+void cc_apply(CcParty& p, HostPool* pool) {
   const Inst& i0 = *p.in[0];
   const size_t n = p.side.size();
+  // Each participant's destination on a host thread: they lie in distinct ranks' memories,
+  // and every source was read before (cc_prepare), so the order does not matter.
+  auto each_local = [&](auto&& write) {
+    auto one = [&](int r) {
+      if (p.local[size_t(r)]) write(size_t(r));
+    };
+    if (pool)
+      pool->run(int(n), one);
+    else
+      for (size_t r = 0; r < n; ++r) one(int(r));
+  };
   switch (i0.op) {
   case Opcode::all_reduce:
   case Opcode::reduce_scatter: {
     std::vector<float> acc = reduced(p, static_cast<AluOp>(i0.ops[3].i));
     const size_t chunk = i0.op == Opcode::all_reduce ? 0 : acc.size() / n;
-    for (size_t r = 0; r < n; ++r)
-      if (p.local[r]) put_f32(p.side[r].dst, acc.data() + r * chunk);
+    each_local([&](size_t r) { put_f32(p.side[r].dst, acc.data() + r * chunk); });
     return;
   }
   case Opcode::all_gather: {
     const DType st = p.side[0].src_dtype;
     const size_t w = dtype_bytes(st), elems = p.side[0].src_elems;
-    std::vector<uint8_t> all(n * elems * w);
+    BytePieces all; // the result, in order: pieces of the sources
     if (i0.ops[3].i == 0) {
-      for (size_t r = 0; r < n; ++r)
-        std::copy(p.side[r].src.begin(), p.side[r].src.end(), all.begin() + long(r * elems * w));
+      for (size_t r = 0; r < n; ++r) all.push_back({p.side[r].src.data(), elems * w});
     } else { // row p of the result = row p of every rank, side by side
       const size_t rows = p.side[0].src_rows, cols = p.side[0].src_cols * w;
       for (size_t row = 0; row < rows; ++row)
-        for (size_t r = 0; r < n; ++r)
-          std::copy_n(p.side[r].src.begin() + long(row * cols), cols,
-                      all.begin() + long((row * n + r) * cols));
+        for (size_t r = 0; r < n; ++r) all.push_back({p.side[r].src.data() + row * cols, cols});
     }
-    for (size_t r = 0; r < n; ++r)
-      if (p.local[r]) scatter_bytes(p.side[r].dst, all.data(), st);
+    each_local([&](size_t r) { scatter_pieces(p.side[r].dst, all, st); });
     return;
   }
   case Opcode::all_to_all: {
     const DType st = p.side[0].src_dtype;
     const size_t w = dtype_bytes(st), elems = p.side[0].src_elems, chunk = elems / n * w;
-    for (size_t i = 0; i < n; ++i) {
-      if (!p.local[i]) continue;
-      std::vector<uint8_t> out(elems * w);
-      for (size_t j = 0; j < n; ++j)
-        std::copy_n(p.side[j].src.begin() + long(i * chunk), chunk, out.begin() + long(j * chunk));
-      scatter_bytes(p.side[i].dst, out.data(), st);
-    }
+    each_local([&](size_t i) { // chunk i of every source, in group order
+      BytePieces out;
+      for (size_t j = 0; j < n; ++j) out.push_back({p.side[j].src.data() + i * chunk, chunk});
+      scatter_pieces(p.side[i].dst, out, st);
+    });
     return;
   }
   case Opcode::permute_implicit:
-  case Opcode::collective_permute:
-    for (auto [from, to] : moves(p))
+  case Opcode::collective_permute: {
+    const std::vector<std::pair<size_t, size_t>> mv = moves(p);
+    auto one = [&](int k) {
+      auto [from, to] = mv[size_t(k)];
       if (p.local[to])
         scatter_bytes(p.side[to].dst, p.side[from].src.data(), p.side[from].src_dtype);
+    };
+    // A group may name a target twice (the later move wins): then in order.
+    std::vector<bool> seen(n, false);
+    bool distinct = true;
+    for (auto [from, to] : mv) distinct = distinct && !seen[to], seen[to] = true;
+    if (pool && distinct)
+      pool->run(int(mv.size()), one);
+    else
+      for (size_t k = 0; k < mv.size(); ++k) one(int(k));
     return;
+  }
   default: return;
   }
 }
@@ -218,9 +235,14 @@ void run_collective(const std::vector<ExecCtx*>& cx, const std::vector<const Ins
   p.in = in;
   p.side.resize(cx.size());
   p.local.assign(cx.size(), true);
-  for (size_t i = 0; i < cx.size(); ++i) cc_prepare(*cx[i], *in[i], p.side[i]);
+  HostPool* pool = cx[0]->pool;
+  auto prepare = [&](int i) { cc_prepare(*cx[size_t(i)], *in[size_t(i)], p.side[size_t(i)]); };
+  if (pool)
+    pool->run(int(cx.size()), prepare);
+  else
+    for (size_t i = 0; i < cx.size(); ++i) prepare(int(i));
   cc_check(p);
-  cc_apply(p);
+  cc_apply(p, pool);
 }
 
 // The scheduler meets the ranks and calls run_collective; a direct call is an error.

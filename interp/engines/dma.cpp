@@ -187,6 +187,28 @@ void scatter_bytes(const View& dst, const uint8_t* bytes, DType src_dtype) {
   }
 }
 
+void scatter_pieces(const View& dst, const BytePieces& pieces, DType src_dtype) {
+  if (src_dtype != dst.dtype || !dst.row_skip.empty()) { // casts and skips: the plain way
+    std::vector<uint8_t> all;
+    for (auto [p, n] : pieces) all.insert(all.end(), p, p + n);
+    scatter_bytes(dst, all.data(), src_dtype);
+    return;
+  }
+  const size_t w = size_t(dtype_bytes(dst.dtype));
+  size_t k = 0, at = 0; // the next source byte: pieces[k].first + at
+  for (Cursor c(dst); !c.done();) {
+    size_t left = size_t(c.run()) * w;
+    uint8_t* d = c.ptr();
+    c.advance(c.run());
+    while (left > 0) { // the caller checked the sizes: the pieces hold every byte
+      while (at == pieces[k].second) ++k, at = 0;
+      const size_t n = std::min(left, pieces[k].second - at);
+      std::memcpy(d, pieces[k].first + at, n);
+      d += n, at += n, left -= n;
+    }
+  }
+}
+
 namespace {
 
 void no_psum(const Inst& in) {

@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "interp/exec.h"
@@ -61,5 +62,9 @@ void copy_elems(const View& dst, const View& src, HostPool* pool = nullptr);
 // a cast through fp32 (different dtype).
 std::vector<uint8_t> gather_bytes(const View& v);
 void scatter_bytes(const View& dst, const uint8_t* bytes, DType src_dtype);
+// scatter_bytes of the concatenation of `pieces` (pointer, bytes), without making it: a
+// collective's result assembled from the sources of its participants.
+using BytePieces = std::vector<std::pair<const uint8_t*, size_t>>;
+void scatter_pieces(const View& dst, const BytePieces& pieces, DType src_dtype);
 
 } // namespace nisa::interp

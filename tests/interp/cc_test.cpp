@@ -1,11 +1,14 @@
 // Collectives across ranks, ring_rank, and per-rank inputs/outputs.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <filesystem>
+#include <random>
 #include <sstream>
 #include <unistd.h>
 
 #include "builders.h"
+#include "interp/engines/xfer.h"
 #include "interp/run.h"
 
 namespace nisa::test {
@@ -35,7 +38,7 @@ KB cc_kernel(Opcode op, std::vector<int64_t> yshape, std::vector<std::vector<uin
 }
 
 std::vector<std::vector<float>> run_ranks(const KB& k, int ranks,
-                                          std::vector<std::vector<float>>& ins) {
+                                          std::vector<std::vector<float>>& ins, int threads = 1) {
   MachineOptions mo;
   mo.ranks = ranks;
   Machine m(k.m, mo);
@@ -44,7 +47,9 @@ std::vector<std::vector<float>> run_ranks(const KB& k, int ranks,
     ins.push_back(random_floats(2 * C, 100 + r));
     m.write_tensor(k.m.tensors[0], as_bytes(ins[r]).data(), r);
   }
-  auto res = interp::run(m);
+  interp::SchedOptions so;
+  so.threads = threads;
+  auto res = interp::run(m, so);
   EXPECT_EQ(res.status, RunStatus::ok) << res.report;
   std::vector<std::vector<float>> outs;
   for (int r = 0; r < ranks; ++r) outs.push_back(read_f32(m, k.m.tensors[1], r));
@@ -93,6 +98,86 @@ TEST(Collectives, PermuteImplicitRingAndCollectivePermute) {
   EXPECT_EQ(out[1], in[0]);
   EXPECT_EQ(out[2], in[1]);
   EXPECT_EQ(out[0], in[2]);
+}
+
+// On host threads each participant's source is read and its destination written on a thread
+// of its own (interp/engines/cc.cpp): the results are those of one thread, bit for bit, and
+// a permute that names a target twice still ends with the later move's data.
+TEST(Collectives, SameBitsOnOneAndFourHostThreads) {
+  struct Case {
+    Opcode op;
+    std::vector<int64_t> y;
+    std::vector<std::vector<uint32_t>> groups;
+    int64_t arg;
+  };
+  const std::vector<Case> cases = {
+      {Opcode::all_gather, {8, C}, {{0, 1, 2, 3}}, 0},
+      {Opcode::all_gather, {2, 4 * C}, {{3, 1, 0, 2}}, 1},
+      {Opcode::all_to_all, {2, C}, {{0, 1}, {2, 3}}, 0},
+      {Opcode::all_reduce, {2, C}, {{0, 1, 2, 3}}, int(AluOp::add)},
+      {Opcode::reduce_scatter, {1, C}, {{0, 1}, {2, 3}}, int(AluOp::max)},
+      {Opcode::collective_permute, {2, C}, {{0, 1}, {2, 1}, {1, 3}, {3, 0}}, 0},
+      {Opcode::permute_implicit, {2, C}, {{1, 3, 0, 2}}, 0},
+  };
+  for (const Case& c : cases) {
+    const KB k = cc_kernel(c.op, c.y, c.groups, c.arg);
+    std::vector<std::vector<float>> in1, in4;
+    const auto one = run_ranks(k, 4, in1, 1), four = run_ranks(k, 4, in4, 4);
+    ASSERT_EQ(in1, in4);
+    for (int r = 0; r < 4; ++r)
+      EXPECT_EQ(0, std::memcmp(one[r].data(), four[r].data(), one[r].size() * 4))
+          << desc(c.op).mnemonic << " rank " << r;
+    if (c.op == Opcode::collective_permute) { // 0 -> 1, then 2 -> 1: rank 1 holds rank 2's
+      EXPECT_EQ(four[1], in4[2]);
+      EXPECT_EQ(four[3], in4[1]);
+      EXPECT_EQ(four[0], in4[3]);
+    }
+    const int order[4] = {3, 1, 0, 2};
+    if (c.op == Opcode::all_gather && c.arg == 1) { // row p: row p of ranks 3, 1, 0, 2
+      for (int row = 0; row < 2; ++row)
+        for (int j = 0; j < 4 * C; ++j)
+          EXPECT_EQ(four[0][row * 4 * C + j], in4[order[j / C]][row * C + j % C]);
+    }
+  }
+}
+
+// scatter_pieces writes what scatter_bytes writes from the pieces' concatenation: into a
+// strided destination, through a cast, and around skipped rows.
+TEST(Collectives, ScatterPiecesEqualsScatterOfTheConcatenation) {
+  const std::vector<uint8_t> src = random_bytes(3 * 4 * 5 * 4, 7);
+  std::mt19937 rng(11);
+  interp::BytePieces pieces;
+  for (size_t at = 0; at < src.size();) { // pieces of 0..13 bytes: runs split anywhere
+    const size_t n = std::min<size_t>(rng() % 14, src.size() - at);
+    pieces.push_back({src.data() + at, n});
+    at += n;
+  }
+  for (const DType src_dtype : {DType::fp32, DType::int32, DType::bf16}) {
+    for (const bool skip : {false, true}) {
+      std::vector<uint8_t> a(4096, 0xAB), b(4096, 0xAB);
+      interp::View v;
+      v.dtype = DType::fp32;
+      v.parts = 3;
+      v.pstride = 1000;
+      v.count[2] = 4, v.stride[2] = 40; // 4 x 5 elements of a partition, rows 40 bytes apart
+      v.count[3] = 5, v.stride[3] = 4;
+      v.free_elems = 20;
+      if (skip) v.row_skip = {0, 1, 0};
+      const size_t used = 60 * size_t(dtype_bytes(src_dtype)); // a bf16 source: half the bytes
+      interp::BytePieces cut;
+      for (size_t left = used, k = 0; left > 0; ++k) {
+        const size_t n = std::min(left, pieces[k].second);
+        cut.push_back({pieces[k].first, n});
+        left -= n;
+      }
+      v.base = a.data();
+      interp::scatter_bytes(v, src.data(), src_dtype);
+      v.base = b.data();
+      interp::scatter_pieces(v, cut, src_dtype);
+      EXPECT_EQ(a, b) << dtype_name(src_dtype) << " skip " << skip;
+      EXPECT_NE(a, std::vector<uint8_t>(4096, 0xAB));
+    }
+  }
 }
 
 TEST(Collectives, RingRankAndRankRegisters) {
