@@ -62,6 +62,14 @@ private:
   static thread_local bool in_piece_;
 };
 
+// fn(i) for every i in [0, n): on the pool's threads when there is a pool, else in order here.
+template <class F> void run_each(HostPool* pool, int n, F&& fn) {
+  if (pool)
+    pool->run(n, fn);
+  else
+    for (int i = 0; i < n; ++i) fn(i);
+}
+
 // Rows [0, parts) of an instruction split into ranges run on the pool when the work is large
 // enough to pay for the hand-off (elems: elements per row); else one call fn(0, parts). fn must
 // write disjoint rows for disjoint ranges.

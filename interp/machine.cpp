@@ -96,7 +96,6 @@ HostBuffer HostBuffer::lazy_poison(size_t bytes) {
   }
   b.p_ = base;
   b.n_ = bytes;
-  b.lazy_ = true;
   b.pages_ = std::make_unique<LazyPages>(base, bytes);
   return b;
 }
@@ -129,16 +128,16 @@ HostBuffer HostBuffer::file_backed(size_t bytes, const std::string& dir) {
 
 void HostBuffer::repoison() {
   if (!p_) return;
-  if (lazy_) { // private pages go; the file's poison shows through again
+  if (pages_) { // lazy: private pages go; the file's poison shows through again
     madvise(p_, (n_ + 4095) & ~size_t(4095), MADV_DONTNEED);
-    if (pages_) pages_->clear();
+    pages_->clear();
     return;
   }
   std::memset(p_, kPoisonByte, n_);
 }
 
 HostBuffer::HostBuffer(HostBuffer&& o) noexcept
-    : p_(o.p_), n_(o.n_), shift_(o.shift_), lazy_(o.lazy_), pages_(std::move(o.pages_)) {
+    : p_(o.p_), n_(o.n_), shift_(o.shift_), pages_(std::move(o.pages_)) {
   o.p_ = nullptr;
   o.n_ = 0;
 }
@@ -146,7 +145,6 @@ HostBuffer& HostBuffer::operator=(HostBuffer&& o) noexcept {
   std::swap(p_, o.p_);
   std::swap(n_, o.n_);
   std::swap(shift_, o.shift_);
-  std::swap(lazy_, o.lazy_);
   std::swap(pages_, o.pages_);
   return *this;
 }
@@ -365,10 +363,7 @@ void Machine::reset(InputFill fill) {
   std::unique_ptr<HostPool> pool;
   if (t > 1) pool = std::make_unique<HostPool>(t);
   auto each = [&](auto* v, size_t n, auto&& f) {
-    if (pool)
-      pool->run(int(n), [&](int i) { f(v[size_t(i)]); });
-    else
-      for (size_t i = 0; i < n; ++i) f(v[i]);
+    run_each(pool.get(), int(n), [&](int i) { f(v[size_t(i)]); });
   };
   const size_t lnc = size_t(opt.lnc), lo = size_t(rank_lo), n = size_t(rank_hi - rank_lo);
   each(ranks.data() + lo, n, reset_rank);

@@ -32,7 +32,7 @@ public:
   // drops it under memory pressure, so the buffer may exceed the host's RAM (the HBM of many
   // ranks; --hbm-spill). Throws std::runtime_error naming the directory on failure.
   static HostBuffer file_backed(size_t bytes, const std::string& dir);
-  bool lazy() const { return lazy_; }
+  bool lazy() const { return pages_ != nullptr; }
   // A lazy buffer's record of its private pages (writes ask for them in batches), else null.
   const LazyPages* lazy_pages() const { return pages_.get(); }
   void repoison();
@@ -47,9 +47,8 @@ public:
 private:
   uint8_t* p_ = nullptr;
   size_t n_ = 0;
-  size_t shift_ = 0; // the mapping starts at p_ - shift_
-  bool lazy_ = false;
-  std::unique_ptr<LazyPages> pages_; // lazy only
+  size_t shift_ = 0;                 // the mapping starts at p_ - shift_
+  std::unique_ptr<LazyPages> pages_; // lazy only (the pages written so far)
 };
 
 // Beyond this many cores (of this process), SBUF and PSUM are lazy copy-on-write poison

@@ -167,13 +167,9 @@ void cc_apply(CcParty& p, HostPool* pool) {
   // Each participant's destination on a host thread: they lie in distinct ranks' memories,
   // and every source was read before (cc_prepare), so the order does not matter.
   auto each_local = [&](auto&& write) {
-    auto one = [&](int r) {
+    run_each(pool, int(n), [&](int r) {
       if (p.local[size_t(r)]) write(size_t(r));
-    };
-    if (pool)
-      pool->run(int(n), one);
-    else
-      for (size_t r = 0; r < n; ++r) one(int(r));
+    });
   };
   switch (i0.op) {
   case Opcode::all_reduce:
@@ -219,10 +215,7 @@ void cc_apply(CcParty& p, HostPool* pool) {
     std::vector<bool> seen(n, false);
     bool distinct = true;
     for (auto [from, to] : mv) distinct = distinct && !seen[to], seen[to] = true;
-    if (pool && distinct)
-      pool->run(int(mv.size()), one);
-    else
-      for (size_t k = 0; k < mv.size(); ++k) one(int(k));
+    run_each(distinct ? pool : nullptr, int(mv.size()), one);
     return;
   }
   default: return;
@@ -236,11 +229,8 @@ void run_collective(const std::vector<ExecCtx*>& cx, const std::vector<const Ins
   p.side.resize(cx.size());
   p.local.assign(cx.size(), true);
   HostPool* pool = cx[0]->pool;
-  auto prepare = [&](int i) { cc_prepare(*cx[size_t(i)], *in[size_t(i)], p.side[size_t(i)]); };
-  if (pool)
-    pool->run(int(cx.size()), prepare);
-  else
-    for (size_t i = 0; i < cx.size(); ++i) prepare(int(i));
+  run_each(pool, int(cx.size()),
+           [&](int i) { cc_prepare(*cx[size_t(i)], *in[size_t(i)], p.side[size_t(i)]); });
   cc_check(p);
   cc_apply(p, pool);
 }
