@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "interp/exec.h"
+#include "interp/host_pool.h"
 #include "interp/lazy_pages.h"
 #include "interp/target.h"
 #include "isa/module.h"
@@ -162,6 +163,14 @@ struct Machine {
   // --check-uninit: the shadow byte of a machine address (nullptr if the address is not in a
   // memory of this machine).
   uint8_t* shadow_of(const uint8_t* p);
+
+  // The host threads of this machine's set-up, resets and runs (null for threads <= 1): made
+  // on first use and kept, so that the reset and the run share their threads (each new pool
+  // costs its threads' creation and their malloc arenas).
+  HostPool* host_pool(int threads);
+
+private:
+  std::unique_ptr<HostPool> pool_;
 };
 
 } // namespace nisa::interp

@@ -243,7 +243,7 @@ private:
   const std::vector<std::string>* msgs_ = nullptr;
   const Wait* waits_ = nullptr;
   const Signal* sigs_ = nullptr;
-  std::unique_ptr<HostPool> pool_;
+  HostPool* pool_ = nullptr; // the machine's (Machine::host_pool), shared with its resets
   std::vector<CoreRt> cores_;
   EventQueue sync_; // collective transfers completing (agent: the first participant's channel)
   int64_t now_ = 0, makespan_sync_ = 0;
@@ -272,7 +272,7 @@ private:
   }
 
   void setup() {
-    if (o_.threads > 1 && !pool_) pool_ = std::make_unique<HostPool>(o_.threads);
+    pool_ = m_.host_pool(o_.threads);
     cores_ = std::vector<CoreRt>(m_.cores.size());
     cc_.reset(int(cores_.size()));
     const uint64_t budget = o_.max_steps ? o_.max_steps : UINT64_MAX;
@@ -296,7 +296,7 @@ private:
         cx.state = &cs.st;
         cx.regs = cs.st.regs[e];
         cx.stream_len = E.len;
-        cx.pool = pool_.get();
+        cx.pool = pool_;
       }
     }
   }
