@@ -101,6 +101,27 @@ TEST_F(HardCli, AFileSizeLimitLeavesTheOldFilesUntouched) {
   EXPECT_EQ(interp::read_npy(p("z.npy")).data, xbytes());
 }
 
+// Replacing an existing file exchanges the names and removes the old file (isa/output_file.cpp):
+// the new bytes under the old name and mode, the old bytes nowhere, no temporary left; a file
+// linked to the old one keeps the old bytes, as with rename().
+TEST_F(HardCli, ReplacingAnOutputKeepsItsModeAndLeavesNoTemporary) {
+  write("y.npy", "old y");
+  ASSERT_EQ(::chmod(p("y.npy").c_str(), 0640), 0);
+  fs::create_hard_link(p("y.npy"), p("y-link"));
+  std::string err;
+  for (int i = 0; i < 2; ++i) { // over the old file, then over the first run's output
+    ASSERT_EQ(nisa("run k.nasm --in x=x.npy --out y=y.npy --out z=z.npy", err), 0) << err;
+    EXPECT_EQ(interp::read_npy(p("y.npy")).data, xbytes());
+    EXPECT_EQ(interp::read_npy(p("z.npy")).data, xbytes());
+    struct stat st {};
+    ASSERT_EQ(::stat(p("y.npy").c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 07777, 0640u);
+    EXPECT_EQ(st.st_nlink, 1u);
+    EXPECT_EQ(temporaries(), 0);
+  }
+  EXPECT_EQ(test::read_file(p("y-link")), "old y");
+}
+
 TEST_F(HardCli, TraceAndTimelineAreAllOrNothingWithTheOutputs) {
   write("t.txt", "old trace");
   std::string err;
