@@ -27,6 +27,19 @@ def run(cmd):
     return time.perf_counter() - t0, ru.ru_utime, ru.ru_stime, ru.ru_minflt
 
 
+def own_outputs(args, tag):
+    """The command with every --out file renamed for one binary: two binaries replacing the same
+    file would each pay for the other's leftovers (on ext4, removing a file whose pages the
+    other's rename() sent to the disk waits for that write)."""
+    out = list(args)
+    for i in range(1, len(out)):
+        if out[i - 1] == "--out" and "=" in out[i]:
+            name, path = out[i].split("=", 1)
+            root, ext = os.path.splitext(path)
+            out[i] = "%s=%s.%s%s" % (name, root, tag, ext)
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("rows")
@@ -41,7 +54,7 @@ def main():
         res = {"base": [], "new": []}
         for _ in range(a.repeat):
             for k, b in (("base", a.base), ("new", a.new)):
-                res[k].append(run([b] + r["cmdline"][1:]))
+                res[k].append(run([b] + own_outputs(r["cmdline"][1:], k)))
         out = []
         for k in ("base", "new"):
             m = [statistics.median(x[j] for x in res[k]) for j in range(4)]
