@@ -141,23 +141,30 @@ double cpu_now() {
   return double(t.tv_sec) + 1e-9 * double(t.tv_nsec);
 }
 
-// Bytes per CPU second of the streaming read of kP rows of row_bytes (best of 5 batches of
-// 20 ms, measured when a benchmark starts: the same run and the same cache state).
-double stream_rate(Core& c, uint64_t off, uint64_t row_bytes) {
+// A baseline's rate: `bytes` per call of pass(i) over CPU seconds, the best of 5 batches of
+// 20 ms (measured when a benchmark starts: the same run and the same cache state).
+template <class F> double best_rate(double bytes, F&& pass) {
   double best = 0;
   for (int rep = 0; rep < 5; ++rep) {
     const double t0 = cpu_now();
     int iters = 0;
-    uint64_t sink = 0;
     do {
-      sink |= or_rows(c, off, row_bytes);
+      pass(iters);
+      benchmark::ClobberMemory();
       ++iters;
     } while (cpu_now() - t0 < 0.02);
-    benchmark::DoNotOptimize(sink);
-    const double s = cpu_now() - t0;
-    best = std::max(best, iters * double(kP * row_bytes) / s);
+    best = std::max(best, iters * bytes / (cpu_now() - t0));
   }
   return best;
+}
+
+// Bytes per CPU second of the streaming read of kP rows of row_bytes.
+double stream_rate(Core& c, uint64_t off, uint64_t row_bytes) {
+  uint64_t sink = 0;
+  const double r =
+      best_rate(double(kP * row_bytes), [&](int) { sink |= or_rows(c, off, row_bytes); });
+  benchmark::DoNotOptimize(sink);
+  return r;
 }
 
 // Runs `body` under the benchmark loop at level l; `bytes` per iteration.
@@ -181,6 +188,11 @@ void run(benchmark::State& s, Core& c, uint64_t off, uint64_t row_bytes, F&& bod
   s.counters["stream_GBps"] = base / 1e9;
   s.SetLabel(simd::name(l));
   simd::set_level(simd::best());
+}
+
+// The instruction's bytes per CPU second, from the counters run() set.
+double instruction_rate(benchmark::State& s) {
+  return s.counters["stream_GBps"].value * s.counters["ratio"].value * 1e9;
 }
 
 DType dt_of(int64_t a) { return a ? DType::bf16 : DType::fp32; }
@@ -473,9 +485,7 @@ void BM_act(benchmark::State& s) {
   sc.f = 1.0f;
   c.cx.engine = Engine::act;
   run(s, c, 0, n * 4, [&] { sem_activation(c.cx, in); });
-  if (native > 0)
-    s.counters["vs_native"] =
-        s.counters["stream_GBps"].value * s.counters["ratio"].value * 1e9 / native;
+  if (native > 0) s.counters["vs_native"] = instruction_rate(s) / native;
   s.counters["native_GBps"] = native / 1e9;
 }
 void act_args(benchmark::internal::Benchmark* b) {
@@ -547,24 +557,13 @@ NISA_AVX512 void rw_rows(Core& c, uint64_t src_bytes, uint64_t dst_bytes) {
     }
   }
 }
-// Source bytes per CPU second of rw_rows (best of 5 batches of 20 ms).
+// Source bytes per CPU second of rw_rows.
 double copy_rate(Core& c, uint64_t src_bytes, uint64_t dst_bytes) {
-  double best = 0;
-  for (int rep = 0; rep < 5; ++rep) {
-    const double t0 = cpu_now();
-    int iters = 0;
-    do {
-      rw_rows(c, src_bytes, dst_bytes);
-      benchmark::ClobberMemory();
-      ++iters;
-    } while (cpu_now() - t0 < 0.02);
-    best = std::max(best, iters * double(kP * src_bytes) / (cpu_now() - t0));
-  }
-  return best;
+  return best_rate(double(kP * src_bytes), [&](int) { rw_rows(c, src_bytes, dst_bytes); });
 }
 
-// Bytes per CPU second of an AVX-512 streaming store over kP rows of row_bytes at offset 0
-// (a register stored to every 64 bytes; best of 5 batches of 20 ms).
+// An AVX-512 streaming store over kP rows of row_bytes at offset 0 (a register stored to
+// every 64 bytes), and its bytes per CPU second.
 NISA_AVX512 void store_rows(Core& c, uint64_t row_bytes, int k) {
   const __m512i v = _mm512_set1_epi32(k);
   for (uint32_t p = 0; p < kP; ++p) {
@@ -573,18 +572,7 @@ NISA_AVX512 void store_rows(Core& c, uint64_t row_bytes, int k) {
   }
 }
 double write_rate(Core& c, uint64_t row_bytes) {
-  double best = 0;
-  for (int rep = 0; rep < 5; ++rep) {
-    const double t0 = cpu_now();
-    int iters = 0;
-    do {
-      store_rows(c, row_bytes, iters);
-      benchmark::ClobberMemory();
-      ++iters;
-    } while (cpu_now() - t0 < 0.02);
-    best = std::max(best, iters * double(kP * row_bytes) / (cpu_now() - t0));
-  }
-  return best;
+  return best_rate(double(kP * row_bytes), [&](int i) { store_rows(c, row_bytes, i); });
 }
 
 void BM_dma_convert(benchmark::State& s) {
@@ -602,9 +590,8 @@ void BM_dma_convert(benchmark::State& s) {
   // A second baseline with the instruction's memory traffic: the source bytes read and the
   // destination bytes written (each 64-byte load stored dst/src times), no arithmetic.
   if (simd::supported(Level::avx512)) {
-    const double rate = s.counters["stream_GBps"].value * s.counters["ratio"].value * 1e9;
-    const double base = copy_rate(c, n * dtype_bytes(t), n * dtype_bytes(o));
-    s.counters["vs_rw_stream"] = rate / base;
+    s.counters["vs_rw_stream"] =
+        instruction_rate(s) / copy_rate(c, n * dtype_bytes(t), n * dtype_bytes(o));
   }
 }
 
@@ -626,8 +613,7 @@ void BM_iota(benchmark::State& s) {
   run(s, c, 0, n * 4, [&] { sem_iota(c.cx, in); });
   // iota reads nothing: its bound is a streaming write of the same bytes (vs_write_stream).
   if (simd::supported(Level::avx512)) {
-    const double rate = s.counters["stream_GBps"].value * s.counters["ratio"].value * 1e9;
-    s.counters["vs_write_stream"] = rate / write_rate(c, n * 4);
+    s.counters["vs_write_stream"] = instruction_rate(s) / write_rate(c, n * 4);
   }
 }
 
