@@ -77,7 +77,7 @@ int poison_file(size_t bytes) {
     for (iovec& v : iov) v = {const_cast<uint8_t*>(page.data()), page.size()};
     for (size_t at = size; at < bytes;) {
       const size_t left = bytes - at, n = std::min(iov.size(), (left + 4095) / 4096);
-      iov[n - 1].iov_len = left - (n - 1) * 4096 < 4096 ? left - (n - 1) * 4096 : 4096;
+      iov[n - 1].iov_len = std::min<size_t>(4096, left - (n - 1) * 4096);
       ssize_t w = pwritev(fd, iov.data(), int(n), off_t(at));
       iov[n - 1].iov_len = 4096;
       if (w <= 0) throw std::runtime_error("cannot fill the poison file");

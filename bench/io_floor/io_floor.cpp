@@ -5,7 +5,7 @@
 //   in-memory: the result in fresh huge-page memory, then written, as nisa writes an HBM tensor;
 //   streamed:  32 rows at a time computed into one reused buffer and written (no result-sized
 //              memory at all: the least any design can touch).
-// Both then replace OUT as nisa does (a temporary exchanged into place).
+// Both then replace OUT through nisa's own isa/output_file.h.
 //   bench_io_floor IN.npy OUT.npy [--repeat N]
 // prints wall, user and system time per mode (median of N, default 7).
 #include <fcntl.h>
@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "interp/npy.h"
+#include "isa/output_file.h"
 
 namespace {
 
@@ -33,15 +34,6 @@ struct Times {
 };
 
 double secs(const timeval& t) { return double(t.tv_sec) + double(t.tv_usec) * 1e-6; }
-
-void write_all(int fd, const void* p, size_t n, const std::string& path) {
-  const char* c = static_cast<const char*>(p);
-  while (n) {
-    const ssize_t w = ::write(fd, c, n);
-    if (w <= 0) throw std::runtime_error(path + ": write failed: " + std::strerror(errno));
-    c += w, n -= size_t(w);
-  }
-}
 
 // One run of a mode in a child process (so that every run starts from fresh memory, as a
 // `nisa run` does); its rusage gives user and system time.
@@ -64,22 +56,23 @@ Times run_child(const std::string& in, const std::string& out, bool stream) {
         throw std::runtime_error(in + ": not a 2-D C-order fp32 array");
       const size_t rows = size_t(h.array.shape[0]), cols = size_t(h.array.shape[1]);
       const float* x = reinterpret_cast<const float*>(file + h.data_offset);
-      const std::string tmp = out + ".tmp-floor";
-      const int o = open(tmp.c_str(), O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0644);
-      if (o < 0) throw std::runtime_error(tmp + ": cannot create");
-      write_all(o, file, h.data_offset, tmp); // the same header
+      nisa::OutputFile o(out); // nisa's own way: a temporary, exchanged into place
+      o.write(std::string_view(reinterpret_cast<const char*>(file), h.data_offset)); // the header
       auto sums = [&](size_t r0, size_t r1, float* y) {
         for (size_t r = r0; r < r1; ++r) {
           float s = 0;
           for (size_t c = 0; c < cols; ++c) y[(r - r0) * cols + c] = s += x[r * cols + c];
         }
       };
+      auto put = [&](const float* y, size_t elems) {
+        o.write(std::string_view(reinterpret_cast<const char*>(y), elems * 4));
+      };
       if (stream) {
         std::vector<float> buf(32 * cols);
         for (size_t r0 = 0; r0 < rows; r0 += 32) {
           const size_t r1 = std::min(rows, r0 + 32);
           sums(r0, r1, buf.data());
-          write_all(o, buf.data(), (r1 - r0) * cols * 4, tmp);
+          put(buf.data(), (r1 - r0) * cols);
         }
       } else {
         const size_t bytes = std::max<size_t>(rows * cols * 4, 1);
@@ -87,13 +80,9 @@ Times run_child(const std::string& in, const std::string& out, bool stream) {
         if (p == MAP_FAILED) throw std::runtime_error("cannot map the result");
         madvise(p, bytes, MADV_HUGEPAGE);
         sums(0, rows, static_cast<float*>(p));
-        write_all(o, p, rows * cols * 4, tmp);
+        put(static_cast<const float*>(p), rows * cols);
       }
-      if (close(o) != 0) throw std::runtime_error(tmp + ": close failed");
-      if (renameat2(AT_FDCWD, tmp.c_str(), AT_FDCWD, out.c_str(), RENAME_EXCHANGE) == 0)
-        unlink(tmp.c_str());
-      else if (rename(tmp.c_str(), out.c_str()) != 0)
-        throw std::runtime_error(out + ": cannot rename into place");
+      o.commit();
       _exit(0);
     } catch (const std::exception& e) {
       std::fprintf(stderr, "bench_io_floor: %s\n", e.what());
