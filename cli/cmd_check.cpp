@@ -7,7 +7,7 @@
 
 #include "cli/commands.h"
 #include "cli/common.h"
-#include "interp/check.h"
+#include "interp/check/check.h"
 
 namespace nisa::cli {
 

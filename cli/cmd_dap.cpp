@@ -27,7 +27,7 @@
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "interp/debug/session.h"
-#include "interp/scheduler.h"
+#include "interp/sched/scheduler.h"
 
 namespace nisa::cli {
 namespace {

@@ -6,7 +6,7 @@
 
 #include "cli/commands.h"
 #include "cli/common.h"
-#include "interp/run.h"
+#include "interp/run/run.h"
 
 namespace nisa::cli {
 

@@ -1,16 +1,16 @@
 #include "cli/common.h"
 
-#include "interp/procs.h"
+#include "interp/dist/procs.h"
 
-#include "interp/host_pool.h"
+#include "interp/core/host_pool.h"
 
 #include <cctype>
 #include <charconv>
 #include <iostream>
 
 #include "asm/asm.h"
-#include "interp/host_pool.h"
-#include "interp/target.h"
+#include "interp/core/host_pool.h"
+#include "interp/core/target.h"
 #include "isa/object.h"
 #include "isa/output_file.h"
 #include "isa/quote.h"

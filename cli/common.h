@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "interp/run.h"
+#include "interp/run/run.h"
 #include "isa/module.h"
 
 namespace nisa::cli {

@@ -7,7 +7,7 @@
 #include <string_view>
 
 #include "cli/commands.h"
-#include "interp/procs.h"
+#include "interp/dist/procs.h"
 
 #include <exception>
 #include <fcntl.h>

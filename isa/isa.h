@@ -63,7 +63,7 @@ constexpr uint8_t gen_bit(Target t) {
 // Engine masks (bit = Engine value).
 constexpr uint8_t engine_bit(Engine e) { return static_cast<uint8_t>(1u << static_cast<int>(e)); }
 
-// Cost classes: the interpreter's cost table (interp/cost.*) gives each a latency formula.
+// Cost classes: the interpreter's cost table (interp/core/cost.*) gives each a latency formula.
 #define NISA_COST_CLASSES(X)                                                                       \
   X(ctrl)         /* sequencer-only: sync, registers, branches */                                  \
   X(pe_matmul)    /* LoadStationary + MultiplyMoving */                                            \

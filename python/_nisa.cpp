@@ -16,14 +16,15 @@
 
 #include "asm/asm.h"
 #include "asm/diagnostics_json.h"
-#include "interp/host_pool.h"
-#include "interp/machine.h"
-#include "interp/npy.h"
-#include "interp/race.h"
-#include "interp/run.h"
-#include "interp/scheduler.h"
-#include "interp/stats.h"
-#include "interp/target.h"
+#include "interp/core/host_pool.h"
+#include "interp/core/machine.h"
+#include "interp/core/stats.h"
+#include "interp/core/target.h"
+#include "interp/observe/race.h"
+#include "interp/observe/stats_report.h"
+#include "interp/run/npy.h"
+#include "interp/run/run.h"
+#include "interp/sched/scheduler.h"
 #include "isa/object.h"
 
 namespace py = pybind11;
@@ -133,7 +134,7 @@ std::string shape_text(const std::vector<int64_t>& s) {
   return o + (s.size() == 1 ? ",)" : ")");
 }
 
-// numpy's descriptor for the check of interp/npy.h; ml_dtypes' types are 'V' kinds whose name
+// numpy's descriptor for the check of interp/run/npy.h; ml_dtypes' types are 'V' kinds whose name
 // says which.
 bool dtype_ok(const py::dtype& dt, DType t) {
   const std::string str = py::str(dt.attr("str"));

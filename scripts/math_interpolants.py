@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Recomputes the interpolant coefficients of interp/engines/simd_math_fns.inc (issue 16,
+"""Recomputes the interpolant coefficients of interp/simd/simd_math_fns.inc (issue 16,
 session 8) and prints each set with its measured relative error (double Horner on a grid).
 
 Chebyshev interpolation at double precision (pure Python: math and fractions), converted

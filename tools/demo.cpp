@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "interp/npy.h"
+#include "interp/run/npy.h"
 
 namespace {
 

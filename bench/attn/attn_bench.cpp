@@ -16,8 +16,8 @@
 
 #include "bench/bench_data.h"
 #include "bench/kernel_assemble.h"
-#include "interp/machine.h"
-#include "interp/scheduler.h"
+#include "interp/core/machine.h"
+#include "interp/sched/scheduler.h"
 #include "isa/dtype.h"
 #ifdef NISA_HAVE_OPENBLAS
 #include <cblas.h>

@@ -5,8 +5,8 @@
 // (increment, compare) for the same number of instructions, with no scheduling.
 #include <benchmark/benchmark.h>
 
-#include "interp/machine.h"
-#include "interp/scheduler.h"
+#include "interp/core/machine.h"
+#include "interp/sched/scheduler.h"
 #include "isa/module.h"
 
 namespace {

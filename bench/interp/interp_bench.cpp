@@ -14,9 +14,9 @@
 #include <random>
 #include <vector>
 
+#include "interp/core/target.h"
 #include "interp/engines/elementwise.h"
 #include "interp/engines/engines.h"
-#include "interp/target.h"
 #ifdef NISA_HAVE_OPENBLAS
 #include <cblas.h>
 #endif

@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-#include "interp/npy.h"
+#include "interp/run/npy.h"
 #include "isa/output_file.h"
 
 namespace {

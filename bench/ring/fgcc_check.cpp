@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "interp/npy.h"
+#include "interp/run/npy.h"
 #include "isa/dtype.h"
 
 namespace {

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "interp/npy.h"
+#include "interp/run/npy.h"
 #include "isa/dtype.h"
 
 int main(int argc, char** argv) {

@@ -1,4 +1,4 @@
-// Issue 16: the instructions with vector kernels (interp/engines/simd.h), each at every
+// Issue 16: the instructions with vector kernels (interp/simd/simd.h), each at every
 // dispatch level the host has, on a realistic tile (128 partitions x 2048 / 8192 elements,
 // fp32 and bf16), next to a streaming-read baseline measured in the same run: an AVX-512 (or
 // AVX2) loop OR-ing the bytes the instruction must read. Counters: bytes_per_second (the
@@ -19,17 +19,17 @@
 #include <random>
 #include <vector>
 
+#include "interp/core/target.h"
 #include "interp/engines/elementwise.h"
 #include "interp/engines/engines.h"
-#include "interp/engines/simd.h"
-#include "interp/target.h"
+#include "interp/simd/simd.h"
 
 namespace nisa::interp {
 namespace {
 
 using simd::Level;
 // The SBUF layout of `nisa run` on trn2: partitions of 224 KiB, sbuf_stride host bytes apart
-// (interp/target.h host_stride(): 224 KiB + 256 B; a multiple of 4 KiB would map the same
+// (interp/core/target.h host_stride(): 224 KiB + 256 B; a multiple of 4 KiB would map the same
 // column of every partition to one L1 set). NISA_BENCH_STRIDE=N (>= 160000, a multiple of 64)
 // sets another host stride (the partition size is then the smaller of 224 KiB and N), e.g.
 // 229376 to see the kernels with that set conflict.

@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "bench/kernel_assemble.h"
-#include "interp/machine.h"
-#include "interp/scheduler.h"
+#include "interp/core/machine.h"
+#include "interp/sched/scheduler.h"
 #include "isa/dtype.h"
 
 namespace {

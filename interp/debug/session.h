@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "interp/race.h"
-#include "interp/run.h"
-#include "interp/trace.h"
+#include "interp/observe/race.h"
+#include "interp/observe/trace.h"
+#include "interp/run/run.h"
 
 namespace nisa::interp::debug {
 

@@ -6,9 +6,9 @@
 
 #include <fmt/format.h>
 
+#include "interp/core/target.h"
 #include "interp/debug/internal.h"
-#include "interp/npy.h"
-#include "interp/target.h"
+#include "interp/run/npy.h"
 
 namespace nisa::interp::debug {
 

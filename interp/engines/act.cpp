@@ -17,10 +17,10 @@
 // 1 / 0 (the formula gives inf * 0 = NaN), a NaN argument gives it quieted.
 #include <cmath>
 
+#include "interp/core/host_pool.h"
 #include "interp/engines/elementwise.h"
 #include "interp/engines/engines.h"
-#include "interp/engines/simd.h"
-#include "interp/host_pool.h"
+#include "interp/simd/simd.h"
 
 namespace nisa::interp {
 using namespace ew;

@@ -6,11 +6,11 @@
 
 #include <fmt/format.h>
 
+#include "interp/core/host_pool.h"
+#include "interp/core/machine.h"
+#include "interp/engines/collective.h"
 #include "interp/engines/engines.h"
 #include "interp/engines/xfer.h"
-#include "interp/host_pool.h"
-#include "interp/machine.h"
-#include "interp/scheduler.h"
 
 namespace nisa::interp {
 namespace {

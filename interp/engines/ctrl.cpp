@@ -4,8 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "interp/core/machine.h"
 #include "interp/engines/engines.h"
-#include "interp/machine.h"
 
 namespace nisa::interp {
 namespace {

@@ -7,12 +7,12 @@
 #include <algorithm>
 #include <cstring>
 
+#include "interp/core/host_pool.h"
+#include "interp/engines/collective.h"
 #include "interp/engines/elementwise.h"
 #include "interp/engines/engines.h"
-#include "interp/engines/simd.h"
 #include "interp/engines/xfer.h"
-#include "interp/host_pool.h"
-#include "interp/scheduler.h"
+#include "interp/simd/simd.h"
 
 namespace nisa::interp {
 

@@ -5,11 +5,11 @@
 #pragma GCC optimize("O3")
 #include <algorithm>
 
+#include "interp/core/host_pool.h"
+#include "interp/core/target.h"
 #include "interp/engines/elementwise.h"
 #include "interp/engines/engines.h"
-#include "interp/engines/simd.h"
-#include "interp/host_pool.h"
-#include "interp/target.h"
+#include "interp/simd/simd.h"
 
 namespace nisa::interp {
 using namespace ew;

@@ -19,8 +19,8 @@
 #include <type_traits>
 #include <vector>
 
-#include "interp/engines/simd.h"
-#include "interp/exec.h"
+#include "interp/core/exec.h"
+#include "interp/simd/simd.h"
 
 namespace nisa::interp::ew {
 

@@ -14,9 +14,9 @@
 
 #include <cmath>
 
+#include "interp/core/host_pool.h"
 #include "interp/engines/elementwise.h"
 #include "interp/engines/engines.h"
-#include "interp/host_pool.h"
 
 namespace nisa::interp {
 using namespace ew;

@@ -8,7 +8,7 @@
 
 #include "interp/engines/elementwise.h"
 #include "interp/engines/engines.h"
-#include "interp/engines/simd.h"
+#include "interp/simd/simd.h"
 
 namespace nisa::interp {
 using namespace ew;

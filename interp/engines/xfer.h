@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-#include "interp/exec.h"
+#include "interp/core/exec.h"
 
 namespace nisa::interp {
 

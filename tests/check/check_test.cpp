@@ -1,4 +1,4 @@
-// nisa check (interp/check.*, docs/check.md): every kernel of kernels_asm is proved at its
+// nisa check (interp/check/check.*, docs/check.md): every kernel of kernels_asm is proved at its
 // default parameters (and the ring kernels on the ranks they need); the planted bugs of
 // tests/check/*.nasm are found at their lines, including one that the fixed and random
 // schedules of `nisa run --check-races` hide.
@@ -11,10 +11,10 @@
 #include <vector>
 
 #include "asm/asm.h"
-#include "interp/check.h"
-#include "interp/machine.h"
-#include "interp/race.h"
-#include "interp/scheduler.h"
+#include "interp/check/check.h"
+#include "interp/core/machine.h"
+#include "interp/observe/race.h"
+#include "interp/sched/scheduler.h"
 #include "tests/isa/random_inst.h"
 #include "tests/test_files.h"
 

@@ -19,8 +19,8 @@
 
 #include "asm/asm.h"
 #include "interp/debug/session.h"
-#include "interp/npy.h"
-#include "interp/run.h"
+#include "interp/run/npy.h"
+#include "interp/run/run.h"
 #include "tests/test_files.h"
 
 namespace nisa::interp {

@@ -1,4 +1,4 @@
-// libFuzzer target for the .npy reader (interp/npy.cpp): any bytes either parse or throw
+// libFuzzer target for the .npy reader (interp/run/npy.cpp): any bytes either parse or throw
 // NpyError; what parses holds exactly shape x item bytes, survives a write/read round trip
 // when nisa can write its descriptor, and checking it against a declaration never crashes.
 // Build: see CMakeLists.txt here; run (seeds from tests/fuzz/npy_seeds.sh):
@@ -8,7 +8,7 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "interp/npy.h"
+#include "interp/run/npy.h"
 
 using namespace nisa;
 using namespace nisa::interp;

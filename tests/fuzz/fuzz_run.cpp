@@ -2,7 +2,7 @@
 // are loaded on a machine (HBM limited to 1 MiB, so any placement is checked before
 // allocating) and run for at most kMaxEvents scheduler events, one step() at a time. The step
 // limit bounds endless kernels until the interpreter has an execution budget of its own; the
-// element cap of an access (interp/view.cpp) bounds each step. Any outcome but a crash or a
+// element cap of an access (interp/core/view.cpp) bounds each step. Any outcome but a crash or a
 // sanitizer report is fine: ok, deadlock, fault, or std::runtime_error from the machine's
 // checks.
 // Build: see CMakeLists.txt here; seeds: the kernels assembled to .nbin (run_seeds.sh);
@@ -13,8 +13,8 @@
 #include <span>
 #include <stdexcept>
 
-#include "interp/machine.h"
-#include "interp/scheduler.h"
+#include "interp/core/machine.h"
+#include "interp/sched/scheduler.h"
 #include "isa/object.h"
 
 using namespace nisa;

@@ -12,9 +12,9 @@
 #include <unistd.h>
 
 #include "builders.h"
-#include "interp/race.h"
-#include "interp/run.h"
-#include "interp/trace.h"
+#include "interp/observe/race.h"
+#include "interp/observe/trace.h"
+#include "interp/run/run.h"
 #include "tests/test_files.h"
 
 namespace nisa::test {

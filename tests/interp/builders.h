@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "interp/machine.h"
-#include "interp/scheduler.h"
+#include "interp/core/machine.h"
+#include "interp/sched/scheduler.h"
 #include "isa/module.h"
 
 namespace nisa::test {

@@ -9,7 +9,7 @@
 
 #include "builders.h"
 #include "interp/engines/xfer.h"
-#include "interp/run.h"
+#include "interp/run/run.h"
 
 namespace nisa::test {
 namespace {

@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "builders.h"
-#include "interp/npy.h"
+#include "interp/run/npy.h"
 #include "tests/test_files.h"
 
 namespace nisa::test {

@@ -2,9 +2,9 @@
 #include <gtest/gtest.h>
 
 #include "builders.h"
-#include "interp/cost.h"
-#include "interp/machine.h"
-#include "interp/target.h"
+#include "interp/core/cost.h"
+#include "interp/core/machine.h"
+#include "interp/core/target.h"
 
 #include <set>
 #include <utility>
@@ -14,7 +14,7 @@ namespace {
 
 using namespace nisa::interp;
 
-// The host stride of SBUF and PSUM (interp/target.h host_stride()): 64-byte aligned partition
+// The host stride of SBUF and PSUM (interp/core/target.h host_stride()): 64-byte aligned partition
 // starts, never a multiple of 4 KiB, and 16 partitions in lockstep (the scan / fold kernels)
 // on 16 distinct L1 set groups (64 sets of 64 B: address bits 6..11). A 4 KiB-multiple stride
 // puts all 16 in one set. Machines lay their cores out with it.

@@ -12,7 +12,7 @@
 #include <fstream>
 
 #include "builders.h"
-#include "interp/npy.h"
+#include "interp/run/npy.h"
 #include "isa/object.h"
 #include "tests/test_files.h"
 

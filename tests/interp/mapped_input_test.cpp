@@ -15,8 +15,8 @@
 #include <sstream>
 
 #include "builders.h"
-#include "interp/npy.h"
-#include "interp/run.h"
+#include "interp/run/npy.h"
+#include "interp/run/run.h"
 
 namespace nisa::test {
 namespace {

@@ -15,7 +15,7 @@
 #include <thread>
 
 #include "builders.h"
-#include "interp/run.h"
+#include "interp/run/run.h"
 
 namespace nisa::test {
 namespace {
@@ -326,7 +326,7 @@ size_t anonymous_bytes_at(const void* at) {
   return 0;
 }
 
-// A write into a lazy SBUF asks for the pages of its rows at once (interp/lazy_pages.h): they
+// A write into a lazy SBUF asks for the pages of its rows at once (interp/core/lazy_pages.h): they
 // become private copies of the poison (still reading as poison), a second request copies
 // nothing, a reset drops them and forgets them, and the next request copies them again.
 TEST(Memory, LazyPagesCopyEachPageOnceAndForgetOnReset) {

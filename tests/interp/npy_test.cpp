@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "builders.h"
-#include "interp/npy.h"
+#include "interp/run/npy.h"
 
 namespace nisa::interp {
 namespace {

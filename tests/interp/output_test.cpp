@@ -10,8 +10,9 @@
 #include <unistd.h>
 
 #include "builders.h"
-#include "interp/cost.h"
-#include "interp/run.h"
+#include "interp/core/cost.h"
+#include "interp/observe/stats_report.h"
+#include "interp/run/run.h"
 
 namespace nisa::test {
 namespace {

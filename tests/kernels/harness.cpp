@@ -8,9 +8,9 @@
 #include <stdexcept>
 
 #include "asm/asm.h"
-#include "interp/machine.h"
-#include "interp/npy.h"
-#include "interp/target.h"
+#include "interp/core/machine.h"
+#include "interp/core/target.h"
+#include "interp/run/npy.h"
 
 namespace nisa::kt {
 

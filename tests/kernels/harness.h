@@ -9,8 +9,8 @@
 #include <utility>
 #include <vector>
 
-#include "interp/run.h"
-#include "interp/scheduler.h"
+#include "interp/run/run.h"
+#include "interp/sched/scheduler.h"
 #include "isa/dtype.h"
 #include "isa/module.h"
 

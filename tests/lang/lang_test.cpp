@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "asm/asm.h"
-#include "interp/check.h"
-#include "interp/machine.h"
-#include "interp/scheduler.h"
+#include "interp/check/check.h"
+#include "interp/core/machine.h"
+#include "interp/sched/scheduler.h"
 #include "isa/print.h"
 
 using namespace nisa;

@@ -7,7 +7,7 @@
 #include <ostream>
 #include <random>
 
-#include "interp/race.h"
+#include "interp/observe/race.h"
 #include "tests/kernels/harness.h"
 
 namespace nisa::kt {

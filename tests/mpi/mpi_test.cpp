@@ -17,7 +17,7 @@
 #include <fmt/format.h>
 
 #include "../kernels/harness.h"
-#include "interp/npy.h"
+#include "interp/run/npy.h"
 
 namespace nisa {
 namespace {
@@ -300,7 +300,7 @@ TEST(MpiFailures, DebuggerAndObserversSayTheyNeedOneProcess) {
   fs::remove_all(dir);
 }
 
-// nisa loads Open MPI only under mpirun with more than one process (interp/procs.cpp): a plain
+// nisa loads Open MPI only under mpirun with more than one process (interp/dist/procs.cpp): a plain
 // process does not map libmpi (it cost 1.3-1.7 ms of every start), and a module that cannot be
 // loaded is an error of the job that says what to set, never a crash or a hang.
 TEST(MpiModule, APlainProcessDoesNotLoadMpi) {

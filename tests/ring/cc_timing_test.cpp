@@ -12,8 +12,9 @@
 #include <unistd.h>
 
 #include "asm/asm.h"
-#include "interp/machine.h"
-#include "interp/stats.h"
+#include "interp/core/machine.h"
+#include "interp/core/stats.h"
+#include "interp/observe/stats_report.h"
 #include "tests/ring/ring_harness.h"
 
 namespace nisa::ring {

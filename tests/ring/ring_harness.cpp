@@ -4,8 +4,8 @@
 #include <stdexcept>
 
 #include "asm/asm.h"
-#include "interp/machine.h"
-#include "interp/race.h"
+#include "interp/core/machine.h"
+#include "interp/observe/race.h"
 
 namespace nisa::ring {
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "interp/scheduler.h"
+#include "interp/sched/scheduler.h"
 #include "isa/module.h"
 
 namespace nisa::ring {

@@ -9,10 +9,10 @@
 #include <string_view>
 #include <vector>
 
+#include "interp/core/exec.h"
+#include "interp/core/target.h"
 #include "interp/engines/elementwise.h"
 #include "interp/engines/engines.h"
-#include "interp/exec.h"
-#include "interp/target.h"
 
 namespace nisa::interp::test {
 

@@ -1,4 +1,4 @@
-// The vector kernels of issue 16 (interp/engines/simd.h): every level the host has gives the
+// The vector kernels of issue 16 (interp/simd/simd.h): every level the host has gives the
 // same bits as the scalar level and as an independent plain-loop reference from the
 // definitions, on seeded inputs with NaN (several payloads), +-inf, -0.0 / +0.0, ties,
 // denormals and lengths that are not multiples of the vector width.
@@ -11,7 +11,7 @@
 #include <tuple>
 
 #include "harness.h"
-#include "interp/engines/simd.h"
+#include "interp/simd/simd.h"
 
 namespace nisa::interp::test {
 namespace {
@@ -1138,7 +1138,7 @@ TEST(Simd, Bf16RowsStraightIntoTheLanesMatchThePlainLoops) {
     }
 }
 
-// The host stride (interp/target.h host_stride()) is more than a partition: tiles that end on
+// The host stride (interp/core/target.h host_stride()) is more than a partition: tiles that end on
 // the last byte of every partition (127 included), in SBUF and PSUM, read 16 rows in lockstep
 // by the scan and fold kernels, give the plain loops' values, and the pad between partitions
 // is never written. Checked through views and through raw host addresses p * stride + offset.

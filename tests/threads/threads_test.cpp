@@ -10,8 +10,8 @@
 #include <sstream>
 
 #include "../kernels/harness.h"
-#include "interp/npy.h"
-#include "interp/run.h"
+#include "interp/run/npy.h"
+#include "interp/run/run.h"
 
 namespace nisa {
 namespace {

@@ -18,8 +18,8 @@
 #include <random>
 #include <tuple>
 
-#include "interp/machine.h"
-#include "interp/race.h"
+#include "interp/core/machine.h"
+#include "interp/observe/race.h"
 #include "tests/kernels/harness.h"
 
 namespace nisa::kt {

@@ -1,0 +1,126 @@
+// nisa check, part 2: happens-before (vector clocks, edges derived from semaphore counts).
+#include "interp/check/check_internal.h"
+
+namespace nisa::interp::check_detail {
+
+// ---- happens-before ----------------------------------------------------------------------------
+
+bool Checker::topo_and_clocks() {
+  const size_t N = nodes_.size();
+  std::vector<std::vector<uint32_t>> extra(N);
+  const size_t nsems = m_.sems.size();
+  for (size_t i = 0; i < waits_.size(); ++i) {
+    const SemInfo& si = sems_[size_t(waits_[i].core) * nsems + waits_[i].w.sem];
+    for (size_t k = 0; k < best_[i].size(); ++k)
+      if (best_[i][k]) extra[waits_[i].site].push_back(si.lists[k].nodes[best_[i][k] - 1]);
+  }
+  std::vector<uint32_t> indeg(N, 0);
+  std::vector<std::vector<uint32_t>> succ(N);
+  for (size_t i = 0; i < N; ++i) {
+    for (uint32_t p : preds_[i]) succ[p].push_back(uint32_t(i));
+    for (uint32_t p : extra[i]) succ[p].push_back(uint32_t(i));
+    indeg[i] = uint32_t(preds_[i].size() + extra[i].size());
+  }
+  topo_.clear();
+  topo_.reserve(N);
+  for (size_t i = 0; i < N; ++i)
+    if (!indeg[i]) topo_.push_back(uint32_t(i));
+  vc_.assign(N * S_, 0);
+  for (size_t h = 0; h < topo_.size(); ++h) {
+    uint32_t n = topo_[h];
+    uint32_t* v = &vc_[size_t(n) * S_];
+    auto join = [&](uint32_t p) {
+      const uint32_t* u = &vc_[size_t(p) * S_];
+      for (uint32_t s = 0; s < S_; ++s) v[s] = std::max(v[s], u[s]);
+    };
+    for (uint32_t p : preds_[n]) join(p);
+    for (uint32_t p : extra[n]) join(p);
+    if (nodes_[n].stream != kNoStream) v[nodes_[n].stream] = nodes_[n].pos;
+    for (uint32_t s : succ[n])
+      if (--indeg[s] == 0) topo_.push_back(s);
+  }
+  cycle_ = topo_.size() != N;
+  return !cycle_;
+}
+
+uint64_t Checker::max_count(const SemInfo& si, uint32_t site, const std::vector<Anchor>& sa,
+                            const Anchor* x) const {
+  // per list: how many signals may have completed (not after the site, not after x)
+  uint64_t best = 0;
+  std::vector<size_t> cut(si.lists.size());
+  for (size_t k = 0; k < si.lists.size(); ++k) {
+    const SigList& l = si.lists[k];
+    auto first_after = [&](auto pred) {
+      size_t lo = 0, hi = l.nodes.size();
+      while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (pred(l.nodes[mid]))
+          hi = mid;
+        else
+          lo = mid + 1;
+      }
+      return lo;
+    };
+    size_t c = first_after([&](uint32_t n) { return after(n, sa.data(), uint32_t(sa.size())); });
+    if (x) c = std::min(c, first_after([&](uint32_t n) { return after(n, x, 1); }));
+    cut[k] = c;
+  }
+  const uint32_t* sv = &vc_[size_t(site) * S_];
+  bool init_ok = true;
+  for (const SetRec& L : si.sets)
+    if (sv[nodes_[L.node].stream] >= nodes_[L.node].pos) init_ok = false;
+  if (init_ok) {
+    uint64_t v = si.init;
+    for (size_t k = 0; k < si.lists.size(); ++k) v += si.lists[k].prefix[cut[k]];
+    best = std::max(best, v);
+  }
+  for (const SetRec& L : si.sets) {
+    if (after(L.node, sa.data(), uint32_t(sa.size()))) continue;
+    if (x && after(L.node, x, 1)) continue;
+    const uint32_t* lv = &vc_[size_t(L.node) * S_];
+    uint64_t v = L.value;
+    for (size_t k = 0; k < si.lists.size(); ++k) {
+      const SigList& l = si.lists[k];
+      size_t low =
+          size_t(std::upper_bound(l.pos.begin(), l.pos.end(), lv[l.stream]) - l.pos.begin());
+      if (cut[k] > low) v += l.prefix[cut[k]] - l.prefix[low];
+    }
+    best = std::max(best, v);
+  }
+  return best;
+}
+
+bool Checker::derive_edges() {
+  bool changed = false;
+  const size_t nsems = m_.sems.size();
+  std::vector<Anchor> sa;
+  for (size_t i = 0; i < waits_.size(); ++i) {
+    const WaitRec& w = waits_[i];
+    const SemInfo& si = sems_[size_t(w.core) * nsems + w.w.sem];
+    if (si.lists.empty() || w.w.value == 0) continue;
+    site_anchors(w.site, sa);
+    for (size_t k = 0; k < si.lists.size(); ++k) {
+      const SigList& l = si.lists[k];
+      // largest j (0-based) with max_count(without signal j) < value; monotone in j
+      size_t lo = best_[i][k], hi = l.nodes.size(); // candidates j in [lo, hi)
+      // find the first j in [lo, hi) whose count reaches the value
+      size_t a = lo, b = hi;
+      while (a < b) {
+        size_t mid = (a + b) / 2;
+        Anchor x{l.stream, l.pos[mid]};
+        if (max_count(si, w.site, sa, &x) >= w.w.value)
+          b = mid;
+        else
+          a = mid + 1;
+      }
+      // signals [0, a) are each necessary: the latest is a - 1
+      if (a > best_[i][k]) {
+        best_[i][k] = uint32_t(a);
+        changed = true;
+      }
+    }
+  }
+  return changed;
+}
+
+} // namespace nisa::interp::check_detail

@@ -1,0 +1,527 @@
+// nisa check, part 1: access extents without memory, and the streams unrolled into nodes.
+#include "interp/check/check_internal.h"
+#include "interp/core/mem_operands.h"
+
+namespace nisa::interp::check_detail {
+
+// ---- access extents without memory -------------------------------------------------------------
+
+void Checker::regions(int core, const Inst& in, const int32_t* regs, uint64_t unknown,
+                      std::vector<Region>& out) const {
+  const int rank = core / o_.lnc;
+  for_each_mem_operand(in, [&](const OperandDesc&, const Operand& o, bool is_write) {
+    const AccessPattern& ap = o.ap;
+    if (ap.space == MemSpace::none || ap.ndims < 1 || ap.ndims > kMaxFreeDims) return;
+    bool hull_dyn = false;
+    const i128 eb = dtype_bytes(ap.dtype);
+    i128 lo = 0, hi = 0;
+    for (int j = 0; j < ap.ndims; ++j) {
+      const i128 reach = i128(ap.dims[j].stride) * (ap.dims[j].count ? ap.dims[j].count - 1 : 0);
+      (reach < 0 ? lo : hi) += reach;
+    }
+    // The dynamic part: a known register, or every value in [0, limit) for an unknown
+    // register or a vector index (each row may take any of them).
+    std::vector<i128> dyn{0};
+    bool unbounded = false;
+    auto any_of_limit = [&]() {
+      if (ap.dyn_limit == 0) {
+        unbounded = true;
+        return;
+      }
+      dyn.clear();
+      if (ap.dyn_limit > 1024) { // too many: their hull
+        dyn.push_back(0);
+        dyn.push_back(i128(ap.dyn_limit - 1) * ap.dyn_mult);
+        hull_dyn = true;
+        return;
+      }
+      for (uint32_t d = 0; d < ap.dyn_limit; ++d) dyn.push_back(i128(d) * ap.dyn_mult);
+    };
+    if (ap.dyn == DynKind::reg) {
+      if (ap.dyn_reg < kNumRegs && !((unknown >> ap.dyn_reg) & 1))
+        dyn[0] = i128(regs[ap.dyn_reg]) * ap.dyn_mult;
+      else
+        any_of_limit();
+    } else if (ap.dyn == DynKind::vec) {
+      any_of_limit();
+      Region ix; // the index tile is read
+      ix.kind = MemKind::sbuf, ix.unit = uint16_t(core), ix.write = false;
+      ix.p0 = ap.vidx.part_start;
+      ix.p1 = std::min<uint32_t>(kNumPartitions, uint32_t(ap.vidx.part_start) + ap.part_count);
+      ix.b0 = ap.vidx.offset, ix.b1 = uint64_t(ap.vidx.offset) + dtype_bytes(ap.vidx.dtype);
+      if (ix.p1 > ix.p0) out.push_back(ix);
+    }
+    auto clampu = [](i128 v) -> uint64_t {
+      if (v < 0) return 0;
+      if (v > i128(INT64_MAX)) return uint64_t(INT64_MAX);
+      return uint64_t(v);
+    };
+    const i128 off = i128(ap.offset);
+    Region r;
+    r.write = is_write;
+    const bool on_chip = ap.space == MemSpace::sbuf || ap.space == MemSpace::psum;
+    if (on_chip) {
+      r.kind = ap.space == MemSpace::sbuf ? MemKind::sbuf : MemKind::psum;
+      r.unit = uint16_t(core);
+      r.p0 = ap.part_start;
+      r.p1 = std::min<uint32_t>(kNumPartitions, uint32_t(ap.part_start) + ap.part_count);
+      if (r.p1 <= r.p0) return;
+    } else {
+      r.kind = MemKind::hbm, r.unit = uint16_t(rank), r.p0 = 0, r.p1 = 1;
+    }
+    if (unbounded) {
+      r.b0 = 0, r.b1 = uint64_t(INT64_MAX);
+      out.push_back(r);
+      return;
+    }
+    // Shifts (elements): every row of an HBM pattern, plus every dynamic value.
+    const uint32_t nrows = std::max<uint32_t>(1, ap.part_count);
+    const uint32_t erows = on_chip ? 1 : nrows;
+    const bool grid_ok = !hull_dyn && !on_chip && nrows > 1 && dyn.size() > 1 && ap.dyn_mult > 0 &&
+                         ap.part_stride % ap.dyn_mult == 0;
+    if (!grid_ok && (hull_dyn || uint64_t(erows) * dyn.size() > 1024)) { // their hull
+      const i128 pr = i128(ap.part_stride) * (erows - 1);
+      const i128 mn = std::min<i128>(0, pr) + std::min(dyn.front(), dyn.back());
+      const i128 mx = std::max<i128>(0, pr) + std::max(dyn.front(), dyn.back());
+      r.b0 = clampu(off + (mn + lo) * eb), r.b1 = clampu(off + (mx + hi + 1) * eb);
+      if (r.b1 > r.b0) out.push_back(r);
+      return;
+    }
+    std::vector<i128> rows{0};
+    if (!on_chip && nrows > 1) {
+      rows.clear();
+      for (uint32_t p = 0; p < nrows; ++p) rows.push_back(i128(p) * ap.part_stride);
+    }
+    std::vector<std::pair<i128, i128>> iv; // byte intervals
+    // Rows and dynamic values on one grid (the row stride a multiple of the dynamic step, as
+    // in a gather of whole rows): the distinct shifts, not their product.
+    const i128 ps_el = i128(ap.part_stride);
+    const i128 mult = ap.dyn_mult;
+    if (!hull_dyn && !on_chip && nrows > 1 && dyn.size() > 1 && mult > 0 && ps_el % mult == 0 &&
+        rows.size() * dyn.size() > 1024) {
+      const i128 q = ps_el / mult;
+      const i128 qa = q < 0 ? -q : q;
+      const i128 span = qa * (nrows - 1) + i128(dyn.size());
+      if (span <= (i128(1) << 16)) {
+        std::vector<uint8_t> hit(size_t(span), 0);
+        const i128 base = q < 0 ? qa * (nrows - 1) : 0;
+        for (uint32_t p = 0; p < nrows; ++p)
+          for (size_t d = 0; d < dyn.size(); ++d) {
+            const i128 k = base + q * p + i128(d);
+            if (hit[size_t(k)]) break; // the rest of this row's run is marked already
+            hit[size_t(k)] = 1;
+          }
+        rows.clear();
+        dyn.assign(1, 0);
+        for (size_t k = 0; k < hit.size(); ++k)
+          if (hit[k]) rows.push_back((i128(k) - base) * mult);
+      }
+    }
+    if (hull_dyn || rows.size() * dyn.size() > 1024) {
+      i128 mn = 0, mx = 0;
+      bool first = true;
+      for (i128 a : {rows.front(), rows.back()})
+        for (i128 d : {dyn.front(), dyn.back()}) {
+          mn = first ? a + d : std::min(mn, a + d);
+          mx = first ? a + d : std::max(mx, a + d);
+          first = false;
+        }
+      iv.push_back({off + (mn + lo) * eb, off + (mx + hi + 1) * eb});
+    } else {
+      for (i128 a : rows)
+        for (i128 d : dyn) iv.push_back({off + (a + d + lo) * eb, off + (a + d + hi + 1) * eb});
+      std::sort(iv.begin(), iv.end());
+      size_t w = 0;
+      for (size_t i = 1; i < iv.size(); ++i) {
+        if (iv[i].first <= iv[w].second)
+          iv[w].second = std::max(iv[w].second, iv[i].second);
+        else
+          iv[++w] = iv[i];
+      }
+      iv.resize(w + 1);
+    }
+    for (auto [b0, b1] : iv) {
+      r.b0 = clampu(b0), r.b1 = clampu(b1);
+      if (r.b1 > r.b0) out.push_back(r);
+    }
+  });
+}
+
+// ---- unrolling ---------------------------------------------------------------------------------
+
+void Checker::build() {
+  ncores_ = o_.lnc * o_.ranks;
+  const size_t nsems = m_.sems.size();
+  sems_.assign(size_t(ncores_) * nsems, {});
+  for (int c = 0; c < ncores_; ++c)
+    for (size_t s = 0; s < nsems; ++s) sems_[size_t(c) * nsems + s].init = m_.sems[s].init;
+
+  // Rendezvous keys -> the participants' join, per rank.
+  struct Party {
+    uint32_t join = UINT32_MAX;
+    std::vector<std::pair<int, uint32_t>> who; // (core, participant node)
+    std::vector<int> members;
+  };
+  std::map<std::tuple<int, int, int64_t, int>, Party> rdv; // (rank, kind, key, k-th)
+  std::map<std::tuple<int, int64_t>, int> rdv_count;       // (core, kind*big + key) -> count
+  std::map<std::tuple<int, int, int64_t>, int> sr_engine;  // (core, pipe) -> engine
+  // Collectives: (chan, group, members, k-th) -> party.
+  std::map<std::tuple<int, int64_t, std::vector<int>, int>, Party> ccp;
+  std::map<std::tuple<int, int, int64_t, std::vector<int>>, int> cc_count;
+  std::vector<Region> tmp;
+
+  for (int c = 0; c < ncores_; ++c) {
+    const int rank = c / o_.lnc, cid = c % o_.lnc;
+    std::map<std::pair<int, int>, uint32_t> last_xfer; // (engine, queue) -> node
+    std::map<int, uint32_t> last_cc;                   // channel -> completion node
+    for (int e = 0; e < kNumEngines; ++e) {
+      const auto& code = m_.streams[size_t(e)];
+      if (code.empty()) continue;
+      const Engine eng = Engine(e);
+      const uint32_t st = stream(c, 0, e, fmt::format("{} {}", core_name(c), name_of(eng)));
+      int32_t regs[kNumRegs] = {};
+      uint64_t unknown = 0;
+      uint32_t prev = UINT32_MAX; // previous node of the engine stream
+      int64_t pc = 0;
+      const int64_t len = int64_t(code.size());
+      auto reg_val = [&](const Operand& o, bool& unk) -> int32_t {
+        if (!o.is_reg) return int32_t(o.i);
+        if (o.i < 0 || o.i >= kNumRegs) throw Outside("bad register");
+        unk |= (unknown >> o.i) & 1;
+        return regs[o.i];
+      };
+      while (pc < len) {
+        if (nodes_.size() + 4 >= o_.max_nodes)
+          throw Outside(fmt::format("more than {} unrolled instructions and transfers, the last at "
+                                    "{} on {} {} (an endless loop?)",
+                                    o_.max_nodes, loc(eng, pc), core_name(c), name_of(eng)));
+        const Inst& in = code[size_t(pc)];
+        ++insts_;
+        const InstDesc& d = desc(in.op);
+        int64_t next = pc + 1;
+        Node n;
+        n.core = c, n.eng = eng, n.pc = int32_t(pc), n.in = &in;
+        tmp.clear();
+        const bool is_dma =
+            in.op == Opcode::dma || in.op == Opcode::dma_transpose || in.op == Opcode::dma_compute;
+        const bool is_cc = d.cost == CostClass::cc;
+        const bool is_barrier = in.op == Opcode::core_barrier;
+        const bool is_sr = in.op == Opcode::send_recv;
+        // What faults when it is reached is not a schedule question: the run stops there.
+        if (!(d.gens & gen_bit(o_.target)))
+          throw Outside(fmt::format("{}: '{}' is not available on {} (a fault when reached)",
+                                    loc(eng, pc), d.mnemonic, name_of(o_.target)));
+        if ((is_barrier || is_sr) && o_.lnc != 2)
+          throw Outside(fmt::format("{}: '{}' needs two cores (--lnc 2; a fault when reached)",
+                                    loc(eng, pc), d.mnemonic));
+        if (!is_dma && !is_cc) regions(c, in, regs, unknown, tmp);
+        // registers and branches
+        auto rd = [&](int32_t v, bool unk) {
+          int64_t r = in.ops[0].i;
+          if (r < 0 || r >= kNumRegs) throw Outside("bad register");
+          regs[r] = v;
+          unknown = unk ? (unknown | (uint64_t(1) << r)) : (unknown & ~(uint64_t(1) << r));
+        };
+        auto target = [&](const Operand& t) {
+          if (t.i < 0 || t.i > len)
+            throw Outside(
+                fmt::format("{}: branch target {} outside the stream", loc(eng, pc), t.i));
+          return t.i;
+        };
+        auto cond_reg = [&](int64_t r) -> int32_t {
+          if (r < 0 || r >= kNumRegs) throw Outside("bad register");
+          if ((unknown >> r) & 1)
+            throw Outside(fmt::format(
+                "{}: '{}' on {} branches on r{}, which holds a value loaded from memory: the "
+                "control flow depends on data",
+                loc(eng, pc), d.mnemonic, core_name(c), r));
+          return regs[r];
+        };
+        switch (in.op) {
+        case Opcode::li: rd(int32_t(in.ops[1].i), false); break;
+        case Opcode::add:
+        case Opcode::sub:
+        case Opcode::mul:
+        case Opcode::shl:
+        case Opcode::shr:
+        case Opcode::and_:
+        case Opcode::or_:
+        case Opcode::min:
+        case Opcode::max: {
+          bool unk = false;
+          Operand rs = in.ops[1];
+          rs.is_reg = true;
+          uint32_t a = uint32_t(reg_val(rs, unk)), b = uint32_t(reg_val(in.ops[2], unk));
+          uint32_t v = 0;
+          switch (in.op) {
+          case Opcode::add: v = a + b; break;
+          case Opcode::sub: v = a - b; break;
+          case Opcode::mul: v = a * b; break;
+          case Opcode::shl: v = a << (b & 31); break;
+          case Opcode::shr: v = a >> (b & 31); break;
+          case Opcode::and_: v = a & b; break;
+          case Opcode::or_: v = a | b; break;
+          case Opcode::min: v = uint32_t(std::min(int32_t(a), int32_t(b))); break;
+          default: v = uint32_t(std::max(int32_t(a), int32_t(b))); break;
+          }
+          rd(int32_t(v), unk);
+          break;
+        }
+        case Opcode::sysreg: {
+          int32_t v = 0;
+          switch (static_cast<SysReg>(in.ops[1].i)) {
+          case SysReg::program_id: v = cid; break;
+          case SysReg::num_programs: v = o_.lnc; break;
+          case SysReg::rank_id: v = rank; break;
+          case SysReg::num_ranks: v = o_.ranks; break;
+          case SysReg::nc_version: v = static_cast<int32_t>(o_.target); break;
+          default: throw Outside("unknown system register");
+          }
+          rd(v, false);
+          break;
+        }
+        case Opcode::ring_rank: {
+          bool unk = false;
+          int32_t step = reg_val(in.ops[1], unk);
+          int64_t g = in.ops[2].i;
+          if (g < 0 || size_t(g) >= m_.groups.size()) throw Outside("undeclared replica group");
+          bool found = false;
+          for (const auto& list : m_.groups[size_t(g)].groups)
+            for (size_t i = 0; i < list.size() && !found; ++i)
+              if (list[i] == uint32_t(rank)) {
+                int64_t nn = int64_t(list.size());
+                int64_t p = ((int64_t(i) - step) % nn + nn) % nn;
+                rd(int32_t(list[size_t(p)]), unk);
+                found = true;
+              }
+          if (!found)
+            throw Outside(fmt::format("{}: ring_rank: rank {} is in no list of its "
+                                      "replica group (a fault)",
+                                      loc(eng, pc), rank));
+          break;
+        }
+        case Opcode::ld: rd(0, true); break;
+        case Opcode::br: next = target(in.ops[0]); break;
+        case Opcode::bnz:
+          if (cond_reg(in.ops[0].i) != 0) next = target(in.ops[1]);
+          break;
+        case Opcode::bz:
+          if (cond_reg(in.ops[0].i) == 0) next = target(in.ops[1]);
+          break;
+        case Opcode::blt: {
+          int32_t a = cond_reg(in.ops[0].i);
+          int32_t b = in.ops[1].is_reg ? cond_reg(in.ops[1].i) : int32_t(in.ops[1].i);
+          if (a < b) next = target(in.ops[2]);
+          break;
+        }
+        case Opcode::halt: next = len; break;
+        default: break;
+        }
+        // the node(s)
+        if (is_barrier || is_sr) {
+          n.kind = NK::inst;
+          n.sigs = true;
+          uint32_t me = add_node(n, st);
+          int64_t key = is_barrier ? e : in.ops[2].i;
+          int kind = is_barrier ? 0 : 1;
+          if (is_sr) {
+            auto [it, fresh] = sr_engine.try_emplace({c, 1, key}, e);
+            if (!fresh && it->second != e)
+              throw Outside(fmt::format("{}: send_recv pipe {} is used by two engines of {}: "
+                                        "which one meets the peer depends on the schedule",
+                                        loc(eng, pc), key, core_name(c)));
+          }
+          int k = rdv_count[{c, int64_t(kind) * (int64_t(1) << 40) + key}]++;
+          Party& p = rdv[{rank, kind, key, k}];
+          if (p.join == UINT32_MAX) {
+            Node j;
+            j.kind = NK::join, j.core = c, j.eng = eng, j.pc = int32_t(pc), j.in = &in;
+            p.join = add_node(j, kNoStream);
+          }
+          p.who.push_back({c, me});
+          if (prev != UINT32_MAX) preds_[p.join].push_back(prev);
+          preds_[me].push_back(p.join);
+          if (is_sr) {
+            for (Region& g : tmp) accs_.push_back({g, me});
+          }
+          for (const Wait& w : in.waits) waits_.push_back({p.join, me, c, w});
+          prev = me;
+        } else if (is_dma) {
+          n.kind = NK::inst;
+          uint32_t trig = add_node(n, st);
+          if (prev != UINT32_MAX) preds_[trig].push_back(prev);
+          for (const Wait& w : in.waits) waits_.push_back({trig, trig, c, w});
+          int q = int(in.ops[0].i);
+          uint32_t qs = stream(c, 1, e * 64 + q,
+                               fmt::format("{} q{} (from {})", core_name(c), q, name_of(eng)));
+          Node x = n;
+          x.kind = NK::xfer, x.queue = int16_t(q), x.sigs = true;
+          regions(c, in, regs, unknown, tmp);
+          x.acc0 = uint32_t(accs_.size());
+          uint32_t xn = add_node(x, qs);
+          for (Region& g : tmp) accs_.push_back({g, xn});
+          nodes_[xn].acc0 = uint32_t(accs_.size() - tmp.size());
+          nodes_[xn].nacc = uint32_t(tmp.size());
+          preds_[xn].push_back(trig);
+          auto lk = last_xfer.find({e, q});
+          if (lk != last_xfer.end()) preds_[xn].push_back(lk->second);
+          last_xfer[{e, q}] = xn;
+          prev = trig;
+        } else if (is_cc) {
+          uint32_t trig = add_node(n, st);
+          if (prev != UINT32_MAX) preds_[trig].push_back(prev);
+          for (const Wait& w : in.waits) waits_.push_back({trig, trig, c, w});
+          int ch = in.op == Opcode::permute_implicit ? int(in.ops[3].i) : 0;
+          if (ch < 0 || ch >= kNumCcChannels) throw Outside("bad collective channel (a fault)");
+          std::vector<int> members;
+          int64_t g = in.ops[2].i;
+          if (g < 0 || size_t(g) >= m_.groups.size()) throw Outside("undeclared replica group");
+          const ReplicaGroupDecl& grp = m_.groups[size_t(g)];
+          if (in.op == Opcode::collective_permute) {
+            for (const auto& pr : grp.groups)
+              for (uint32_t r : pr)
+                if (std::find(members.begin(), members.end(), int(r)) == members.end())
+                  members.push_back(int(r));
+            std::sort(members.begin(), members.end());
+            if (std::find(members.begin(), members.end(), rank) == members.end()) members.clear();
+          } else {
+            for (const auto& list : grp.groups)
+              if (std::find(list.begin(), list.end(), uint32_t(rank)) != list.end())
+                for (uint32_t r : list) members.push_back(int(r));
+          }
+          if (members.empty())
+            throw Outside(fmt::format("{}: rank {} is in no list of replica group '{}' (a fault)",
+                                      loc(eng, pc), rank, grp.name));
+          for (int& r : members) {
+            if (r >= o_.ranks)
+              throw Outside(fmt::format("{}: replica group '{}' names rank {} but there are {} "
+                                        "ranks (a fault)",
+                                        loc(eng, pc), grp.name, r, o_.ranks));
+            r = r * o_.lnc + cid;
+          }
+          int k = cc_count[{c, ch, g, members}]++;
+          Party& p = ccp[{ch, g, members, k}];
+          if (p.join == UINT32_MAX) {
+            Node j;
+            j.kind = NK::join, j.core = c, j.eng = eng, j.pc = int32_t(pc), j.in = &in;
+            p.join = add_node(j, kNoStream);
+            p.members = members;
+          }
+          uint32_t cs = stream(c, 2, ch, fmt::format("{} cc ch{}", core_name(c), ch));
+          Node done = n;
+          done.kind = NK::ccdone, done.queue = int16_t(kNumDmaQueues + ch), done.sigs = true;
+          uint32_t dn = add_node(done, cs);
+          // the previous transfer on this channel of this core precedes the join
+          auto lc = last_cc.find(ch);
+          if (lc != last_cc.end()) preds_[p.join].push_back(lc->second);
+          last_cc[ch] = dn;
+          preds_[p.join].push_back(trig);
+          preds_[dn].push_back(p.join);
+          p.who.push_back({c, dn});
+          regions(c, in, regs, unknown, tmp);
+          for (Region& g2 : tmp) accs_.push_back({g2, dn});
+          prev = trig;
+        } else {
+          n.kind = NK::inst;
+          n.sigs = in.op != Opcode::sem_set;
+          n.set = in.op == Opcode::sem_set;
+          uint32_t me = add_node(n, st);
+          if (prev != UINT32_MAX) preds_[me].push_back(prev);
+          nodes_[me].acc0 = uint32_t(accs_.size());
+          nodes_[me].nacc = uint32_t(tmp.size());
+          for (Region& g : tmp) accs_.push_back({g, me});
+          for (const Wait& w : in.waits) waits_.push_back({me, me, c, w});
+          prev = me;
+        }
+        pc = next;
+      }
+    }
+  }
+  // Joins: participants, completeness, accesses (collectives and send_recv move data at the
+  // join: their accesses are gathered on it).
+  auto finish = [&](Party& p, const std::vector<int>& members) {
+    Node& j = nodes_[p.join];
+    j.anc0 = uint32_t(anchors_.size());
+    for (auto& [c, w] : p.who) anchors_.push_back({nodes_[w].stream, nodes_[w].pos});
+    j.nanc = uint32_t(p.who.size());
+    for (int mc : members) {
+      bool found = false;
+      for (auto& [c, w] : p.who) found |= c == mc;
+      if (!found) {
+        j.incomplete = true;
+        j.missing += (j.missing.empty() ? "" : ", ") + core_name(mc);
+      }
+    }
+  };
+  for (auto& [key, p] : rdv) {
+    std::vector<int> members;
+    int rank = std::get<0>(key);
+    for (int k = 0; k < o_.lnc; ++k) members.push_back(rank * o_.lnc + k);
+    finish(p, members);
+  }
+  for (auto& [key, p] : ccp) finish(p, p.members);
+  // Move the accesses of rendezvous and collectives onto their joins.
+  std::vector<std::vector<Acc>> at(nodes_.size());
+  std::vector<Acc> keep;
+  std::vector<uint32_t> join_of(nodes_.size(), UINT32_MAX);
+  for (auto& [key, p] : rdv)
+    for (auto& [c, w] : p.who) join_of[w] = p.join;
+  for (auto& [key, p] : ccp)
+    for (auto& [c, w] : p.who) join_of[w] = p.join;
+  for (const Acc& a : accs_) {
+    uint32_t holder = join_of[a.who] != UINT32_MAX ? join_of[a.who] : a.who;
+    at[holder].push_back(a);
+  }
+  accs_.clear();
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    nodes_[i].acc0 = uint32_t(accs_.size());
+    nodes_[i].nacc = uint32_t(at[i].size());
+    accs_.insert(accs_.end(), at[i].begin(), at[i].end());
+  }
+  // Semaphore histories.
+  for (uint32_t i = 0; i < nodes_.size(); ++i) {
+    const Node& n = nodes_[i];
+    if (!n.in) continue;
+    if (n.set) {
+      int64_t s = n.in->ops[0].i;
+      if (s < 0 || size_t(s) >= nsems) throw Outside("sem_set of an undeclared semaphore");
+      sems_[size_t(n.core) * nsems + size_t(s)].sets.push_back({i, uint32_t(n.in->ops[1].i)});
+    }
+    if (!n.sigs || n.kind == NK::join) continue;
+    // A DMA trigger or collective trigger carries no signal: its transfer / completion does.
+    if (n.kind == NK::inst &&
+        (n.in->op == Opcode::dma || n.in->op == Opcode::dma_transpose ||
+         n.in->op == Opcode::dma_compute || desc(n.in->op).cost == CostClass::cc))
+      continue;
+    for (const Signal& s : n.in->signals) {
+      if (s.sem >= nsems) throw Outside("signal of an undeclared semaphore (a fault)");
+      SemInfo& si = sems_[size_t(n.core) * nsems + s.sem];
+      auto it = si.by_stream.find(n.stream);
+      if (it == si.by_stream.end()) {
+        it = si.by_stream.emplace(n.stream, si.lists.size()).first;
+        si.lists.push_back({n.stream, {}, {}, {0}});
+      }
+      SigList& l = si.lists[it->second];
+      if (!l.nodes.empty() && l.nodes.back() == i) { // two signals of one sem on one inst
+        l.prefix.back() += s.delta;
+        continue;
+      }
+      l.nodes.push_back(i);
+      l.pos.push_back(n.pos);
+      l.prefix.push_back(l.prefix.back() + s.delta);
+    }
+  }
+  for (const WaitRec& w : waits_)
+    if (w.w.sem >= nsems) throw Outside("wait on an undeclared semaphore (a fault)");
+  S_ = uint32_t(stream_len_.size());
+  if (uint64_t(nodes_.size()) * S_ * 4 > o_.max_vc_bytes)
+    throw Outside(fmt::format("{} nodes x {} streams of vector clocks exceed {} bytes",
+                              nodes_.size(), S_, o_.max_vc_bytes));
+  best_.assign(waits_.size(), {});
+  for (size_t i = 0; i < waits_.size(); ++i) {
+    const SemInfo& si = sems_[size_t(waits_[i].core) * nsems + waits_[i].w.sem];
+    best_[i].assign(si.lists.size(), 0);
+  }
+}
+
+} // namespace nisa::interp::check_detail

@@ -1,0 +1,44 @@
+#include "interp/core/lazy_pages.h"
+
+#include <sys/mman.h>
+
+#include <algorithm>
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23 // Linux 5.14; older kernels answer EINVAL (the faults remain)
+#endif
+
+namespace nisa::interp {
+
+namespace {
+constexpr size_t kPage = 4096;
+}
+
+LazyPages::LazyPages(uint8_t* base, size_t bytes)
+    : base_(base), pages_((bytes + kPage - 1) / kPage),
+      bits_(std::make_unique<std::atomic<uint64_t>[]>((pages_ + 63) / 64)) {
+  clear();
+}
+
+void LazyPages::clear() {
+  for (size_t w = 0; w < (pages_ + 63) / 64; ++w) bits_[w].store(0, std::memory_order_relaxed);
+}
+
+void LazyPages::populate(const uint8_t* lo, const uint8_t* hi) const {
+  if (hi <= lo || lo < base_) return;
+  size_t g = size_t(lo - base_) / kPage;
+  const size_t end = std::min(pages_, (size_t(hi - base_) + kPage - 1) / kPage);
+  while (g < end) {
+    // The next run of pages not yet copied. Two threads may race for one run: both ask,
+    // the second call finds the pages private and copies nothing.
+    while (g < end && (bits_[g / 64].load(std::memory_order_relaxed) >> (g % 64) & 1)) ++g;
+    const size_t from = g;
+    while (g < end && !(bits_[g / 64].load(std::memory_order_relaxed) >> (g % 64) & 1)) {
+      bits_[g / 64].fetch_or(uint64_t(1) << (g % 64), std::memory_order_relaxed);
+      ++g;
+    }
+    if (g > from) madvise(base_ + from * kPage, (g - from) * kPage, MADV_POPULATE_WRITE);
+  }
+}
+
+} // namespace nisa::interp

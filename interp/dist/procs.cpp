@@ -1,0 +1,91 @@
+#include "interp/dist/procs.h"
+
+#include <cstdlib>
+#include <cstring>
+
+#ifdef NISA_HAVE_MPI
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <cstdio>
+#endif
+
+namespace nisa::interp {
+
+int mpi_job_size() {
+  // Open MPI's mpirun sets these for every process it starts (MPICH's Hydra: PMI_SIZE).
+  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"})
+    if (const char* s = std::getenv(v)) return std::max(1, std::atoi(s));
+  return 1;
+}
+
+int mpi_local_size() {
+  if (const char* s = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE")) return std::max(1, std::atoi(s));
+  return 1;
+}
+
+#ifdef NISA_HAVE_MPI
+namespace {
+
+Procs* g_procs = nullptr;
+void (*g_stop)() = nullptr;
+bool g_started = false;
+
+// Where the MPI module is: NISA_MPI_MODULE if set, else beside an installed nisa
+// (<prefix>/bin/nisa -> <prefix>/lib/nisa/), else where this build put it.
+std::vector<std::string> module_paths() {
+  std::vector<std::string> out;
+  if (const char* e = std::getenv("NISA_MPI_MODULE")) return {e};
+  char exe[4096];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n > 0) {
+    std::string dir(exe, size_t(n));
+    dir = dir.substr(0, dir.find_last_of('/') + 1);
+    out.push_back(dir + "../lib/nisa/libnisa_mpi.so");
+  }
+  out.push_back(NISA_MPI_MODULE_BUILD);
+  return out;
+}
+
+} // namespace
+
+bool mpi_built() { return true; }
+Procs* procs() { return g_procs; }
+
+bool mpi_start(int* argc, char*** argv) {
+  if (g_started || mpi_job_size() <= 1) return true;
+  g_started = true;
+  // RTLD_GLOBAL: Open MPI's own plugins resolve libmpi's symbols from the global scope.
+  void* h = nullptr;
+  std::string why;
+  for (const std::string& p : module_paths()) {
+    if ((h = dlopen(p.c_str(), RTLD_NOW | RTLD_GLOBAL))) break;
+    why += std::string("\n  ") + dlerror();
+  }
+  using Start = Procs* (*)(int*, char***);
+  auto start = h ? reinterpret_cast<Start>(dlsym(h, "nisa_mpi_start")) : nullptr;
+  g_stop = h ? reinterpret_cast<void (*)()>(dlsym(h, "nisa_mpi_stop")) : nullptr;
+  if (!start || !g_stop) {
+    std::fprintf(stderr, "nisa: cannot load the MPI module (set NISA_MPI_MODULE to its path):%s\n",
+                 why.empty() ? " it has no nisa_mpi_start / nisa_mpi_stop" : why.c_str());
+    return false;
+  }
+  g_procs = start(argc, argv);
+  std::atexit(mpi_stop);
+  return true;
+}
+
+void mpi_stop() {
+  if (g_stop) g_stop();
+}
+
+#else
+
+bool mpi_built() { return false; }
+Procs* procs() { return nullptr; }
+bool mpi_start(int*, char***) { return mpi_job_size() <= 1; }
+void mpi_stop() {}
+
+#endif
+
+} // namespace nisa::interp
