@@ -546,5 +546,43 @@ TEST_F(Debugger, InteractiveSessionThroughAPty) {
   EXPECT_TRUE(fs::exists(dir / ".nisa_debug_history"));
 }
 
+// A DMA that writes what an all_reduce reads, unordered: the race checker sees collectives
+// through the observer list of `nisa run --check-races` and of the debugger (the list once
+// dropped the collective hook, so only a directly attached checker saw this race).
+TEST_F(Debugger, RaceOnACollectiveSourceIsReported) {
+  std::vector<float> x(4 * 64);
+  std::mt19937 rng(11);
+  for (float& v : x) v = float(int(rng() % 2001) - 1000) / 100.0f;
+  fs::path xin = dir / "ccx.npy";
+  write_npy(xin.string(), DType::fp32, {4, 64}, reinterpret_cast<const uint8_t*>(x.data()));
+  const std::string k = "tests/debugger/cc_missing_wait.nasm";
+  for (int wait : {0, 1}) {
+    std::string out, err;
+    int rc = sh(fmt::format("{} run {} -D WAIT={} --ranks 2 --in x={} --check-races", NISA_BINARY,
+                            k, wait, xin.string()),
+                out, &err);
+    if (wait) {
+      EXPECT_EQ(rc, 0) << err;
+      EXPECT_EQ(err.find("race"), std::string::npos) << err;
+      continue;
+    }
+    EXPECT_EQ(rc, kExitRace) << err;
+    EXPECT_NE(err.find("race on hbm"), std::string::npos) << err;
+    EXPECT_NE(err.find("(tensor a)"), std::string::npos) << err;
+    EXPECT_NE(err.find("all_reduce"), std::string::npos) << err;
+    EXPECT_NE(err.find("cc_missing_wait.nasm:16:9"), std::string::npos) << err; // the dma
+    EXPECT_NE(err.find("cc_missing_wait.nasm:20:9"), std::string::npos) << err; // all_reduce
+  }
+  // The debugger stops at the race too.
+  fs::path script = dir / "cc_race.cmd";
+  std::ofstream(script) << "set check-races on\ncontinue\n";
+  std::string out, err;
+  sh(fmt::format("{} debug {} -D WAIT=0 --ranks 2 --in x={} --batch -x {}", NISA_BINARY, k,
+                 xin.string(), script.string()),
+     out, &err);
+  EXPECT_NE((out + err).find("all_reduce"), std::string::npos) << out << err;
+  EXPECT_NE((out + err).find("race on hbm"), std::string::npos) << out << err;
+}
+
 } // namespace
 } // namespace nisa::interp
