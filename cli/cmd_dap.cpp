@@ -1,22 +1,23 @@
 // nisa dap: a Debug Adapter Protocol server over stdio (docs/editors.md) on top of the
-// debugger session of `nisa debug` (interp/debug/session.h). Every request that moves or
-// inspects the machine runs the session's own command (break, watch, step, continue,
-// reverse-step, reverse-continue, finish, print, x), so the adapter behaves as the command
-// line debugger does; the session's text goes to the client as output events.
+// debugger's model (interp/debug/model.h), the one behind `nisa debug`. Every request that
+// moves or inspects the machine calls the model (breakpoints, watchpoints, step, continue,
+// reverse-step, reverse-continue, finish, frames, registers, semaphores, values, memory) and
+// builds its JSON from the structs it returns; the console's text of each stop (the same
+// formatting `nisa debug` prints) goes to the client as output events.
 //
 // Threads: every engine and DMA queue of every core, id = core * 32 + track + 1 (track: the
-// engine 0..5, or 6 + queue). Frames: the next instruction of the thread and, for the engine
-// of the next event, the macro / .for / include expansion chain (`where`). Scopes: registers
-// of the engine, semaphores of the core, tensors. memoryReference: "hbm:ADDR",
-// "sbuf:P:OFF", "psum:P:OFF" (readMemory); instructionPointerReference "ENGINE:PC"
-// (disassemble).
+// engine 0..5, or 6 + queue). Frames: the next instruction of the thread with its macro /
+// .for / include expansion chain; a queue's frame is the instruction whose transfer it runs.
+// Scopes: registers of the engine, semaphores of the core, tensors. memoryReference:
+// "hbm:ADDR", "sbuf:P:OFF", "psum:P:OFF" (readMemory); instructionPointerReference
+// "ENGINE:PC" (disassemble).
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <memory>
 #include <optional>
-#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -27,11 +28,11 @@
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "interp/debug/session.h"
-#include "interp/sched/scheduler.h"
 
 namespace nisa::cli {
 namespace {
 using nlohmann::json;
+namespace dbg = interp::debug;
 namespace fs = std::filesystem;
 
 constexpr int kTracksPerCore = 32; // 6 engines + 16 queues, rounded up
@@ -56,6 +57,137 @@ std::optional<json> read_message(std::istream& in) {
   in.read(body.data(), std::streamsize(len));
   if (size_t(in.gcount()) != len) return std::nullopt;
   return json::parse(body);
+}
+
+std::string base64(const std::vector<uint8_t>& bytes) {
+  static const char* k64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string b64;
+  for (size_t i = 0; i < bytes.size(); i += 3) {
+    uint32_t v = uint32_t(bytes[i]) << 16;
+    if (i + 1 < bytes.size()) v |= uint32_t(bytes[i + 1]) << 8;
+    if (i + 2 < bytes.size()) v |= uint32_t(bytes[i + 2]);
+    b64 += k64[(v >> 18) & 63];
+    b64 += k64[(v >> 12) & 63];
+    b64 += i + 1 < bytes.size() ? k64[(v >> 6) & 63] : '=';
+    b64 += i + 2 < bytes.size() ? k64[v & 63] : '=';
+  }
+  return b64;
+}
+
+std::string track_name(int track) {
+  return track < kNumEngines ? std::string(name_of(Engine(track)))
+                             : fmt::format("q{}", track - kNumEngines);
+}
+std::pair<int, int> thread_parts(int id) {
+  return {(id - 1) / kTracksPerCore, (id - 1) % kTracksPerCore};
+}
+int thread_id(int core, int track) { return core * kTracksPerCore + track + 1; }
+// The thread of an event: its DMA queue, else its engine (a collective's: cc).
+int thread_of(const interp::StepEvent& ev) {
+  const bool dma = ev.dma_queue >= 0 && ev.dma_queue < kNumDmaQueues;
+  return thread_id(ev.core, dma ? kNumEngines + ev.dma_queue : int(ev.engine));
+}
+json source(const std::string& f) {
+  std::error_code ec;
+  return {{"name", fs::path(f).filename().string()},
+          {"path", fs::weakly_canonical(f, ec).string()}};
+}
+json frame(int id, const std::string& name, const std::optional<dbg::SourceLoc>& loc,
+           const std::string& ipref) {
+  json f = {
+      {"id", id}, {"name", name}, {"line", loc ? loc->line : 0}, {"column", loc ? loc->col : 0}};
+  if (loc) f["source"] = source(loc->file);
+  if (!ipref.empty()) f["instructionPointerReference"] = ipref;
+  return f;
+}
+json variables(const dbg::Model& model, const Module& mod, int ref) {
+  json vars = json::array();
+  auto var = [&](const std::string& name, const std::string& value) {
+    vars.push_back({{"name", name}, {"value", value}, {"variablesReference", 0}});
+  };
+  const int kind = ref / 100000, arg = ref % 100000;
+  if (kind == 1) { // registers of engine arg % 32 on core arg / 32
+    const int core = arg / kTracksPerCore, e = arg % kTracksPerCore;
+    if (e < kNumEngines) {
+      const auto regs = model.registers(core, Engine(e));
+      for (int r = 0; r < kNumRegs; ++r)
+        var(fmt::format("r{}", r), std::to_string(regs[size_t(r)]));
+    }
+  } else if (kind == 2) { // semaphores of core arg
+    for (const dbg::SemValue& s : model.semaphores(arg)) var(s.name, std::to_string(s.value));
+  } else if (kind == 3) { // tensors: declaration, expandable to their values
+    for (size_t t = 0; t < mod.tensors.size(); ++t) {
+      const TensorDecl& d = mod.tensors[t];
+      std::string shape;
+      for (int64_t x : d.shape) shape += fmt::format("{}{}", shape.empty() ? "" : ", ", x);
+      vars.push_back({{"name", d.name},
+                      {"value", fmt::format("{} {}[{}] {}", name_of(d.space), dtype_name(d.dtype),
+                                            shape, name_of(d.role))},
+                      {"variablesReference", 400000 + int(t)},
+                      {"evaluateName", d.name}});
+    }
+  } else if (kind == 4) { // a tensor's values as `print` shows them, one row (first index) each
+    const TensorDecl& d = mod.tensors.at(size_t(arg));
+    const dbg::SliceValues v = model.read(d.name);
+    const size_t rows = d.shape.size() > 1 ? size_t(d.shape[0]) : 1;
+    const size_t cols = rows ? v.size() / rows : 0;
+    constexpr size_t kMaxRows = 1000, kMaxCols = 64;
+    for (size_t r = 0; r < std::min(rows, kMaxRows); ++r) {
+      std::string row;
+      for (size_t c = 0; c < std::min(cols, kMaxCols); ++c)
+        row += (c ? ", " : "") + v.text(r * cols + c);
+      if (cols > kMaxCols) row += fmt::format(", ... ({} more)", cols - kMaxCols);
+      var(d.shape.size() <= 1        ? std::string("[:]")
+          : d.space != MemSpace::hbm ? fmt::format("p{}", r)
+                                     : fmt::format("[{}]", r),
+          row);
+    }
+  }
+  return {{"variables", vars}};
+}
+
+json disassemble(const dbg::Model& model, const json& a) {
+  const std::string ref = a.at("memoryReference");
+  const auto colon = ref.find(':');
+  const int e = colon == std::string::npos ? -1 : dbg::agent_index(ref.substr(0, colon));
+  if (e < 0 || e >= kNumEngines) throw std::runtime_error("memoryReference: expected ENGINE:PC");
+  const int64_t pc0 =
+      std::stoll(ref.substr(colon + 1)) + a.value("offset", 0) + a.value("instructionOffset", 0);
+  const int64_t n = a.at("instructionCount");
+  const auto& st = model.module().streams[size_t(e)];
+  json out = json::array();
+  for (int64_t pc = pc0; pc < pc0 + n; ++pc) {
+    json ins = {{"address", fmt::format("{}:{}", name_of(Engine(e)), pc)}};
+    if (pc < 0 || size_t(pc) >= st.size()) {
+      ins["instruction"] = "(none)";
+      ins["presentationHint"] = "invalid";
+    } else {
+      ins["instruction"] = interp::describe_inst(model.module(), st[size_t(pc)]);
+      if (auto loc = model.location(Engine(e), pc); loc && loc->file != "?") {
+        ins["location"] = source(loc->file);
+        ins["line"] = loc->line;
+        ins["column"] = loc->col;
+      }
+    }
+    out.push_back(ins);
+  }
+  return {{"instructions", out}};
+}
+
+json read_memory(const dbg::Model& model, const json& a) {
+  try {
+    dbg::MemRef ref = dbg::parse_memref(a.at("memoryReference").get<std::string>());
+    const int64_t off = a.value("offset", 0), count = a.at("count");
+    if (count < 0 || count > (int64_t(1) << 24)) throw dbg::Error("readMemory: count out of range");
+    if (off < 0 && uint64_t(-off) > ref.offset) throw dbg::Error("readMemory: negative address");
+    ref.offset += uint64_t(off);
+    const std::vector<uint8_t> bytes = model.read_memory(ref, uint64_t(count));
+    json body = {{"address", ref.text()}, {"data", base64(bytes)}};
+    if (int64_t(bytes.size()) < count) body["unreadableBytes"] = count - int64_t(bytes.size());
+    return body;
+  } catch (const dbg::Error& e) {
+    throw std::runtime_error(fmt::format("error: {}", e.what()));
+  }
 }
 
 class Adapter {
@@ -90,13 +222,12 @@ private:
   int seq_ = 1;
   std::vector<json> pending_; // events sent after the response
   std::optional<Module> mod_;
-  std::unique_ptr<interp::debug::Session> session_;
-  std::ostringstream text_;
+  std::unique_ptr<dbg::Session> session_;
+  std::ostringstream text_; // the console of `evaluate`
   bool stop_on_entry_ = true;
   bool ended_ = false;
   bool finished_ = false;                            // the last stop was on the last event
-  std::string last_stop_;                            // the session's text of the last stop
-  std::map<std::string, std::vector<int>> line_bps_; // source path -> session ids
+  std::map<std::string, std::vector<int>> line_bps_; // source path -> breakpoint ids
   std::vector<int> fn_bps_, data_bps_;
 
   void send(const json& j) {
@@ -107,46 +238,40 @@ private:
     pending_.push_back(
         {{"seq", seq_++}, {"type", "event"}, {"event", name}, {"body", std::move(body)}});
   }
-  // Runs a session command and returns what it printed (also sent as console output).
-  std::string run(const std::string& line, bool echo = true) {
-    if (!session_) throw std::runtime_error("not launched");
-    text_.str("");
-    text_.clear();
-    session_->execute(line);
-    std::string s = text_.str();
-    if (echo && !s.empty()) event("output", {{"category", "console"}, {"output", s}});
-    return s;
+  void console(const std::string& s) {
+    if (!s.empty()) event("output", {{"category", "console"}, {"output", s}});
   }
-  const interp::Machine& m() const { return session_->machine(); }
-  // The prefix the session gives a core's agents ("rank 1 core 0 "; "" with one core).
-  std::string who(int core) const {
+  dbg::Model& model() {
+    if (!session_) throw std::runtime_error("not launched");
+    return session_->model();
+  }
+  const interp::Machine& m() { return model().machine(); }
+  // The prefix the console gives a core's agents ("rank 1 core 0 "; "" with one core).
+  std::string who(int core) {
     std::string w;
     if (m().opt.ranks > 1) w += fmt::format("rank {} ", m().cores[size_t(core)].rank);
     if (m().opt.lnc > 1) w += fmt::format("core {} ", m().cores[size_t(core)].core);
     return w;
   }
-  static std::string track_name(int track) {
-    return track < kNumEngines ? std::string(name_of(Engine(track)))
-                               : fmt::format("q{}", track - kNumEngines);
+  // The thread a stop is shown on: the next event's; after the end a blocked engine (a
+  // deadlock) or the last event's.
+  int stop_thread(const dbg::Stop& s) {
+    if (s.next) return thread_of(*s.next);
+    for (const dbg::Agent& g : model().agents())
+      if (g.state.queue < 0 && (g.state.state == interp::AgentState::waiting ||
+                                g.state.state == interp::AgentState::rendezvous))
+        return thread_id(g.state.core, int(g.state.engine));
+    if (const auto& last = model().last_event()) return thread_of(*last);
+    return thread_id(0, int(Engine::sp));
   }
-  int core_of(const std::string& prefix) const {
-    for (int c = 0; c < m().num_cores(); ++c)
-      if (who(c) == prefix) return c;
-    return 0;
-  }
-  // What `info engines` says of each agent: label -> (engine, pc) of its next instruction
-  // (a queue: the instruction whose transfer it runs).
-  std::map<std::string, std::pair<int, int64_t>> agents() {
-    std::map<std::string, std::pair<int, int64_t>> a;
-    static const std::regex rx(
-        R"(^  (.+?)\s+(?:running|waiting|rendezvous)\s+(?:transfer of )?(\w+)\[(\d+)\])");
-    std::istringstream is(run("info engines", false));
-    std::string line;
-    while (std::getline(is, line)) {
-      std::smatch mt;
-      if (std::regex_search(line, mt, rx)) a[mt[1]] = {engine_index(mt[2]), std::stoll(mt[3])};
-    }
-    return a;
+  // The engine or queue of a thread, if the scheduler lists it.
+  std::optional<dbg::Agent> agent(int core, int track) {
+    for (dbg::Agent& g : model().agents())
+      if (g.state.core == core &&
+          (track < kNumEngines ? g.state.queue < 0 && int(g.state.engine) == track
+                               : g.state.queue == track - kNumEngines))
+        return g;
+    return std::nullopt;
   }
 
   std::string file_for(const std::string& path) const {
@@ -158,273 +283,103 @@ private:
       if (fs::path(f).filename() == fs::path(path).filename()) return f;
     return path;
   }
-  json source(const std::string& f) const {
-    std::error_code ec;
-    return {{"name", fs::path(f).filename().string()},
-            {"path", fs::weakly_canonical(f, ec).string()}};
-  }
-  static int id_of(const std::string& text) { // "Breakpoint 3 at ..." / "Watchpoint 4: ..."
-    static const std::regex rx(R"((?:Breakpoint|Watchpoint|watchpoint|breakpoint) (\d+))");
-    std::smatch mt;
-    return std::regex_search(text, mt, rx) ? std::stoi(mt[1]) : -1;
-  }
-  static bool is_error(const std::string& text) { return text.rfind("error:", 0) == 0; }
-  void delete_all(std::vector<int>& ids) {
-    for (int id : ids) run(fmt::format("delete {}", id), false);
+  // Replaces the breakpoints of `ids` by those the adders make (each returns the model's
+  // breakpoint or throws its error, which makes the breakpoint unverified).
+  json set_bps(const std::vector<std::function<dbg::BreakpointInfo()>>& adders,
+               std::vector<int>& ids) {
+    for (int id : ids) try {
+        model().delete_breakpoint(id);
+      } catch (const dbg::Error&) { // deleted from the debug console
+      }
     ids.clear();
-  }
-  json set_bps(const std::vector<std::string>& specs, std::vector<int>& ids) {
-    delete_all(ids);
     json out = json::array();
-    for (const std::string& s : specs) {
-      const std::string t = run(s, false);
-      const int id = is_error(t) ? -1 : id_of(t);
-      if (id >= 0) ids.push_back(id);
-      json b = {{"verified", id >= 0}, {"message", t}};
-      if (id >= 0) b["id"] = id;
-      out.push_back(b);
+    for (const auto& add : adders) {
+      try {
+        const dbg::BreakpointInfo b = add();
+        ids.push_back(b.id);
+        out.push_back({{"verified", true},
+                       {"message", session_->printer().breakpoint_text(b)},
+                       {"id", b.id}});
+      } catch (const dbg::Error& e) {
+        out.push_back({{"verified", false}, {"message", fmt::format("error: {}\n", e.what())}});
+      }
     }
     return out;
   }
 
-  // The thread of the next event: (core, track) from `where` and the stop line.
-  int next_thread() {
-    // The stop line of the next event: "[rank R ][core C ](qN: transfer of )?ENGINE[PC] at".
-    static const std::regex stop(
-        R"(((?:rank \d+ )?(?:core \d+ )?)(?:q(\d+): transfer of )?(\w+)\[\d+\](?: at|,))");
-    std::smatch sm;
-    if (!last_stop_.empty() && std::regex_search(last_stop_, sm, stop)) {
-      const int core = core_of(sm[1]);
-      const int track = sm[2].matched ? kNumEngines + std::stoi(sm[2]) : engine_index(sm[3]);
-      return core * kTracksPerCore + track + 1;
-    }
-    const std::string w = run("where", false);
-    static const std::regex rx(R"(#0  (\w+)\[(\d+)\])");
-    static const std::regex q(R"(^q(\d+): a transfer)");
-    std::smatch mt;
-    int core = 0;
-    int track = 4;
-    if (std::regex_search(w, mt, q))
-      track = 6 + std::stoi(mt[1]);
-    else if (std::regex_search(w, mt, rx))
-      track = engine_index(mt[1]);
-    (void)core;
-    return core * kTracksPerCore + track + 1;
-  }
-  static int engine_index(const std::string& name) {
-    for (int e = 0; e < kNumEngines; ++e)
-      if (name_of(Engine(e)) == name) return e;
-    return 0;
-  }
   void finish() {
     ended_ = true;
     finished_ = false;
-    event("exited", {{"exitCode", session_->exit_code()}});
+    event("exited", {{"exitCode", model().exit_code()}});
     event("terminated");
   }
-  void report_stop(const std::string& text, const std::string& reason_default) {
+  void report_stop(const dbg::Stop& s, const std::string& reason_default) {
     if (ended_) return;
-    last_stop_ = text;
-    const bool done = text.find("The kernel finished") != std::string::npos ||
-                      text.find("The kernel is not running") != std::string::npos;
+    using R = dbg::Stop::Reason;
+    const std::string text = session_->printer().stop_text(s);
+    console(text);
+    const bool failed = s.end && s.end->status != interp::RunStatus::ok;
+    const bool done = s.reason == R::not_running || (s.end && !failed);
     std::string reason = reason_default, desc;
-    bool hit = true;
-    if (text.find("Stopped by the") != std::string::npos) {
+    if (failed && s.reason != R::not_running) {
       reason = "exception";
-      desc = text.substr(text.find("Stopped by the"));
-      desc = desc.substr(0, desc.find('\n'));
-    } else if (text.find("atchpoint ") != std::string::npos) {
+      desc = session_->printer().end_line(*s.end);
+    } else if (!s.watches.empty()) {
       reason = "data breakpoint";
-    } else if (text.find("Breakpoint ") != std::string::npos) {
+    } else if (s.breakpoint) {
       reason = "breakpoint";
-    } else {
-      hit = !done;
-    }
-    if (!hit) { // ran to the end: the client ends the session
+    } else if (done) { // ran to the end: the client ends the session
       finish();
       return;
     }
     // A stop on the last event: the end is reported by the next resume.
     finished_ = done;
-    json b = {{"reason", reason}, {"threadId", next_thread()}, {"allThreadsStopped", true}};
+    json b = {{"reason", reason}, {"threadId", stop_thread(s)}, {"allThreadsStopped", true}};
     if (!desc.empty()) b["description"] = desc, b["text"] = text;
     event("stopped", b);
   }
-  void resume(const std::string& cmd, const std::string& reason) {
+  // Runs a command of the model that moves the run and reports where it stopped; an error
+  // (finish outside an expansion, reverse-step at the start) leaves the run where it is.
+  void move(const std::function<dbg::Stop()>& f, const std::string& reason) {
+    try {
+      report_stop(f(), reason);
+    } catch (const dbg::Error& e) {
+      console(fmt::format("error: {}\n", e.what()));
+      dbg::Stop here = model().last_stop();
+      event("stopped",
+            {{"reason", reason}, {"threadId", stop_thread(here)}, {"allThreadsStopped", true}});
+    }
+  }
+  void resume(const std::function<dbg::Stop()>& f, const std::string& reason) {
     if (ended_) throw std::runtime_error("the kernel has finished");
     if (finished_) {
       finish();
       return;
     }
-    report_stop(run(cmd), reason);
-  }
-  static std::pair<int, int> thread_parts(int id) {
-    return {(id - 1) / kTracksPerCore, (id - 1) % kTracksPerCore};
-  }
-  // The next instruction of a thread (an engine's, or the one whose transfer a queue runs).
-  std::optional<std::pair<int, int64_t>> thread_pc(int core, int track) {
-    auto a = agents();
-    auto it = a.find(who(core) + track_name(track));
-    if (it == a.end()) return std::nullopt;
-    return it->second;
-  }
-  json frame(int id, const std::string& name, const std::string& file, int line, int col,
-             const std::string& ipref) {
-    json f = {{"id", id}, {"name", name}, {"line", line}, {"column", col}};
-    if (!file.empty()) f["source"] = source(file);
-    if (!ipref.empty()) f["instructionPointerReference"] = ipref;
-    return f;
+    move(f, reason);
   }
 
+  // The thread's next instruction (a queue: the one whose transfer it runs) and the macro /
+  // .for / include expansions around it, innermost first.
   json stack_trace(int thread) {
     auto [core, track] = thread_parts(thread);
     json frames = json::array();
-    if (track >= kNumEngines) {
+    auto g = agent(core, track);
+    if (!g || g->idle() || g->state.state == interp::AgentState::done) {
       frames.push_back(
-          frame(thread * 100, fmt::format("q{} (DMA queue)", track - kNumEngines), "", 0, 0, ""));
+          frame(thread * 100, who(core) + track_name(track) + " (idle or done)", std::nullopt, ""));
       return {{"stackFrames", frames}, {"totalFrames", 1}};
     }
-    if (next_thread() == thread) { // the expansion chain of the next event
-      const std::string w = run("where", false);
-      static const std::regex rx(R"(#(\d+)  (.*) at (.+):(\d+):(\d+))");
-      std::istringstream is(w);
-      std::string line;
-      auto at = thread_pc(core, track);
-      std::optional<int64_t> pc;
-      if (at) pc = at->second;
-      while (std::getline(is, line)) {
-        std::smatch mt;
-        if (!std::regex_match(line, mt, rx)) continue;
-        const int depth = std::stoi(mt[1]);
-        frames.push_back(
-            frame(thread * 100 + depth, mt[2], mt[3], std::stoi(mt[4]), std::stoi(mt[5]),
-                  depth == 0 && pc ? fmt::format("{}:{}", name_of(Engine(track)), *pc) : ""));
-      }
-    }
-    if (frames.empty()) {
-      auto at = thread_pc(core, track);
-      if (!at) {
-        frames.push_back(
-            frame(thread * 100, who(core) + track_name(track) + " (idle or done)", "", 0, 0, ""));
-      } else {
-        const auto [e, pc] = *at;
-        const auto& dbg = mod_->debug[size_t(e)];
-        std::string file;
-        int line = 0, col = 0;
-        if (size_t(pc) < dbg.size() && dbg[size_t(pc)].file < mod_->files.size()) {
-          file = mod_->files[dbg[size_t(pc)].file];
-          line = int(dbg[size_t(pc)].line);
-          col = int(dbg[size_t(pc)].col);
-        }
-        const std::string name = fmt::format(
-            "{}{}[{}]", track >= kNumEngines ? track_name(track) + ": transfer of " : std::string(),
-            name_of(Engine(e)), pc);
-        frames.push_back(frame(thread * 100, name, file, line, col,
-                               fmt::format("{}:{}", name_of(Engine(e)), pc)));
-      }
-    }
+    const bool queue = track >= kNumEngines;
+    const auto [e, pc] = queue ? g->state.queued.front() : std::pair{g->state.engine, g->state.pc};
+    const std::vector<dbg::Frame> fs = model().frames(e, pc);
+    for (size_t k = 0; k < fs.size(); ++k)
+      frames.push_back(frame(
+          thread * 100 + int(k),
+          k == 0 && queue ? fmt::format("{}: transfer of {}", track_name(track), fs[k].title())
+                          : fs[k].title(),
+          fs[k].loc, k == 0 ? fmt::format("{}:{}", name_of(e), pc) : ""));
     return {{"stackFrames", frames}, {"totalFrames", frames.size()}};
-  }
-
-  json variables(int ref) {
-    json vars = json::array();
-    const int kind = ref / 100000, arg = ref % 100000;
-    if (kind == 1) { // registers of engine arg % 32 on core arg / 32
-      const int core = arg / kTracksPerCore, e = arg % kTracksPerCore;
-      if (e < kNumEngines)
-        for (int r = 0; r < 64; ++r)
-          vars.push_back({{"name", fmt::format("r{}", r)},
-                          {"value", std::to_string(m().cores[size_t(core)].st.regs[e][r])},
-                          {"variablesReference", 0}});
-    } else if (kind == 2) { // semaphores of core arg
-      for (size_t s = 0; s < mod_->sems.size(); ++s)
-        vars.push_back({{"name", mod_->sems[s].name},
-                        {"value", std::to_string(m().cores[size_t(arg)].st.sems[s])},
-                        {"variablesReference", 0}});
-    } else if (kind == 3) { // tensors: declaration, expandable to their values
-      for (size_t t = 0; t < mod_->tensors.size(); ++t) {
-        const TensorDecl& d = mod_->tensors[t];
-        std::string shape;
-        for (int64_t x : d.shape) shape += fmt::format("{}{}", shape.empty() ? "" : ", ", x);
-        vars.push_back({{"name", d.name},
-                        {"value", fmt::format("{} {}[{}] {}", name_of(d.space), dtype_name(d.dtype),
-                                              shape, name_of(d.role))},
-                        {"variablesReference", 400000 + int(t)},
-                        {"evaluateName", d.name}});
-      }
-    } else if (kind == 4) { // a tensor's values as `print` shows them, one row a line
-      const TensorDecl& d = mod_->tensors.at(size_t(arg));
-      std::string text = run("print " + d.name, false);
-      std::istringstream is(text);
-      std::string line;
-      int n = 0;
-      while (std::getline(is, line) && n < 1000)
-        vars.push_back(
-            {{"name", fmt::format("[{}]", n++)}, {"value", line}, {"variablesReference", 0}});
-    }
-    return {{"variables", vars}};
-  }
-
-  json disassemble(const json& a) {
-    const std::string ref = a.at("memoryReference");
-    const auto colon = ref.find(':');
-    if (colon == std::string::npos) throw std::runtime_error("memoryReference: expected ENGINE:PC");
-    const int e = engine_index(ref.substr(0, colon));
-    const int64_t pc0 =
-        std::stoll(ref.substr(colon + 1)) + a.value("offset", 0) + a.value("instructionOffset", 0);
-    const int64_t n = a.at("instructionCount");
-    const auto& st = mod_->streams[size_t(e)];
-    json out = json::array();
-    for (int64_t pc = pc0; pc < pc0 + n; ++pc) {
-      json ins = {{"address", fmt::format("{}:{}", name_of(Engine(e)), pc)}};
-      if (pc < 0 || size_t(pc) >= st.size()) {
-        ins["instruction"] = "(none)";
-        ins["presentationHint"] = "invalid";
-      } else {
-        ins["instruction"] = interp::describe_inst(*mod_, st[size_t(pc)]);
-        const auto& dbg = mod_->debug[size_t(e)];
-        if (size_t(pc) < dbg.size() && dbg[size_t(pc)].file < mod_->files.size()) {
-          ins["location"] = source(mod_->files[dbg[size_t(pc)].file]);
-          ins["line"] = dbg[size_t(pc)].line;
-          ins["column"] = dbg[size_t(pc)].col;
-        }
-      }
-      out.push_back(ins);
-    }
-    return {{"instructions", out}};
-  }
-
-  json read_memory(const json& a) {
-    const std::string ref = a.at("memoryReference");
-    const int64_t off = a.value("offset", 0), count = a.at("count");
-    // The session's `x` parses and bounds-checks the address; its offset is the last field.
-    const auto colon = ref.rfind(':');
-    const std::string base = ref.substr(0, colon + 1);
-    const int64_t addr = std::stoll(ref.substr(colon + 1), nullptr, 0) + off;
-    const std::string text = run(fmt::format("x/{} {}{:#x}", count, base, addr), false);
-    if (is_error(text)) throw std::runtime_error(text.substr(0, text.find('\n')));
-    std::string bytes;
-    std::istringstream is(text);
-    std::string line;
-    while (std::getline(is, line)) {
-      const auto p = line.find(": ");
-      if (p == std::string::npos) continue;
-      std::istringstream hs(line.substr(p + 1));
-      std::string h;
-      while (hs >> h) bytes += char(std::stoi(h, nullptr, 16));
-    }
-    static const char* k64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    std::string b64;
-    for (size_t i = 0; i < bytes.size(); i += 3) {
-      uint32_t v = uint8_t(bytes[i]) << 16;
-      if (i + 1 < bytes.size()) v |= uint8_t(bytes[i + 1]) << 8;
-      if (i + 2 < bytes.size()) v |= uint8_t(bytes[i + 2]);
-      b64 += k64[(v >> 18) & 63];
-      b64 += k64[(v >> 12) & 63];
-      b64 += i + 1 < bytes.size() ? k64[(v >> 6) & 63] : '=';
-      b64 += i + 2 < bytes.size() ? k64[v & 63] : '=';
-    }
-    return {{"address", fmt::format("{}{:#x}", base, addr)}, {"data", b64}};
   }
 
   void launch(const json& a) {
@@ -445,7 +400,25 @@ private:
     if (!margs.apply("dap", vm, cfg)) throw std::runtime_error("bad launch arguments (see stderr)");
     mod_ = margs.load_kernel("dap", kernel, cfg);
     if (!mod_) throw std::runtime_error("the kernel did not load (diagnostics on stderr)");
-    session_ = std::make_unique<interp::debug::Session>(*mod_, cfg, text_);
+    session_ = std::make_unique<dbg::Session>(*mod_, cfg, text_);
+  }
+
+  json set_breakpoints(const json& a) {
+    const std::string path = a.at("source").value("path", "");
+    const std::string file = file_for(path);
+    const int f = model().file_index(file);
+    std::vector<std::function<dbg::BreakpointInfo()>> adders;
+    for (const auto& b : a.value("breakpoints", json::array())) {
+      const int64_t line = b.at("line").get<int64_t>();
+      const std::string cond = b.value("condition", "");
+      adders.push_back([this, f, file, line, cond] {
+        if (f < 0) throw dbg::Error(fmt::format("break: no source file '{}'", file));
+        return model().add_line_breakpoint(f, line, cond);
+      });
+    }
+    json bps = set_bps(adders, line_bps_[path]);
+    for (auto& b : bps) b["source"] = {{"path", path}};
+    return {{"breakpoints", bps}};
   }
 
   json handle(const std::string& cmd, const json& a) {
@@ -461,23 +434,14 @@ private:
       launch(a);
       return json::object();
     }
-    if (cmd == "setBreakpoints") {
-      const std::string path = a.at("source").value("path", "");
-      std::vector<std::string> specs;
-      for (const auto& b : a.value("breakpoints", json::array())) {
-        std::string s = fmt::format("break {}:{}", file_for(path), b.at("line").get<int>());
-        if (b.contains("condition")) s += " if " + b["condition"].get<std::string>();
-        specs.push_back(s);
-      }
-      json bps = set_bps(specs, line_bps_[path]);
-      for (auto& b : bps) b["source"] = {{"path", path}};
-      return {{"breakpoints", bps}};
-    }
+    if (cmd == "setBreakpoints") return set_breakpoints(a);
     if (cmd == "setFunctionBreakpoints") {
-      std::vector<std::string> specs;
+      std::vector<std::function<dbg::BreakpointInfo()>> adders;
       for (const auto& b : a.value("breakpoints", json::array()))
-        specs.push_back("break " + b.at("name").get<std::string>());
-      return {{"breakpoints", set_bps(specs, fn_bps_)}};
+        adders.push_back([this, name = b.at("name").get<std::string>()] {
+          return model().add_breakpoint(name);
+        });
+      return {{"breakpoints", set_bps(adders, fn_bps_)}};
     }
     if (cmd == "dataBreakpointInfo") {
       const std::string name = a.value("name", "");
@@ -487,25 +451,28 @@ private:
               {"canPersist", true}};
     }
     if (cmd == "setDataBreakpoints") {
-      std::vector<std::string> specs;
+      std::vector<std::function<dbg::BreakpointInfo()>> adders;
       for (const auto& b : a.value("breakpoints", json::array()))
-        specs.push_back((b.value("accessType", "write") == "read" ? "rwatch " : "watch ") +
-                        b.at("dataId").get<std::string>());
-      return {{"breakpoints", set_bps(specs, data_bps_)}};
+        adders.push_back([this, id = b.at("dataId").get<std::string>(),
+                          read = b.value("accessType", "write") == "read"] {
+          return model().add_watchpoint(id, read);
+        });
+      return {{"breakpoints", set_bps(adders, data_bps_)}};
     }
     if (cmd == "configurationDone") {
       if (stop_on_entry_)
-        event("stopped",
-              {{"reason", "entry"}, {"threadId", next_thread()}, {"allThreadsStopped", true}});
+        event("stopped", {{"reason", "entry"},
+                          {"threadId", stop_thread(model().last_stop())},
+                          {"allThreadsStopped", true}});
       else
-        report_stop(run("continue"), "breakpoint");
+        move([this] { return model().resume(); }, "breakpoint");
       return json::object();
     }
     if (cmd == "threads") {
       json ts = json::array();
       for (int c = 0; session_ && c < m().num_cores(); ++c) {
         for (int t = 0; t < kNumEngines + kNumDmaQueues; ++t)
-          ts.push_back({{"id", c * kTracksPerCore + t + 1}, {"name", who(c) + track_name(t)}});
+          ts.push_back({{"id", thread_id(c, t)}, {"name", who(c) + track_name(t)}});
       }
       return {{"threads", ts}};
     }
@@ -523,43 +490,40 @@ private:
       sc.push_back({{"name", "Tensors"}, {"variablesReference", 300000}, {"expensive", false}});
       return {{"scopes", sc}};
     }
-    if (cmd == "variables") return variables(a.at("variablesReference"));
-    auto engine_of = [&](const json& args) -> std::string {
-      if (!args.contains("threadId")) return "";
-      auto [core, track] = thread_parts(args["threadId"]);
-      (void)core;
-      return track < kNumEngines ? std::string(name_of(Engine(track)))
-                                 : fmt::format("q{}", track - kNumEngines);
-    };
+    if (cmd == "variables") return variables(model(), *mod_, a.at("variablesReference"));
     if (cmd == "continue") {
-      resume("continue", "breakpoint");
+      resume([this] { return model().resume(); }, "breakpoint");
       return {{"allThreadsContinued", true}};
     }
-    if (cmd == "next" || cmd == "stepIn") {
-      resume("step " + engine_of(a), "step");
+    if (cmd == "next" || cmd == "stepIn") { // one event of the thread's engine or queue
+      const int agent = a.contains("threadId") ? thread_parts(a["threadId"]).second : -1;
+      resume([this, agent] { return model().step(agent, 1); }, "step");
       return json::object();
     }
     if (cmd == "stepOut") {
-      resume("finish", "step");
+      resume([this] { return model().finish(); }, "step");
       return json::object();
     }
     if (cmd == "stepBack") {
       ended_ = finished_ = false;
-      report_stop(run("reverse-step"), "step");
+      move([this] { return model().reverse_step(1); }, "step");
       return json::object();
     }
     if (cmd == "reverseContinue") {
       ended_ = finished_ = false;
-      report_stop(run("reverse-continue"), "breakpoint");
+      move([this] { return model().reverse_continue(); }, "breakpoint");
       return json::object();
     }
     if (cmd == "pause") return json::object(); // every request runs to its stop
-    if (cmd == "evaluate") {                   // the debug console: any session command
-      const std::string t = run(a.at("expression").get<std::string>(), false);
-      return {{"result", t}, {"variablesReference", 0}};
+    if (cmd == "evaluate") {                   // the debug console: any debugger command
+      model();
+      text_.str("");
+      text_.clear();
+      session_->execute(a.at("expression").get<std::string>());
+      return {{"result", text_.str()}, {"variablesReference", 0}};
     }
-    if (cmd == "disassemble") return disassemble(a);
-    if (cmd == "readMemory") return read_memory(a);
+    if (cmd == "disassemble") return disassemble(model(), a);
+    if (cmd == "readMemory") return read_memory(model(), a);
     if (cmd == "disconnect" || cmd == "terminate") {
       event("terminated");
       return json::object();

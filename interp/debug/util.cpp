@@ -1,14 +1,10 @@
-#include <algorithm>
-#include <array>
+// Helpers of the debugger: numbers in commands, names, values.
 #include <cmath>
-#include <fstream>
 #include <sstream>
 
 #include <fmt/format.h>
 
-#include "interp/core/target.h"
 #include "interp/debug/internal.h"
-#include "interp/run/npy.h"
 
 namespace nisa::interp::debug {
 
@@ -95,6 +91,11 @@ bool loc_matches(const Module& m, const DebugLoc* d, int file, int64_t line) {
   for (int32_t f = d->frame; f >= 0 && size_t(f) < m.frames.size(); f = m.frames[f].parent)
     if ((file < 0 || int(m.frames[f].file) == file) && m.frames[f].line == line) return true;
   return false;
+}
+
+const DebugLoc* debug_loc(const Module& m, Engine e, int64_t pc) {
+  const auto& d = m.debug[int(e)];
+  return pc >= 0 && size_t(pc) < d.size() ? &d[size_t(pc)] : nullptr;
 }
 
 } // namespace nisa::interp::debug
