@@ -21,7 +21,7 @@
 #include "interp/debug/session.h"
 #include "interp/npy.h"
 #include "interp/run.h"
-#include "tests/test_files.h"
+#include "tests/support/test_files.h"
 
 namespace nisa::interp {
 namespace {

@@ -15,7 +15,7 @@
 #include "interp/race.h"
 #include "interp/run.h"
 #include "interp/trace.h"
-#include "tests/test_files.h"
+#include "tests/support/test_files.h"
 
 namespace nisa::test {
 namespace {

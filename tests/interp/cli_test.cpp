@@ -9,7 +9,7 @@
 
 #include "builders.h"
 #include "interp/npy.h"
-#include "tests/test_files.h"
+#include "tests/support/test_files.h"
 
 namespace nisa::test {
 namespace {

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "tests/kernels/harness.h"
+#include "tests/support/kernel_harness.h"
 
 namespace nisa::kt {
 namespace {

@@ -9,9 +9,9 @@
 #include <fstream>
 #include <sstream>
 
-#include "../kernels/harness.h"
 #include "interp/npy.h"
 #include "interp/run.h"
+#include "tests/support/kernel_harness.h"
 
 namespace nisa {
 namespace {

@@ -20,7 +20,7 @@
 
 #include "interp/machine.h"
 #include "interp/race.h"
-#include "tests/kernels/harness.h"
+#include "tests/support/kernel_harness.h"
 
 namespace nisa::kt {
 namespace {
