@@ -10,7 +10,7 @@
 
 #include "asm/asm.h"
 #include "isa/print.h"
-#include "tests/test_files.h"
+#include "tests/support/test_files.h"
 
 namespace nisa::nasm {
 namespace {

@@ -12,7 +12,7 @@
 #include <sstream>
 
 #include "asm/asm.h"
-#include "tests/test_files.h"
+#include "tests/support/test_files.h"
 
 namespace nisa::nasm {
 namespace {

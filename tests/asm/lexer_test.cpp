@@ -8,8 +8,8 @@
 #include <random>
 
 #include "asm/token.h"
-#include "tests/asm/antlr_reference.h"
-#include "tests/test_files.h"
+#include "tests/support/antlr_reference.h"
+#include "tests/support/test_files.h"
 
 namespace nisa::nasm {
 namespace {

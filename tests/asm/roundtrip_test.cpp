@@ -6,10 +6,10 @@
 #include <algorithm>
 #include <random>
 
-#include "../isa/random_inst.h"
 #include "asm/asm.h"
 #include "isa/encode.h"
 #include "isa/print.h"
+#include "tests/isa/random_inst.h"
 
 namespace nisa::nasm {
 namespace {

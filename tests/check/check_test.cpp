@@ -16,7 +16,7 @@
 #include "interp/observe/race.h"
 #include "interp/sched/scheduler.h"
 #include "tests/isa/random_inst.h"
-#include "tests/test_files.h"
+#include "tests/support/test_files.h"
 
 using namespace nisa;
 

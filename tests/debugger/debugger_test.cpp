@@ -21,7 +21,7 @@
 #include "interp/debug/session.h"
 #include "interp/run/npy.h"
 #include "interp/run/run.h"
-#include "tests/test_files.h"
+#include "tests/support/test_files.h"
 
 namespace nisa::interp {
 namespace {

@@ -1,6 +1,6 @@
 // Differential libFuzzer target for the assembler's front end: the hand-written lexer and parser
 // (asm/lexer.cpp, asm/parser.cpp) against the ANTLR lexer and parser generated from
-// grammar/NeuronAsm.g4 (tests/asm/antlr_reference.h), checked as tests/asm/lexer_test.cpp and
+// grammar/NeuronAsm.g4 (tests/support/antlr_reference.h), checked as tests/asm/lexer_test.cpp and
 // parser_test.cpp check them: the same tokens (type, code-point start/stop, line, column); the
 // same accept/reject decision; equal trees when both accept; the first error at the same
 // line:col when both reject. Any disagreement is printed to stderr and abort()s.
@@ -24,7 +24,7 @@
 
 #include "asm/ast.h"
 #include "asm/token.h"
-#include "tests/asm/antlr_reference.h"
+#include "tests/support/antlr_reference.h"
 
 namespace {
 

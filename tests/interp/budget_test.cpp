@@ -15,7 +15,7 @@
 #include "interp/observe/race.h"
 #include "interp/observe/trace.h"
 #include "interp/run/run.h"
-#include "tests/test_files.h"
+#include "tests/support/test_files.h"
 
 namespace nisa::test {
 namespace {

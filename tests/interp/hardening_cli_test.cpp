@@ -14,7 +14,7 @@
 #include "builders.h"
 #include "interp/run/npy.h"
 #include "isa/object.h"
-#include "tests/test_files.h"
+#include "tests/support/test_files.h"
 
 namespace nisa::test {
 namespace {

@@ -7,7 +7,7 @@
 
 #include "isa/isa.h"
 #include "isa/reference.h"
-#include "tests/test_files.h"
+#include "tests/support/test_files.h"
 
 namespace nisa {
 namespace {

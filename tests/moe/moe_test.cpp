@@ -8,7 +8,7 @@
 #include <random>
 
 #include "interp/observe/race.h"
-#include "tests/kernels/harness.h"
+#include "tests/support/kernel_harness.h"
 
 namespace nisa::kt {
 namespace {

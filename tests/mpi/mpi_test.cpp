@@ -16,8 +16,8 @@
 
 #include <fmt/format.h>
 
-#include "../kernels/harness.h"
 #include "interp/run/npy.h"
+#include "tests/support/kernel_harness.h"
 
 namespace nisa {
 namespace {

@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "tests/kernels/harness.h"
 #include "tests/ring/ring_harness.h"
+#include "tests/support/kernel_harness.h"
 
 namespace nisa::ring {
 namespace {

@@ -9,9 +9,9 @@
 #include <fstream>
 #include <sstream>
 
-#include "../kernels/harness.h"
 #include "interp/run/npy.h"
 #include "interp/run/run.h"
+#include "tests/support/kernel_harness.h"
 
 namespace nisa {
 namespace {

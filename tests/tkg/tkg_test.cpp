@@ -20,7 +20,7 @@
 
 #include "interp/core/machine.h"
 #include "interp/observe/race.h"
-#include "tests/kernels/harness.h"
+#include "tests/support/kernel_harness.h"
 
 namespace nisa::kt {
 namespace {

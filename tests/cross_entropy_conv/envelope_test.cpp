@@ -1,4 +1,5 @@
-// Envelope limits of the Kernels II kernels: each limit stops assembly with its `.error`.
+// Envelope limits of the cross-entropy and conv1d kernels: each limit stops assembly with
+// its `.error`.
 #include <gtest/gtest.h>
 
 #include <cctype>
@@ -6,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "tests/kernels/harness.h"
+#include "tests/support/kernel_harness.h"
 
 namespace nisa::kt {
 namespace {

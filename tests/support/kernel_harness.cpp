@@ -1,4 +1,4 @@
-#include "tests/kernels/harness.h"
+#include "tests/support/kernel_harness.h"
 
 #include <algorithm>
 #include <filesystem>

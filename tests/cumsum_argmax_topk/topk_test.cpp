@@ -9,7 +9,7 @@
 #include <random>
 #include <set>
 
-#include "tests/kernels/harness.h"
+#include "tests/support/kernel_harness.h"
 
 namespace nisa::kt {
 namespace {

@@ -3,7 +3,7 @@
 
 #include <cmath>
 
-#include "tests/kernels/harness.h"
+#include "tests/support/kernel_harness.h"
 
 namespace nisa::kt {
 namespace {

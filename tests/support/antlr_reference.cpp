@@ -1,8 +1,8 @@
 // The generated ANTLR lexer/parser as the reference of the hand-written front end: see
 // antlr_reference.h. The printer mirrors asm/ast_print.cpp rule for rule.
-#include "tests/asm/antlr_reference.h"
+#include "tests/support/antlr_reference.h"
 
-#include "tests/test_files.h"
+#include "tests/support/test_files.h"
 
 #include <algorithm>
 #include <array>

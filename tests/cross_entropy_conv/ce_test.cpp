@@ -8,7 +8,7 @@
 #include <limits>
 #include <utility>
 
-#include "tests/kernels/harness.h"
+#include "tests/support/kernel_harness.h"
 
 namespace nisa::kt {
 namespace {
