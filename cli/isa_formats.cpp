@@ -48,7 +48,7 @@ std::vector<std::string> directives() {
   return v;
 }
 
-// A regex alternation of words, longest first (TextMate takes the first alternative).
+// An alternation pattern of words, longest first (TextMate takes the first alternative).
 std::string alternation(std::set<std::string> words) {
   std::vector<std::string> v(words.begin(), words.end());
   std::stable_sort(v.begin(), v.end(),
