@@ -220,7 +220,8 @@ bool lane_op(AluOp op, simd::LaneOp* out) {
 // ---- pure row algorithms ---------------------------------------------------------------------
 namespace ew {
 
-// The search kernels live in simd_search.cpp, one form per vector level.
+// The search kernels live in interp/simd/ (simd_max8*.cpp, simd_find.cpp, simd_fold.cpp), one
+// form per vector level.
 void max8_row(const float* x, uint64_t n, float out[8], const void* next) {
   simd::max8_row(simd::level(), x, n, out, next);
 }
