@@ -1,6 +1,7 @@
 // nisa check, part 1: access extents without memory, and the streams unrolled into nodes.
 #include "interp/check_internal.h"
 #include "interp/mem_operands.h"
+#include "isa/legality.h"
 
 namespace nisa::interp::check_detail {
 
@@ -208,9 +209,13 @@ void Checker::build() {
         const bool is_barrier = in.op == Opcode::core_barrier;
         const bool is_sr = in.op == Opcode::send_recv;
         // What faults when it is reached is not a schedule question: the run stops there.
-        if (!(d.gens & gen_bit(o_.target)))
+        if (!gen_allows(d.gens, o_.target))
           throw Outside(fmt::format("{}: '{}' is not available on {} (a fault when reached)",
                                     loc(eng, pc), d.mnemonic, name_of(o_.target)));
+        // The static rules every run checks (isa/legality.h): a fault when reached, too.
+        if (auto e = legality_error(in, o_.target))
+          throw Outside(
+              fmt::format("{}: {} (a fault when reached)", loc(eng, pc), legality_text(in, *e)));
         if ((is_barrier || is_sr) && o_.lnc != 2)
           throw Outside(fmt::format("{}: '{}' needs two cores (--lnc 2; a fault when reached)",
                                     loc(eng, pc), d.mnemonic));

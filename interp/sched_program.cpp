@@ -7,6 +7,7 @@
 
 #include "interp/cost.h"
 #include "interp/sched_internal.h"
+#include "isa/legality.h"
 
 namespace nisa::interp {
 namespace {
@@ -47,10 +48,10 @@ PInst decode_one(const Machine& m, const Inst& in, const TargetParams& tp,
     p.bad = static_cast<uint32_t>(msgs.size());
     msgs.push_back(std::move(msg));
   };
-  if (!(d.gens & gen_bit(tp.target)))
+  if (!gen_allows(d.gens, tp.target))
     bad(fmt::format("'{}' is not available on {} (gen{})", d.mnemonic, tp.name, tp.gen));
   for (size_t k = 0; k < d.operands.size() && k < in.ops.size(); ++k)
-    if (!(d.operands[k].gens & gen_bit(tp.target)) && !is_default(d.operands[k], in.ops[k]))
+    if (!gen_allows(d.operands[k].gens, tp.target) && !is_default(d.operands[k], in.ops[k]))
       bad(fmt::format("operand '{}' of '{}' is not available on {} (gen{})", d.operands[k].name,
                       d.mnemonic, tp.name, tp.gen));
   if ((p.kind == Kind::barrier || p.kind == Kind::sendrecv) && m.opt.lnc != 2)

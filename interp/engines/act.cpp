@@ -122,19 +122,11 @@ void act_row(ActFunc f, const float* x, uint64_t n, float scale, float bias, flo
 void sem_activation(ExecCtx& cx, const Inst& in) {
   const ActFunc func = enum_operand<ActFunc>(in, "func");
   const ReduceCmd cmd = enum_operand<ReduceCmd>(in, "reduce_cmd");
-  if (cmd == ReduceCmd::load_reduce)
-    fault(in, "reduce_cmd", "load_reduce is a vector-engine accumulator command");
+  require_legal(cx, in);
   const View d = operand_view(cx, in, "dst", Access::write);
   const View s = operand_view(cx, in, "src", Access::read);
-  check_same_shape(in, d, s, "src");
   const ScalarOp scale = scalar_operand(cx, in, "scale", d.parts);
   const ScalarOp bias = scalar_operand(cx, in, "bias", d.parts);
-  // The table: a non-default immediate bias exists only on the generations of its imm_gens
-  // (gen2 takes a per-partition bias tile only).
-  const OperandDesc& bias_desc = desc(in.op).operands[size_t(operand_index(in, "bias"))];
-  if (!bias.is_ap && bias.imm != 0.0f && !(bias_desc.imm_gens & gen_bit(cx.target))) {
-    fault(in, "bias", "an immediate bias needs trn2 or later (trn1 takes a [P,1] tile)");
-  }
   // Registers belong to the engine's lanes: lane = absolute dst partition.
   const uint32_t lane0 = operand(in, "dst").ap.part_start;
   if (cmd == ReduceCmd::reset || cmd == ReduceCmd::reset_reduce)
@@ -160,10 +152,7 @@ void sem_activation(ExecCtx& cx, const Inst& in) {
   note_psum_write(cx, operand(in, "dst").ap);
 
   if (present(in, "reduce_res")) { // written after dst: if they alias, reduce_res wins
-    const View r = operand_view(cx, in, "reduce_res", Access::write);
-    if (r.parts != d.parts || r.free_elems != 1)
-      fault(in, "reduce_res",
-            fmt::format("must be [{}, 1], got {} x {}", d.parts, r.parts, r.free_elems));
+    const View r = operand_view(cx, in, "reduce_res", Access::write); // [P, 1]: require_legal
     for (uint32_t p = 0; p < d.parts; ++p)
       store_from_f32(r.dtype, r.row(p), cx.state->act_acc[lane0 + p]);
     note_psum_write(cx, operand(in, "reduce_res").ap);

@@ -29,39 +29,20 @@ void fault(const Inst& in, const std::string& msg) {
   throw Fault(fmt::format("{}.{}: {}", name_of(in.engine), desc(in.op).mnemonic, msg));
 }
 
-void check_start_partition(const AccessPattern& ap) {
-  if (ap.space == MemSpace::hbm) return;
-  std::string err = start_partition_error(ap.part_start, ap.part_count);
-  if (!err.empty()) throw Fault(err);
+void require_legal(const ExecCtx& cx, const Inst& in) {
+  if (auto e = legality_error(in, cx.target)) throw Fault(legality_text(in, *e));
 }
 
 View operand_view(ExecCtx& cx, const Inst& in, std::string_view name, Access how) {
   const int k = operand_index(in, name);
   const Operand& o = in.ops[k];
-  const OperandDesc& d = desc(in.op).operands[k];
   if (!o.present) fault(in, name, "is required but absent");
-  const AccessPattern& ap = o.ap;
-  if (d.spaces && !(d.spaces & space_bit(ap.space)))
-    fault(in, name, fmt::format("may not be in {}", name_of(ap.space)));
-  if (in.engine == Engine::pool && ap.space == MemSpace::psum)
-    fault(in, name, "pool (GpSimd) cannot access psum");
+  if (auto e = ap_operand_error(in, size_t(k), o.ap)) fault(in, name, *e);
   try {
-    check_start_partition(ap);
-    return cx.view(ap, how);
+    return cx.view(o.ap, how);
   } catch (const Fault& f) {
     fault(in, name, f.what());
   }
-}
-
-void check_same_shape(const Inst& in, const View& dst, const View& src, std::string_view src_name) {
-  if (dst.parts != src.parts || dst.free_elems != src.free_elems)
-    fault(in, fmt::format("dst is {} partitions x {} elements but {} is {} x {}", dst.parts,
-                          dst.free_elems, src_name, src.parts, src.free_elems));
-}
-
-void check_not_both_psum(const Inst& in, std::string_view a, std::string_view b) {
-  if (operand(in, a).ap.space == MemSpace::psum && operand(in, b).ap.space == MemSpace::psum)
-    fault(in, fmt::format("`{}` and `{}` may not both be in psum", a, b));
 }
 
 void note_psum_write(ExecCtx& cx, const AccessPattern& ap) {
@@ -151,11 +132,7 @@ ScalarOp scalar_operand(ExecCtx& cx, const Inst& in, std::string_view name, uint
     s.imm = o.f;
     return s;
   }
-  const View v = operand_view(cx, in, name, Access::read);
-  if (v.parts != parts || v.free_elems != 1)
-    fault(in, name,
-          fmt::format("must be a [{}, 1] per-partition tile, got {} x {}", parts, v.parts,
-                      v.free_elems));
+  const View v = operand_view(cx, in, name, Access::read); // [parts, 1]: require_legal
   s.is_ap = true;
   s.f.resize(parts);
   s.i.resize(parts);
@@ -276,30 +253,6 @@ const float* F32Rows::get(uint32_t p) {
 }
 
 // ---- ALU -------------------------------------------------------------------------------------
-bool is_bitvec(AluOp op) {
-  switch (op) {
-  case AluOp::bitwise_and:
-  case AluOp::bitwise_or:
-  case AluOp::bitwise_xor:
-  case AluOp::invert:
-  case AluOp::left_shift:
-  case AluOp::right_shift: return true;
-  default: return false;
-  }
-}
-bool is_unary(AluOp op) {
-  switch (op) {
-  case AluOp::abs:
-  case AluOp::square:
-  case AluOp::relu:
-  case AluOp::rsqrt:
-  case AluOp::reciprocal:
-  case AluOp::invert: return true;
-  default: return false;
-  }
-}
-bool is_compare(AluOp op) { return op >= AluOp::equal && op <= AluOp::less; }
-
 float alu_f32(AluOp op, float a, float b) {
   return with_alu(op, [&](auto o) { return alu<decltype(o)::value>(a, b); });
 }

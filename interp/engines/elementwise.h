@@ -21,6 +21,7 @@
 
 #include "interp/engines/simd.h"
 #include "interp/exec.h"
+#include "isa/legality.h"
 
 namespace nisa::interp::ew {
 
@@ -44,12 +45,9 @@ std::string where(const Inst& in, std::string_view name);
 // table allows, POOL never touching PSUM, and (compute engines) the start-partition rule
 // of isa-facts 3.1. Faults name the operand.
 View operand_view(ExecCtx& cx, const Inst& in, std::string_view name, Access how);
-// Throws when the start partition is illegal for the partition count.
-void check_start_partition(const AccessPattern& ap);
-// dst and src have the same partition count and elements per partition.
-void check_same_shape(const Inst& in, const View& dst, const View& src, std::string_view src_name);
-// At most one of two inputs may be in PSUM.
-void check_not_both_psum(const Inst& in, std::string_view a, std::string_view b);
+// Every static rule of isa/legality.h (generation, operands, shapes) for the executing target:
+// a Fault naming the instruction (and the operand) when one is broken.
+void require_legal(const ExecCtx& cx, const Inst& in);
 // A non-matmul write into PSUM: the next auto-mode matmul there overwrites (see pe.cpp).
 void note_psum_write(ExecCtx& cx, const AccessPattern& ap);
 // Same base, element size and pattern: element j of dst is element j of src.
@@ -225,9 +223,7 @@ private:
 };
 
 // ---- ALU -------------------------------------------------------------------------------------
-bool is_bitvec(AluOp op);
-bool is_unary(AluOp op);   // abs, square, relu, rsqrt, reciprocal, invert
-bool is_compare(AluOp op); // equal .. less
+// is_bitvec, is_unary, is_compare: isa/legality.h.
 
 // NaN-propagating max/min (poisoned memory stays visible).
 inline float fmax_nan(float a, float b) { return (a != a || b != b) ? a + b : (a > b ? a : b); }

@@ -35,14 +35,10 @@ void affine_row(const AffinePattern& pat, int32_t offset, int32_t pmul, uint32_t
       }
 }
 
-uint64_t pattern_elems(const Inst& in, const AffinePattern& pat) {
-  if (pat.n > 4) fault(in, "pattern", fmt::format("has {} pairs (at most 4)", pat.n));
+// (1..4 pairs of num >= 1, covering dst: require_legal.)
+uint64_t pattern_elems(const AffinePattern& pat) {
   uint64_t n = 1;
-  for (int k = 0; k < pat.n; ++k) {
-    if (pat.d[k][1] < 1)
-      fault(in, "pattern", fmt::format("pair {} has num {} (must be >= 1)", k, pat.d[k][1]));
-    n *= uint64_t(pat.d[k][1]);
-  }
+  for (int k = 0; k < pat.n; ++k) n *= uint64_t(pat.d[k][1]);
   return n;
 }
 
@@ -74,12 +70,10 @@ template <DType T> void store_int_row(uint8_t* out, const int32_t* v, uint64_t n
 } // namespace
 
 void sem_iota(ExecCtx& cx, const Inst& in) {
+  require_legal(cx, in);
   const AffinePattern& pat = operand(in, "pattern").pat;
   const View d = operand_view(cx, in, "dst", Access::write);
-  const uint64_t n = pattern_elems(in, pat);
-  if (n != d.free_elems)
-    fault(in,
-          fmt::format("pattern covers {} elements but dst has {} per partition", n, d.free_elems));
+  const uint64_t n = pattern_elems(pat);
   const auto offset = static_cast<int32_t>(operand(in, "offset").i);
   const auto pmul = static_cast<int32_t>(operand(in, "pmul").i);
   // int32 / fp32 contiguous rows: each innermost run of the pattern written straight from
@@ -120,15 +114,10 @@ void sem_iota(ExecCtx& cx, const Inst& in) {
 void sem_affine_select(ExecCtx& cx, const Inst& in) {
   const AffinePattern& pat = operand(in, "pattern").pat;
   const AluOp cmp = enum_operand<AluOp>(in, "cmp");
-  if (!is_compare(cmp))
-    fault(in, "cmp", fmt::format("{} is not a comparison operator", name_of(cmp)));
+  require_legal(cx, in);
   const View d = operand_view(cx, in, "dst", Access::write);
   const View t = operand_view(cx, in, "on_true", Access::read);
-  check_same_shape(in, d, t, "on_true");
-  const uint64_t n = pattern_elems(in, pat);
-  if (n != d.free_elems)
-    fault(in,
-          fmt::format("pattern covers {} elements but dst has {} per partition", n, d.free_elems));
+  const uint64_t n = pattern_elems(pat);
   const auto offset = static_cast<int32_t>(operand(in, "offset").i);
   const auto pmul = static_cast<int32_t>(operand(in, "pmul").i);
   uint8_t off_bytes[4];
@@ -163,18 +152,10 @@ void sem_affine_select(ExecCtx& cx, const Inst& in) {
 }
 
 void sem_n_gather(ExecCtx& cx, const Inst& in) {
+  require_legal(cx, in);
   const View d = operand_view(cx, in, "dst", Access::write);
   const View data = operand_view(cx, in, "data", Access::read);
   const View idx = operand_view(cx, in, "idx", Access::read);
-  check_same_shape(in, d, idx, "idx");
-  if (data.parts != d.parts)
-    fault(in, fmt::format("data has {} partitions but dst has {}", data.parts, d.parts));
-  if (d.dtype != data.dtype)
-    fault(in, fmt::format("dst ({}) and data ({}) must have the same dtype", dtype_name(d.dtype),
-                          dtype_name(data.dtype)));
-  if (info(idx.dtype).is_float)
-    fault(in, "idx",
-          fmt::format("must be an integer dtype (uint32), not {}", dtype_name(idx.dtype)));
   const std::vector<uint8_t> src = gather_bits(data); // read first: dst may alias
   std::vector<int64_t> ix(idx.free_elems);
   const size_t eb = dtype_bytes(d.dtype);
