@@ -238,16 +238,23 @@ void sem_matmul(ExecCtx& cx, const Inst& in) {
                      c + size_t(m) * np, N, acc);
     return;
   }
+  // acc=auto decides per element from the flags as they were before this matmul: a 2-byte
+  // (bf16) dst has two elements per flagged word, and the first one's write must not make the
+  // second one add onto memory no matmul wrote.
+  thread_local std::vector<uint8_t> adds;
+  adds.resize(N);
   for (uint32_t m = 0; m < M; ++m) {
     const float* r = c + size_t(m) * np;
     uint64_t n = 0;
     for_each_elem(d, m, [&](uint8_t* q) {
-      const size_t w = psum_word(cx, q);
-      const bool add =
-          acc == AccMode::accumulate || (acc == AccMode::auto_ && !flags.empty() && flags[w]);
-      const float x = add ? load_as_f32(d.dtype, q) + r[n] : r[n];
+      adds[n++] = acc == AccMode::accumulate ||
+                  (acc == AccMode::auto_ && !flags.empty() && flags[psum_word(cx, q)]);
+    });
+    n = 0;
+    for_each_elem(d, m, [&](uint8_t* q) {
+      const float x = adds[n] ? load_as_f32(d.dtype, q) + r[n] : r[n];
       store_from_f32(d.dtype, q, x);
-      if (!flags.empty()) flags[w] = 1;
+      if (!flags.empty()) flags[psum_word(cx, q)] = 1;
       ++n;
     });
   }

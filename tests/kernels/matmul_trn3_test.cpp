@@ -80,6 +80,8 @@ void run_and_check(int K, int M, int N, DType dt) {
 }
 
 TEST(MatmulTrn3, N1024Fp32Dst) { run_and_check(128, 64, 1024, DType::fp32); }
+TEST(MatmulTrn3, Bf16Dst) { run_and_check(128, 64, 512, DType::bf16); }
+TEST(MatmulTrn3, N1024Bf16Dst) { run_and_check(64, 32, 1024, DType::bf16); }
 
 // The same sources on gen2/3: rejected by the assembler, at the operand, with the limit.
 TEST(MatmulTrn3, OlderTargetsReject) {
