@@ -165,7 +165,7 @@ bool matmul(Rules& r) {
     return r.fail("moving",
                   fmt::format("fp32 inputs pair only with fp32 (stationary {}, moving {})",
                               dtype_name(st->dtype), dtype_name(mv->dtype)));
-  if (r.i("transpose")) { // transpose mode (a gen3+ operand: the generation rule is the table's)
+  if (r.i("transpose") && lim.transpose_mode) {
     if (d && st && d->dtype != st->dtype)
       return r.fail(fmt::format("transpose mode writes the stationary dtype ({}) but dst is {}",
                                 dtype_name(st->dtype), dtype_name(d->dtype)));
@@ -463,6 +463,7 @@ bool is_compare(AluOp op) { return op >= AluOp::equal && op <= AluOp::less; }
 
 MatmulLimits matmul_limits(Target t, DType dst) {
   MatmulLimits l;
+  l.transpose_mode = t != Target::trn1;
   if (t == Target::trn3) {
     l.max_n = dst == DType::bf16 ? 8192 : 4096;
     l.one_psum_bank = false;

@@ -30,10 +30,11 @@ bool is_compare(AluOp op); // equal .. less
 
 // ---- matmul -------------------------------------------------------------------------------------
 struct MatmulLimits {
-  uint32_t max_k = 128;      // contraction (partitions of stationary and moving)
-  uint32_t max_m = 128;      // stationary columns = dst partitions
-  uint64_t max_n = 512;      // moving columns = dst elements per partition
-  bool one_psum_bank = true; // dst within one 2 KiB PSUM bank (gen2/3)
+  uint32_t max_k = 128;       // contraction (partitions of stationary and moving)
+  uint32_t max_m = 128;       // stationary columns = dst partitions
+  uint64_t max_n = 512;       // moving columns = dst elements per partition
+  bool one_psum_bank = true;  // dst within one 2 KiB PSUM bank (gen2/3)
+  bool transpose_mode = true; // transpose=1 is transpose mode (gen3+; gen2 ignores the flag)
 };
 // Limits for a matmul writing a dst of this dtype on the target (isa-facts 0.5: N <= 512 on
 // gen2/3, 4096 fp32 / 8192 bf16 on gen4).

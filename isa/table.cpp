@@ -38,8 +38,6 @@ constexpr bool required(std::string_view d) { return d.empty(); }
   OperandDesc { #n, K::ImmI, EnumType::Engine, 0, !required(d), d, GALL }
 #define B(n, d)                                                                                    \
   OperandDesc { #n, K::Bool, EnumType::Engine, 0, true, d, GALL }
-#define BG(n, d, g)                                                                                \
-  OperandDesc { #n, K::Bool, EnumType::Engine, 0, true, d, g }
 #define E(n, T, d)                                                                                 \
   OperandDesc { #n, K::Enum, EnumType::T, 0, !required(d), d, GALL }
 #define R(n)                                                                                       \
@@ -81,7 +79,6 @@ static_assert(std::size(kTable) == kNumOpcodes);
 #undef F
 #undef I
 #undef B
-#undef BG
 #undef E
 #undef R
 #undef RI

@@ -385,6 +385,8 @@ TEST(Legality, MatmulLimitsPerTarget) {
   EXPECT_FALSE(matmul_dst_dtype_ok(Target::trn2, DType::bf16));
   EXPECT_TRUE(matmul_dst_dtype_ok(Target::trn3, DType::bf16));
   EXPECT_FALSE(matmul_dst_dtype_ok(Target::trn3, DType::fp16));
+  EXPECT_FALSE(matmul_limits(Target::trn1, DType::fp32).transpose_mode); // the flag is ignored
+  EXPECT_TRUE(matmul_limits(Target::trn2, DType::fp32).transpose_mode);
 }
 
 } // namespace
