@@ -9,6 +9,7 @@
 
 #include "asm/assembler.h"
 #include "isa/encode.h"
+#include "isa/exec_kind.h"
 #include "isa/legality.h"
 
 namespace nisa::nasm {
@@ -499,11 +500,8 @@ __extension__ typedef __int128 i128;
 bool extent_of(const AccessPattern& ap, bool write, std::vector<SyncExtent>& out) {
   if (ap.space == MemSpace::none || ap.ndims < 1 || ap.ndims > kMaxFreeDims) return false;
   const i128 eb = dtype_bytes(ap.dtype);
-  i128 lo = 0, hi = 0;
-  for (int j = 0; j < ap.ndims; ++j) {
-    const i128 reach = i128(ap.dims[j].stride) * (ap.dims[j].count ? ap.dims[j].count - 1 : 0);
-    (reach < 0 ? lo : hi) += reach;
-  }
+  const ApSpan span = ap_free_span(ap);
+  i128 lo = span.lo, hi = span.hi;
   bool unbounded = false;
   if (ap.dyn != DynKind::none) {
     if (ap.dyn_limit == 0) unbounded = true;
@@ -543,22 +541,15 @@ bool conflict(const std::vector<SyncExtent>& a, const std::vector<SyncExtent>& b
 
 void Assembler::autosync(Engine e, uint32_t index, Loc at) {
   const Inst& in = mod_.streams[int(e)][index];
-  const InstDesc& d = desc(in.op);
   AutoRec rec{e, index, {}};
-  for (size_t k = 0; k < d.operands.size() && k < in.ops.size(); ++k) {
-    const Operand& o = in.ops[k];
-    const OperandKind kind = d.operands[k].kind;
-    const bool rd = kind == OperandKind::Src || (kind == OperandKind::Scalar && o.is_ap);
-    if (o.present && (rd || kind == OperandKind::Dst))
-      extent_of(o.ap, kind == OperandKind::Dst, rec.ext);
-  }
+  for_each_mem_operand(in, [&](const OperandDesc&, const Operand& o, bool is_write) {
+    extent_of(o.ap, is_write, rec.ext);
+  });
   if (rec.ext.empty()) return;
   // This instruction's stream (as lower_afters keys producers).
   std::tuple<int, int, int> mine{int(e), 0, 0};
-  if (d.cost == CostClass::dma_xfer && in.op != Opcode::send_recv)
-    mine = {int(e), 1, int(in.ops[0].i)};
-  if (d.cost == CostClass::cc)
-    mine = {int(e), 2, in.op == Opcode::permute_implicit ? int(in.ops[3].i) : 0};
+  if (is_async_dma(in)) mine = {int(e), 1, int(dma_queue(in))};
+  if (exec_kind(in) == ExecKind::collective) mine = {int(e), 2, int(cc_channel(in))};
   for (auto& [key, recs] : auto_recs_) {
     // The same stream is ordered already (program order; one engine's transfers of one queue
     // complete in order), except a plain instruction after its engine's DMA or collective.

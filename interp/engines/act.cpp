@@ -120,15 +120,15 @@ void act_row(ActFunc f, const float* x, uint64_t n, float scale, float bias, flo
 } // namespace ew
 
 void sem_activation(ExecCtx& cx, const Inst& in) {
-  const ActFunc func = enum_operand<ActFunc>(in, "func");
-  const ReduceCmd cmd = enum_operand<ReduceCmd>(in, "reduce_cmd");
+  const ActFunc func = enum_operand<ActFunc>(in, nisa::op::activation::func);
+  const ReduceCmd cmd = enum_operand<ReduceCmd>(in, nisa::op::activation::reduce_cmd);
   require_legal(cx, in);
-  const View d = operand_view(cx, in, "dst", Access::write);
-  const View s = operand_view(cx, in, "src", Access::read);
-  const ScalarOp scale = scalar_operand(cx, in, "scale", d.parts);
-  const ScalarOp bias = scalar_operand(cx, in, "bias", d.parts);
+  const View d = operand_view(cx, in, nisa::op::activation::dst, Access::write);
+  const View s = operand_view(cx, in, nisa::op::activation::src, Access::read);
+  const ScalarOp scale = scalar_operand(cx, in, nisa::op::activation::scale, d.parts);
+  const ScalarOp bias = scalar_operand(cx, in, nisa::op::activation::bias, d.parts);
   // Registers belong to the engine's lanes: lane = absolute dst partition.
-  const uint32_t lane0 = operand(in, "dst").ap.part_start;
+  const uint32_t lane0 = operand(in, nisa::op::activation::dst).ap.part_start;
   if (cmd == ReduceCmd::reset || cmd == ReduceCmd::reset_reduce)
     for (uint32_t p = 0; p < d.parts; ++p) cx.state->act_acc[lane0 + p] = 0.0f;
   const bool accumulate = cmd == ReduceCmd::reduce || cmd == ReduceCmd::reset_reduce;
@@ -149,13 +149,16 @@ void sem_activation(ExecCtx& cx, const Inst& in) {
       o.commit(p);
     }
   });
-  note_psum_write(cx, operand(in, "dst").ap);
+  note_psum_write(cx, operand(in, nisa::op::activation::dst).ap);
 
-  if (present(in, "reduce_res")) { // written after dst: if they alias, reduce_res wins
-    const View r = operand_view(cx, in, "reduce_res", Access::write); // [P, 1]: require_legal
+  if (present(
+          in,
+          nisa::op::activation::reduce_res)) { // written after dst: if they alias, reduce_res wins
+    const View r = operand_view(cx, in, nisa::op::activation::reduce_res,
+                                Access::write); // [P, 1]: require_legal
     for (uint32_t p = 0; p < d.parts; ++p)
       store_from_f32(r.dtype, r.row(p), cx.state->act_acc[lane0 + p]);
-    note_psum_write(cx, operand(in, "reduce_res").ap);
+    note_psum_write(cx, operand(in, nisa::op::activation::reduce_res).ap);
   }
 }
 

@@ -222,9 +222,9 @@ namespace {
 struct TwoInputs {
   View d, a, b;
 };
-TwoInputs two_input_views(ExecCtx& cx, const Inst& in) {
-  TwoInputs t{operand_view(cx, in, "dst", Access::write), operand_view(cx, in, "in0", Access::read),
-              operand_view(cx, in, "in1", Access::read)};
+TwoInputs two_input_views(ExecCtx& cx, const Inst& in, int dst, int in0, int in1) {
+  TwoInputs t{operand_view(cx, in, dst, Access::write), operand_view(cx, in, in0, Access::read),
+              operand_view(cx, in, in1, Access::read)};
   return t;
 }
 
@@ -232,8 +232,8 @@ TwoInputs two_input_views(ExecCtx& cx, const Inst& in) {
 
 void sem_copy(ExecCtx& cx, const Inst& in) {
   require_legal(cx, in);
-  const View d = operand_view(cx, in, "dst", Access::write);
-  const View s = operand_view(cx, in, "src", Access::read);
+  const View d = operand_view(cx, in, nisa::op::copy::dst, Access::write);
+  const View s = operand_view(cx, in, nisa::op::copy::src, Access::read);
   // ScalarE on trn1 always converts through fp32 (isa-facts 2).
   const bool bits = d.dtype == s.dtype && !(in.engine == Engine::act && cx.target == Target::trn1);
   if (bits) {
@@ -253,18 +253,20 @@ void sem_copy(ExecCtx& cx, const Inst& in) {
       for (uint32_t p = p0; p < p1; ++p) store_row(d, p, rs.get(p));
     });
   }
-  note_psum_write(cx, operand(in, "dst").ap);
+  note_psum_write(cx, operand(in, nisa::op::copy::dst).ap);
 }
 
 void sem_tensor_scalar(ExecCtx& cx, const Inst& in) {
-  const AluOp op0 = enum_operand<AluOp>(in, "op0"), op1 = enum_operand<AluOp>(in, "op1");
-  const bool rev0 = flag(in, "rev0"), rev1 = flag(in, "rev1");
+  const AluOp op0 = enum_operand<AluOp>(in, nisa::op::tensor_scalar::op0),
+              op1 = enum_operand<AluOp>(in, nisa::op::tensor_scalar::op1);
+  const bool rev0 = flag(in, nisa::op::tensor_scalar::rev0),
+             rev1 = flag(in, nisa::op::tensor_scalar::rev1);
   require_legal(cx, in);
   const bool bitvec = is_bitvec(op0);
-  const View d = operand_view(cx, in, "dst", Access::write);
-  const View s = operand_view(cx, in, "src", Access::read);
-  const ScalarOp s0 = scalar_operand(cx, in, "operand0", d.parts);
-  const ScalarOp s1 = scalar_operand(cx, in, "operand1", d.parts);
+  const View d = operand_view(cx, in, nisa::op::tensor_scalar::dst, Access::write);
+  const View s = operand_view(cx, in, nisa::op::tensor_scalar::src, Access::read);
+  const ScalarOp s0 = scalar_operand(cx, in, nisa::op::tensor_scalar::operand0, d.parts);
+  const ScalarOp s1 = scalar_operand(cx, in, nisa::op::tensor_scalar::operand1, d.parts);
   if (bitvec) {
     tensor_scalar_int(d, s, op0, s0, rev0, op1, s1, rev1);
   } else {
@@ -280,20 +282,22 @@ void sem_tensor_scalar(ExecCtx& cx, const Inst& in) {
       }
     });
   }
-  note_psum_write(cx, operand(in, "dst").ap);
+  note_psum_write(cx, operand(in, nisa::op::tensor_scalar::dst).ap);
 }
 
 void sem_tensor_tensor(ExecCtx& cx, const Inst& in) {
-  const AluOp op = enum_operand<AluOp>(in, "op");
+  const AluOp op = enum_operand<AluOp>(in, nisa::op::tensor_tensor::op);
   require_legal(cx, in);
-  const auto [d, a, b] = two_input_views(cx, in);
+  const auto [d, a, b] =
+      two_input_views(cx, in, nisa::op::tensor_tensor::dst, nisa::op::tensor_tensor::in0,
+                      nisa::op::tensor_tensor::in1);
   // GpSimd computes all-int32 operands exactly (results wrap modulo 2^32).
   const bool exact_int = op != AluOp::power && op != AluOp::abs_max && op != AluOp::abs_min;
   if (is_bitvec(op) || (in.engine == Engine::pool && exact_int && all_int32({&d, &a, &b})))
     int_binary(op, d, a, b);
   else
     float_binary(cx, op, d, a, b);
-  note_psum_write(cx, operand(in, "dst").ap);
+  note_psum_write(cx, operand(in, nisa::op::tensor_tensor::dst).ap);
 }
 
 namespace {
@@ -316,9 +320,10 @@ void fill_pattern(uint8_t* dst, const uint8_t* pat, int eb, uint64_t n) {
 
 void sem_memset(ExecCtx& cx, const Inst& in) {
   require_legal(cx, in);
-  const View d = operand_view(cx, in, "dst", Access::write);
+  const View d = operand_view(cx, in, nisa::op::memset::dst, Access::write);
   uint8_t bytes[4];
-  store_from_f32(d.dtype, bytes, operand(in, "value").f); // converted once, then replicated
+  store_from_f32(d.dtype, bytes,
+                 operand(in, nisa::op::memset::value).f); // converted once, then replicated
   const int eb = dtype_bytes(d.dtype);
   for (uint32_t p = 0; p < d.parts; ++p) {
     if (d.contiguous()) {
@@ -327,16 +332,20 @@ void sem_memset(ExecCtx& cx, const Inst& in) {
     }
     for_each_elem(d, p, [&](uint8_t* q) { std::memcpy(q, bytes, eb); });
   }
-  note_psum_write(cx, operand(in, "dst").ap);
+  note_psum_write(cx, operand(in, nisa::op::memset::dst).ap);
 }
 
 // ---- DVE only --------------------------------------------------------------------------------
 void sem_scalar_tensor_tensor(ExecCtx& cx, const Inst& in) {
-  const AluOp op0 = enum_operand<AluOp>(in, "op0"), op1 = enum_operand<AluOp>(in, "op1");
+  const AluOp op0 = enum_operand<AluOp>(in, nisa::op::scalar_tensor_tensor::op0),
+              op1 = enum_operand<AluOp>(in, nisa::op::scalar_tensor_tensor::op1);
   require_legal(cx, in);
-  const bool rev0 = flag(in, "rev0"), rev1 = flag(in, "rev1");
-  const auto [d, a, b] = two_input_views(cx, in);
-  const ScalarOp s0 = scalar_operand(cx, in, "operand0", d.parts);
+  const bool rev0 = flag(in, nisa::op::scalar_tensor_tensor::rev0),
+             rev1 = flag(in, nisa::op::scalar_tensor_tensor::rev1);
+  const auto [d, a, b] =
+      two_input_views(cx, in, nisa::op::scalar_tensor_tensor::dst,
+                      nisa::op::scalar_tensor_tensor::in0, nisa::op::scalar_tensor_tensor::in1);
+  const ScalarOp s0 = scalar_operand(cx, in, nisa::op::scalar_tensor_tensor::operand0, d.parts);
   // The first pass writes the dst row before in1 is read: in1 must not share dst's memory.
   const bool snap_a = needs_snapshot(cx, d, a), snap_b = views_overlap(cx, d, b);
   const uint64_t n = d.free_elems;
@@ -359,7 +368,7 @@ void sem_scalar_tensor_tensor(ExecCtx& cx, const Inst& in) {
       }
     });
   });
-  note_psum_write(cx, operand(in, "dst").ap);
+  note_psum_write(cx, operand(in, nisa::op::scalar_tensor_tensor::dst).ap);
 }
 
 namespace {
@@ -379,12 +388,12 @@ void store_folds(Out& o, const float* acc, uint32_t p0, uint32_t p1, uint64_t ou
 } // namespace
 
 void sem_tensor_reduce(ExecCtx& cx, const Inst& in) {
-  const AluOp op = enum_operand<AluOp>(in, "op");
-  const bool negate = flag(in, "negate");
-  const int64_t axes = operand(in, "axes").i;
+  const AluOp op = enum_operand<AluOp>(in, nisa::op::tensor_reduce::op);
+  const bool negate = flag(in, nisa::op::tensor_reduce::negate);
+  const int64_t axes = operand(in, nisa::op::tensor_reduce::axes).i;
   require_legal(cx, in); // axes, the operator and dst's shape
-  const View d = operand_view(cx, in, "dst", Access::write);
-  const View s = operand_view(cx, in, "src", Access::read);
+  const View d = operand_view(cx, in, nisa::op::tensor_reduce::dst, Access::write);
+  const View s = operand_view(cx, in, nisa::op::tensor_reduce::src, Access::read);
   uint64_t inner = 1;
   for (int k = 4 - static_cast<int>(axes); k < 4; ++k) inner *= s.count[k];
   const uint64_t outer = s.free_elems / inner;
@@ -427,7 +436,7 @@ void sem_tensor_reduce(ExecCtx& cx, const Inst& in) {
         F32Out o(d);
         store_folds(o, acc.data(), p0, p1, outer, negate);
       });
-      note_psum_write(cx, operand(in, "dst").ap);
+      note_psum_write(cx, operand(in, nisa::op::tensor_reduce::dst).ap);
       return;
     }
     if (lanes) {
@@ -459,7 +468,7 @@ void sem_tensor_reduce(ExecCtx& cx, const Inst& in) {
               store_folds(o, acc.data(), p0, p1, outer, negate);
             }
           });
-      note_psum_write(cx, operand(in, "dst").ap);
+      note_psum_write(cx, operand(in, nisa::op::tensor_reduce::dst).ap);
       return;
     }
     const bool snap = views_overlap(cx, d, s);
@@ -490,7 +499,7 @@ void sem_tensor_reduce(ExecCtx& cx, const Inst& in) {
           o.commit(p);
         }
       });
-      note_psum_write(cx, operand(in, "dst").ap);
+      note_psum_write(cx, operand(in, nisa::op::tensor_reduce::dst).ap);
       return;
     }
     with_alu(op, [&](auto oc) {
@@ -520,15 +529,15 @@ void sem_tensor_reduce(ExecCtx& cx, const Inst& in) {
                      });
     });
   }
-  note_psum_write(cx, operand(in, "dst").ap);
+  note_psum_write(cx, operand(in, nisa::op::tensor_reduce::dst).ap);
 }
 
 void sem_copy_predicated(ExecCtx& cx, const Inst& in) {
   require_legal(cx, in);
-  const bool reverse = flag(in, "reverse");
-  const View d = operand_view(cx, in, "dst", Access::write);
-  const View s = operand_view(cx, in, "src", Access::read);
-  const View pr = operand_view(cx, in, "pred", Access::read);
+  const bool reverse = flag(in, nisa::op::copy_predicated::reverse);
+  const View d = operand_view(cx, in, nisa::op::copy_predicated::dst, Access::write);
+  const View s = operand_view(cx, in, nisa::op::copy_predicated::src, Access::read);
+  const View pr = operand_view(cx, in, nisa::op::copy_predicated::pred, Access::read);
   // Sources are read whole before dst is written.
   const std::vector<uint8_t> src = gather_bits(s);
   const std::vector<int64_t> pred = int_rows(pr);
@@ -541,14 +550,16 @@ void sem_copy_predicated(ExecCtx& cx, const Inst& in) {
       ++j;
     });
   }
-  note_psum_write(cx, operand(in, "dst").ap);
+  note_psum_write(cx, operand(in, nisa::op::copy_predicated::dst).ap);
 }
 
 void sem_scan(ExecCtx& cx, const Inst& in) {
-  const AluOp op0 = enum_operand<AluOp>(in, "op0"), op1 = enum_operand<AluOp>(in, "op1");
+  const AluOp op0 = enum_operand<AluOp>(in, nisa::op::scan::op0),
+              op1 = enum_operand<AluOp>(in, nisa::op::scan::op1);
   require_legal(cx, in);
-  const auto [d, a, b] = two_input_views(cx, in);
-  const ScalarOp init = scalar_operand(cx, in, "init", d.parts);
+  const auto [d, a, b] =
+      two_input_views(cx, in, nisa::op::scan::dst, nisa::op::scan::in0, nisa::op::scan::in1);
+  const ScalarOp init = scalar_operand(cx, in, nisa::op::scan::init, d.parts);
   const simd::Level lv = simd::level();
   simd::LaneOp l0 = simd::LaneOp::add, l1 = simd::LaneOp::add;
   if (lane_op(op0, &l0) && lane_op(op1, &l1)) {
@@ -559,7 +570,7 @@ void sem_scan(ExecCtx& cx, const Inst& in) {
     const bool da = fp32_direct(a) || snap_a, db = fp32_direct(b) || snap_b;
     const uint64_t n = d.free_elems;
     const bool direct = fp32_direct(d);
-    const bool rev0 = flag(in, "rev0"), rev1 = flag(in, "rev1");
+    const bool rev0 = flag(in, nisa::op::scan::rev0), rev1 = flag(in, nisa::op::scan::rev1);
     // Rows of fp32 (memory or a snapshot) or contiguous bf16 (widened in registers, bf16
     // outputs rounded in registers): every row of a host thread's range in one call.
     auto bf16_rows = [](const View& v) { return v.dtype == DType::bf16 && v.contiguous(); };
@@ -584,7 +595,7 @@ void sem_scan(ExecCtx& cx, const Inst& in) {
         simd::scan_rows_t(lv, ta, pa.data(), tb, pb.data(), to, po.data(), iv.data(), k, n, l0, l1,
                           rev0, rev1);
       });
-      note_psum_write(cx, operand(in, "dst").ap);
+      note_psum_write(cx, operand(in, nisa::op::scan::dst).ap);
       return;
     }
     const uint32_t nchunks = (d.parts + kChunk - 1) / kChunk;
@@ -625,36 +636,36 @@ void sem_scan(ExecCtx& cx, const Inst& in) {
           for (uint32_t p = p0; p < p1; ++p) store_row(dv, p, co.data() + size_t(p - p0) * cs);
       }
     });
-    note_psum_write(cx, operand(in, "dst").ap);
+    note_psum_write(cx, operand(in, nisa::op::scan::dst).ap);
     return;
   }
   F32Rows ra(a, needs_snapshot(cx, d, a)), rb(b, needs_snapshot(cx, d, b));
   F32Out o(d);
   for (uint32_t p = 0; p < d.parts; ++p) {
-    scan_row(ra.get(p), rb.get(p), d.free_elems, init.at(p), op0, op1, flag(in, "rev0"),
-             flag(in, "rev1"), o.get(p));
+    scan_row(ra.get(p), rb.get(p), d.free_elems, init.at(p), op0, op1,
+             flag(in, nisa::op::scan::rev0), flag(in, nisa::op::scan::rev1), o.get(p));
     o.commit(p);
   }
-  note_psum_write(cx, operand(in, "dst").ap);
+  note_psum_write(cx, operand(in, nisa::op::scan::dst).ap);
 }
 
 void sem_reciprocal(ExecCtx& cx, const Inst& in) {
   require_legal(cx, in);
-  const View d = operand_view(cx, in, "dst", Access::write);
-  const View s = operand_view(cx, in, "src", Access::read);
+  const View d = operand_view(cx, in, nisa::op::reciprocal::dst, Access::write);
+  const View s = operand_view(cx, in, nisa::op::reciprocal::src, Access::read);
   F32Rows rs(s, needs_snapshot(cx, d, s));
   F32Out o(d);
   for (uint32_t p = 0; p < d.parts; ++p) {
     scalar_pass<AluOp::reciprocal>(o.get(p), rs.get(p), d.free_elems, 0.0f, false);
     o.commit(p);
   }
-  note_psum_write(cx, operand(in, "dst").ap);
+  note_psum_write(cx, operand(in, nisa::op::reciprocal::dst).ap);
 }
 
 void sem_max8(ExecCtx& cx, const Inst& in) {
   require_legal(cx, in);
-  const View d = operand_view(cx, in, "dst", Access::write);
-  const View s = operand_view(cx, in, "src", Access::read);
+  const View d = operand_view(cx, in, nisa::op::max8::dst, Access::write);
+  const View s = operand_view(cx, in, nisa::op::max8::src, Access::read);
   // Rows are independent: ranges of them on the host threads (a snapshot: one range).
   const bool snap = views_overlap(cx, d, s);
   // Contiguous bf16 rows: the vector forms read the bf16 bytes (no fp32 copy of the row);
@@ -672,7 +683,7 @@ void sem_max8(ExecCtx& cx, const Inst& in) {
         store_row(d, p, top);
       }
     });
-    note_psum_write(cx, operand(in, "dst").ap);
+    note_psum_write(cx, operand(in, nisa::op::max8::dst).ap);
     return;
   }
   // Rows read in place (fp32_direct): each call prefetches the next one.
@@ -685,14 +696,14 @@ void sem_max8(ExecCtx& cx, const Inst& in) {
       store_row(d, p, top);
     }
   });
-  note_psum_write(cx, operand(in, "dst").ap);
+  note_psum_write(cx, operand(in, nisa::op::max8::dst).ap);
 }
 
 void sem_find_index8(ExecCtx& cx, const Inst& in) {
   require_legal(cx, in);
-  const View d = operand_view(cx, in, "dst", Access::write);
-  const View data = operand_view(cx, in, "data", Access::read);
-  const View vals = operand_view(cx, in, "vals", Access::read);
+  const View d = operand_view(cx, in, nisa::op::find_index8::dst, Access::write);
+  const View data = operand_view(cx, in, nisa::op::find_index8::data, Access::read);
+  const View vals = operand_view(cx, in, nisa::op::find_index8::vals, Access::read);
   const bool snap_d = views_overlap(cx, d, data), snap_v = views_overlap(cx, d, vals);
   // Contiguous bf16 data rows: the vector forms read the bf16 bytes (no fp32 copy).
   const bool bf16_rows = data.dtype == DType::bf16 && data.contiguous() && data.row_skip.empty() &&
@@ -710,17 +721,18 @@ void sem_find_index8(ExecCtx& cx, const Inst& in) {
                      store_row_int(d, p, idx); // -1 truncates to all ones: "not found"
                    }
                  });
-  note_psum_write(cx, operand(in, "dst").ap);
+  note_psum_write(cx, operand(in, nisa::op::find_index8::dst).ap);
 }
 
 void sem_match_replace8(ExecCtx& cx, const Inst& in) {
   require_legal(cx, in);
-  const View d = operand_view(cx, in, "dst", Access::write);
-  const View data = operand_view(cx, in, "data", Access::read);
-  const View vals = operand_view(cx, in, "vals", Access::read);
+  const View d = operand_view(cx, in, nisa::op::match_replace8::dst, Access::write);
+  const View data = operand_view(cx, in, nisa::op::match_replace8::data, Access::read);
+  const View vals = operand_view(cx, in, nisa::op::match_replace8::vals, Access::read);
   std::optional<View> idx;
-  if (present(in, "idx")) idx.emplace(operand_view(cx, in, "idx", Access::write));
-  const float imm = operand(in, "imm").f;
+  if (present(in, nisa::op::match_replace8::idx))
+    idx.emplace(operand_view(cx, in, nisa::op::match_replace8::idx, Access::write));
+  const float imm = operand(in, nisa::op::match_replace8::imm).f;
   const bool bits = d.dtype == data.dtype;
   // Row p of data and vals is read whole before row p of dst is written; other overlaps
   // snapshot everything first.
@@ -772,14 +784,14 @@ void sem_match_replace8(ExecCtx& cx, const Inst& in) {
                      if (idx) store_row_int(*idx, p, pos);
                    }
                  });
-  note_psum_write(cx, operand(in, "dst").ap);
-  if (idx) note_psum_write(cx, operand(in, "idx").ap);
+  note_psum_write(cx, operand(in, nisa::op::match_replace8::dst).ap);
+  if (idx) note_psum_write(cx, operand(in, nisa::op::match_replace8::idx).ap);
 }
 
 void sem_dve_transpose(ExecCtx& cx, const Inst& in) {
   require_legal(cx, in); // one block of at most 32x32, or 32x32 blocks in whole quadrants
-  const View d = operand_view(cx, in, "dst", Access::write);
-  const View s = operand_view(cx, in, "src", Access::read);
+  const View d = operand_view(cx, in, nisa::op::dve_transpose::dst, Access::write);
+  const View s = operand_view(cx, in, nisa::op::dve_transpose::src, Access::read);
   const bool one_block = s.parts <= 32 && s.free_elems <= 32;
   const uint32_t bp = one_block ? s.parts : 32, bf = one_block ? uint32_t(s.free_elems) : 32;
   const uint32_t blocks = s.parts / bp;
@@ -792,14 +804,14 @@ void sem_dve_transpose(ExecCtx& cx, const Inst& in) {
         std::memcpy(row.data() + p * eb, all.data() + ((q * bp + p) * bf + f) * eb, eb);
       scatter_bits_row(d, q * bf + f, row.data());
     }
-  note_psum_write(cx, operand(in, "dst").ap);
+  note_psum_write(cx, operand(in, nisa::op::dve_transpose::dst).ap);
 }
 
 void sem_stream_shuffle(ExecCtx& cx, const Inst& in) {
   require_legal(cx, in); // dtypes, sizes and the mask's entries
-  const View d = operand_view(cx, in, "dst", Access::write);
-  const View s = operand_view(cx, in, "src", Access::read);
-  const ShuffleMask& mask = operand(in, "mask").mask;
+  const View d = operand_view(cx, in, nisa::op::stream_shuffle::dst, Access::write);
+  const View s = operand_view(cx, in, nisa::op::stream_shuffle::src, Access::read);
+  const ShuffleMask& mask = operand(in, nisa::op::stream_shuffle::mask).mask;
   const std::vector<uint8_t> all = gather_bits(s); // in place is allowed: read first
   const size_t row = s.free_elems * dtype_bytes(s.dtype);
   for (uint32_t p = 0; p < d.parts; ++p) {
@@ -808,7 +820,7 @@ void sem_stream_shuffle(ExecCtx& cx, const Inst& in) {
     const uint32_t sp = (p / 32) * 32 + m;
     scatter_bits_row(d, p, all.data() + sp * row);
   }
-  note_psum_write(cx, operand(in, "dst").ap);
+  note_psum_write(cx, operand(in, nisa::op::stream_shuffle::dst).ap);
 }
 
 } // namespace nisa::interp

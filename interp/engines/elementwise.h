@@ -22,29 +22,31 @@
 #include "interp/engines/simd.h"
 #include "interp/exec.h"
 #include "isa/legality.h"
+#include "isa/op_index.h"
 
 namespace nisa::interp::ew {
 
 // ---- operands ----------------------------------------------------------------------------------
+// Operands by their index in the table (isa/op_index.h: nisa::op::<ident>::<operand>).
+// operand_index looks a name up (tests build instructions by name).
 int operand_index(const Inst& in, std::string_view name);
-inline const Operand& operand(const Inst& in, std::string_view name) {
-  return in.ops[operand_index(in, name)];
+// Operand k of the record; a Fault when the record is short of the table (a malformed record).
+const Operand& operand(const Inst& in, int k);
+template <class E> E enum_operand(const Inst& in, int k) {
+  return static_cast<E>(operand(in, k).i);
 }
-template <class E> E enum_operand(const Inst& in, std::string_view name) {
-  return static_cast<E>(operand(in, name).i);
-}
-inline bool flag(const Inst& in, std::string_view name) { return operand(in, name).i != 0; }
-inline bool present(const Inst& in, std::string_view name) { return operand(in, name).present; }
+inline bool flag(const Inst& in, int k) { return operand(in, k).i != 0; }
+inline bool present(const Inst& in, int k) { return operand(in, k).present; }
 
 // "matmul operand `moving`: " prefix for faults.
-std::string where(const Inst& in, std::string_view name);
-[[noreturn]] void fault(const Inst& in, std::string_view name, const std::string& msg);
+std::string where(const Inst& in, int k);
+[[noreturn]] void fault(const Inst& in, int k, const std::string& msg);
 [[noreturn]] void fault(const Inst& in, const std::string& msg);
 
 // The view of an AP operand, checked against the instruction's engine: memory spaces the
 // table allows, POOL never touching PSUM, and (compute engines) the start-partition rule
 // of isa-facts 3.1. Faults name the operand.
-View operand_view(ExecCtx& cx, const Inst& in, std::string_view name, Access how);
+View operand_view(ExecCtx& cx, const Inst& in, int k, Access how);
 // Every static rule of isa/legality.h (generation, operands, shapes) for the executing target:
 // a Fault naming the instruction (and the operand) when one is broken.
 void require_legal(const ExecCtx& cx, const Inst& in);
@@ -66,7 +68,7 @@ struct ScalarOp {
   float at(uint32_t p) const { return is_ap ? f[p] : imm; }
   int64_t at_int(uint32_t p) const { return is_ap ? i[p] : static_cast<int64_t>(imm); }
 };
-ScalarOp scalar_operand(ExecCtx& cx, const Inst& in, std::string_view name, uint32_t parts);
+ScalarOp scalar_operand(ExecCtx& cx, const Inst& in, int k, uint32_t parts);
 
 // ---- dtype traits and dispatch ---------------------------------------------------------------
 template <class S> inline S ld(const uint8_t* p) {

@@ -159,7 +159,7 @@ void transpose_mode(ExecCtx& cx, const Inst& in, const View& d, const View& st, 
       const float x = v[size_t(k) * n_cols + n];
       if (x == 0.0f) continue;
       if (x != 1.0f || src_k[n] >= 0)
-        fault(in, "moving",
+        fault(in, nisa::op::matmul::moving,
               fmt::format("transpose mode needs a 0/1 matrix with one 1 per column; "
                           "column {} differs",
                           n));
@@ -186,10 +186,10 @@ void transpose_mode(ExecCtx& cx, const Inst& in, const View& d, const View& st, 
 
 void sem_matmul(ExecCtx& cx, const Inst& in) {
   require_legal(cx, in);
-  const AccMode acc = enum_operand<AccMode>(in, "acc");
-  const View d = operand_view(cx, in, "dst", Access::write);
-  const View st = operand_view(cx, in, "stationary", Access::read);
-  const View mv = operand_view(cx, in, "moving", Access::read);
+  const AccMode acc = enum_operand<AccMode>(in, nisa::op::matmul::acc);
+  const View d = operand_view(cx, in, nisa::op::matmul::dst, Access::write);
+  const View st = operand_view(cx, in, nisa::op::matmul::stationary, Access::read);
+  const View mv = operand_view(cx, in, nisa::op::matmul::moving, Access::read);
   const uint32_t K = st.parts;
   const uint64_t M = st.free_elems, N = mv.free_elems;
   if (matmul_limits(cx.target, d.dtype).one_psum_bank) {
@@ -197,10 +197,11 @@ void sem_matmul(ExecCtx& cx, const Inst& in) {
     const uint64_t first = uint64_t(d.base - cx.state->psum) % cx.state->psum_stride;
     const uint64_t last = first + N * dtype_bytes(d.dtype) - 1;
     if (!d.contiguous() || first / kPsumBankBytes != last / kPsumBankBytes)
-      fault(in, "dst",
+      fault(in, nisa::op::matmul::dst,
             fmt::format("bytes {}..{} must be contiguous within one 2 KiB psum bank", first, last));
   }
-  if (flag(in, "transpose")) return transpose_mode(cx, in, d, st, mv);
+  if (flag(in, nisa::op::matmul::transpose) && matmul_limits(cx.target, d.dtype).transpose_mode)
+    return transpose_mode(cx, in, d, st, mv);
 
   const int mp = round_up(static_cast<int>(M), kRowBlock),
             np = round_up(static_cast<int>(N), kColPad);
@@ -287,8 +288,8 @@ void ew::matmul_f32(const float* s, int m_n, const float* v, int n_n, int k_n, f
 
 void sem_pe_transpose(ExecCtx& cx, const Inst& in) {
   require_legal(cx, in);
-  const View d = operand_view(cx, in, "dst", Access::write);
-  const View s = operand_view(cx, in, "src", Access::read);
+  const View d = operand_view(cx, in, nisa::op::pe_transpose::dst, Access::write);
+  const View s = operand_view(cx, in, nisa::op::pe_transpose::src, Access::read);
   const std::vector<uint8_t> all = gather_bits(s);
   const size_t eb = dtype_bytes(s.dtype);
   std::vector<uint8_t> row(s.parts * eb);
