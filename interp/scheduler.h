@@ -14,6 +14,7 @@
 
 #include "interp/machine.h"
 #include "interp/stats.h"
+#include "isa/describe.h"
 
 namespace nisa::interp {
 
@@ -148,10 +149,9 @@ private:
   std::unique_ptr<SchedulerImpl> impl_;
 };
 
-// One-line text of an instruction (mnemonic, operands, waits, signals) and its source
-// location ("file:line:col", plus the expansion chain), for reports.
-std::string describe_inst(const Module& m, const Inst& in);
-std::string source_of(const Module& m, Engine e, int64_t pc);
+// describe_inst, source_of: isa/describe.h.
+using nisa::describe_inst;
+using nisa::source_of;
 
 // Cross-core operations the scheduler calls when every participant has arrived
 // (engines/dma.cpp, engines/cc.cpp). Both throw Fault.
