@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "isa/encode.h"
+#include "isa/exec_kind.h"
 #include "isa/limits.h"
 #include "isa/quote.h"
 
@@ -857,11 +858,9 @@ void Assembler::lower_afters() {
   std::map<std::tuple<int, int, int>, Stream> streams;
   auto key_of = [&](Engine e, uint32_t i) {
     const Inst& in = mod_.streams[int(e)][i];
-    const InstDesc& d = desc(in.op);
-    if (d.cost == CostClass::dma_xfer && in.op != Opcode::send_recv)
-      return std::make_tuple(int(e), 1, int(in.ops[0].i));
-    if (d.cost == CostClass::cc)
-      return std::make_tuple(int(e), 2, in.op == Opcode::permute_implicit ? int(in.ops[3].i) : 0);
+    if (is_async_dma(in)) return std::make_tuple(int(e), 1, int(dma_queue(in)));
+    if (exec_kind(in) == ExecKind::collective)
+      return std::make_tuple(int(e), 2, int(cc_channel(in)));
     return std::make_tuple(int(e), 0, 0);
   };
   std::vector<const AfterEdge*> live;

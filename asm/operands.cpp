@@ -9,6 +9,8 @@
 
 #include "asm/assembler.h"
 #include "isa/encode.h"
+#include "isa/exec_kind.h"
+#include "isa/legality.h"
 
 namespace nisa::nasm {
 
@@ -24,14 +26,6 @@ std::string engines_text(uint8_t mask) {
   for (int e = 0; e < kNumEngines; ++e)
     if (mask & (1u << e))
       out += (out.empty() ? "" : ", ") + std::string(name_of(static_cast<Engine>(e)));
-  return out;
-}
-
-std::string gens_text(uint8_t gens) {
-  std::string out;
-  for (const auto& m : enum_members(EnumType::Target))
-    if (gens & gen_bit(static_cast<Target>(m.value)))
-      out += (out.empty() ? "" : ", ") + std::string(m.name);
   return out;
 }
 
@@ -127,7 +121,7 @@ void Assembler::exec_inst(const Stmt& s) {
     fail(at, fmt::format("instruction '{}' does not run on engine {} (it runs on: {})", mn,
                          eng_name, engines_text(mask)));
   }
-  if (!(d->gens & gen_bit(mod_.target)))
+  if (!gen_allows(d->gens, mod_.target))
     fail(at, fmt::format("instruction '{}' is not available on {} (available on: {})", dotted,
                          name_of(mod_.target), gens_text(d->gens)));
 
@@ -194,11 +188,11 @@ void Assembler::exec_inst(const Stmt& s) {
     bool r = false;
     in.ops[k] = convert_operand(*d, k, bound[k], engine, index, r);
     raw[k] = r;
-    if (!(od.gens & gen_bit(mod_.target)) && !is_default(od, in.ops[k]))
+    if (!gen_allows(od.gens, mod_.target) && !is_default(od, in.ops[k]))
       fail_at(bound[k], fmt::format("operand '{}' of {} is not available on {} (available on: {})",
                                     od.name, dotted, name_of(mod_.target), gens_text(od.gens)));
     else if (od.kind == OperandKind::Scalar && !in.ops[k].is_ap &&
-             !(od.imm_gens & gen_bit(mod_.target)) && !is_default(od, in.ops[k]))
+             !gen_allows(od.imm_gens, mod_.target) && !is_default(od, in.ops[k]))
       fail_at(bound[k], fmt::format("an immediate '{}' of {} is not available on {} (available "
                                     "on: {}); use a [P, 1] tile",
                                     od.name, dotted, name_of(mod_.target), gens_text(od.imm_gens)));
@@ -483,147 +477,18 @@ void Assembler::parse_sync(const Sync& s, Inst& in) {
   }
 }
 
-// Checks the table implies beyond kinds and spaces. Operands written as raw ap(...) are
-// exempt: they are exactly what the disassembler printed.
+// The static rules of isa/legality.h (the generation rules were checked as the operands were
+// converted, with messages that say where each operand exists). Operands written as raw
+// ap(...) are exempt: they are exactly what the disassembler printed.
 void Assembler::check_shapes(const InstDesc& d, const Inst& in, const bool* raw,
                              const uint32_t* where, Loc inst_loc) {
-  auto idx = [&](std::string_view name) -> int {
-    for (size_t k = 0; k < d.operands.size(); ++k)
-      if (d.operands[k].name == name) return static_cast<int>(k);
-    return -1;
-  };
-  auto ap_of = [&](int k) -> const AccessPattern* {
-    if (k < 0 || raw[k] || !in.ops[k].present) return nullptr;
-    const auto kind = d.operands[k].kind;
-    if (kind == OperandKind::Dst || kind == OperandKind::Src) return &in.ops[k].ap;
-    if (kind == OperandKind::Scalar && in.ops[k].is_ap) return &in.ops[k].ap;
-    return nullptr;
-  };
-  auto at = [&](int k) { return where[k] != kNone ? loc_of(where[k]) : inst_loc; };
-  // The instruction's name, for messages only.
-  auto name = [&] { return fmt::format("{}.{}", name_of(in.engine), d.mnemonic); };
-  const int dst = idx("dst");
-  const AccessPattern* D = ap_of(dst);
-  const bool elementwise = d.cost == CostClass::elem1 || d.cost == CostClass::elem2 ||
-                           d.cost == CostClass::act_func || d.cost == CostClass::dve_scan ||
-                           d.cost == CostClass::dve_search;
-  const bool same_size = d.op == Opcode::copy || d.op == Opcode::tensor_scalar ||
-                         d.op == Opcode::tensor_tensor || d.op == Opcode::scalar_tensor_tensor ||
-                         d.op == Opcode::activation || d.op == Opcode::scan ||
-                         d.op == Opcode::reciprocal || d.op == Opcode::copy_predicated;
-  if (D && elementwise) {
-    for (size_t k = 0; k < d.operands.size(); ++k) {
-      const AccessPattern* A = ap_of(static_cast<int>(k));
-      if (!A || static_cast<int>(k) == dst || A->space == MemSpace::hbm) continue;
-      const auto kind = d.operands[k].kind;
-      if (d.op == Opcode::dve_transpose || d.operands[k].name == "reduce_res") continue;
-      if (A->part_count != D->part_count)
-        fail(at(static_cast<int>(k)),
-             fmt::format("partition count mismatch: '{}' has {} partitions, dst has {}",
-                         d.operands[k].name, A->part_count, D->part_count));
-      if (kind == OperandKind::Scalar && A->free_elems() != 1)
-        fail(at(static_cast<int>(k)),
-             fmt::format("scalar operand '{}' must be one element per partition ([P, 1]), not {}",
-                         d.operands[k].name, A->free_elems()));
-      if (same_size && kind != OperandKind::Scalar && A->free_elems() != D->free_elems())
-        fail(at(static_cast<int>(k)),
-             fmt::format("size mismatch: '{}' has {} elements per partition, dst has {}",
-                         d.operands[k].name, A->free_elems(), D->free_elems()));
-    }
-  }
-  // The compute engines' start-partition rule (isa/isa.h).
-  if (start_partition_rule_applies(d))
-    for (size_t k = 0; k < d.operands.size(); ++k) {
-      const AccessPattern* A = ap_of(static_cast<int>(k));
-      if (!A || A->space == MemSpace::hbm) continue;
-      const std::string err = start_partition_error(A->part_start, A->part_count);
-      if (!err.empty())
-        fail(at(static_cast<int>(k)),
-             fmt::format("operand '{}' of {} {}", d.operands[k].name, name(), err));
-    }
-  auto need_int = [&](int k) {
-    const AccessPattern* A = ap_of(k);
-    if (A && info(A->dtype).is_float)
-      fail(at(k), fmt::format("dtype mismatch: operand '{}' of {} must be an integer dtype, not {}",
-                              d.operands[k].name, name(), dtype_name(A->dtype)));
-  };
-  switch (d.op) {
-  case Opcode::max8:
-  case Opcode::find_index8:
-    if (D && D->free_elems() != 8)
-      fail(at(dst), fmt::format("dst of {} must hold 8 elements per partition, not {}", name(),
-                                D->free_elems()));
-    if (d.op == Opcode::find_index8) need_int(dst);
-    if (d.op == Opcode::max8) {
-      const AccessPattern* S = ap_of(idx("src"));
-      if (S && (S->free_elems() < 8 || S->free_elems() > 16384))
-        fail(at(idx("src")),
-             fmt::format("src of {} must hold 8..16384 elements per partition, not {}", name(),
-                         S->free_elems()));
-    }
-    break;
-  case Opcode::match_replace8: need_int(idx("idx")); break;
-  case Opcode::n_gather: need_int(idx("idx")); break;
-  case Opcode::matmul: {
-    const AccessPattern* St = ap_of(idx("stationary"));
-    const AccessPattern* Mv = ap_of(idx("moving"));
-    if (St && Mv && St->part_count != Mv->part_count)
-      fail(at(idx("moving")), fmt::format("matmul contraction mismatch: stationary has K={} "
-                                          "partitions, moving has {}",
-                                          St->part_count, Mv->part_count));
-    if (St && Mv && (St->dtype == DType::fp32) != (Mv->dtype == DType::fp32))
-      fail(at(idx("moving")),
-           fmt::format("dtype mismatch: an fp32 matmul input pairs only with fp32 (stationary {}, "
-                       "moving {})",
-                       dtype_name(St->dtype), dtype_name(Mv->dtype)));
-    if (St && St->free_elems() > 128)
-      fail(at(idx("stationary")),
-           fmt::format("matmul stationary has M={} columns; at most 128", St->free_elems()));
-    if (Mv && Mv->free_elems() > 512)
-      fail(at(idx("moving")),
-           fmt::format("matmul moving has N={} columns; at most 512", Mv->free_elems()));
-    if (D && St && D->part_count != St->free_elems())
-      fail(at(dst), fmt::format("matmul dst has {} partitions; stationary gives M={}",
-                                D->part_count, St->free_elems()));
-    if (D && Mv && D->free_elems() != Mv->free_elems())
-      fail(at(dst), fmt::format("matmul dst has {} columns; moving gives N={}", D->free_elems(),
-                                Mv->free_elems()));
-    if (D && D->dtype != DType::fp32)
-      fail(at(dst), fmt::format("dtype mismatch: matmul accumulates in fp32; dst is {}",
-                                dtype_name(D->dtype)));
-    break;
-  }
-  case Opcode::pe_transpose: {
-    const AccessPattern* S = ap_of(idx("src"));
-    if (D && S && D->dtype != S->dtype)
-      fail(at(dst), fmt::format("dtype mismatch: transpose keeps the dtype; dst is {}, src is {}",
-                                dtype_name(D->dtype), dtype_name(S->dtype)));
-    if (D && S && (D->part_count != S->free_elems() || D->free_elems() != S->part_count))
-      fail(at(dst), fmt::format("transpose of [{}, {}] needs dst [{}, {}], not [{}, {}]",
-                                S->part_count, S->free_elems(), S->free_elems(), S->part_count,
-                                D->part_count, D->free_elems()));
-    break;
-  }
-  case Opcode::dma:
-  case Opcode::dma_compute: {
-    for (const char* src : {"src", "src0", "src1"}) {
-      const AccessPattern* S = ap_of(idx(src));
-      if (D && S && S->elems() != D->elems())
-        fail(at(idx(src)), fmt::format("DMA size mismatch: '{}' has {} elements, dst has {}", src,
-                                       S->elems(), D->elems()));
-    }
-    break;
-  }
-  case Opcode::dma_transpose: {
-    const AccessPattern* S = ap_of(idx("src"));
-    if (S && dtype_bytes(S->dtype) != 2 && dtype_bytes(S->dtype) != 4)
-      fail(at(idx("src")),
-           fmt::format("dtype mismatch: dma_transpose needs a 2- or 4-byte dtype, not {}",
-                       dtype_name(S->dtype)));
-    break;
-  }
-  default: break;
-  }
+  uint64_t skip = 0;
+  for (size_t k = 0; k < d.operands.size() && k < 64; ++k)
+    if (raw[k]) skip |= uint64_t(1) << k;
+  const auto e = shape_error(in, mod_.target, skip);
+  if (!e) return;
+  const bool at_operand = e->operand >= 0 && where[e->operand] != kNone;
+  fail(at_operand ? loc_of(where[e->operand]) : inst_loc, legality_text(in, *e));
 }
 
 namespace {
@@ -635,11 +500,8 @@ __extension__ typedef __int128 i128;
 bool extent_of(const AccessPattern& ap, bool write, std::vector<SyncExtent>& out) {
   if (ap.space == MemSpace::none || ap.ndims < 1 || ap.ndims > kMaxFreeDims) return false;
   const i128 eb = dtype_bytes(ap.dtype);
-  i128 lo = 0, hi = 0;
-  for (int j = 0; j < ap.ndims; ++j) {
-    const i128 reach = i128(ap.dims[j].stride) * (ap.dims[j].count ? ap.dims[j].count - 1 : 0);
-    (reach < 0 ? lo : hi) += reach;
-  }
+  const ApSpan span = ap_free_span(ap);
+  i128 lo = span.lo, hi = span.hi;
   bool unbounded = false;
   if (ap.dyn != DynKind::none) {
     if (ap.dyn_limit == 0) unbounded = true;
@@ -679,22 +541,15 @@ bool conflict(const std::vector<SyncExtent>& a, const std::vector<SyncExtent>& b
 
 void Assembler::autosync(Engine e, uint32_t index, Loc at) {
   const Inst& in = mod_.streams[int(e)][index];
-  const InstDesc& d = desc(in.op);
   AutoRec rec{e, index, {}};
-  for (size_t k = 0; k < d.operands.size() && k < in.ops.size(); ++k) {
-    const Operand& o = in.ops[k];
-    const OperandKind kind = d.operands[k].kind;
-    const bool rd = kind == OperandKind::Src || (kind == OperandKind::Scalar && o.is_ap);
-    if (o.present && (rd || kind == OperandKind::Dst))
-      extent_of(o.ap, kind == OperandKind::Dst, rec.ext);
-  }
+  for_each_mem_operand(in, [&](const OperandDesc&, const Operand& o, bool is_write) {
+    extent_of(o.ap, is_write, rec.ext);
+  });
   if (rec.ext.empty()) return;
   // This instruction's stream (as lower_afters keys producers).
   std::tuple<int, int, int> mine{int(e), 0, 0};
-  if (d.cost == CostClass::dma_xfer && in.op != Opcode::send_recv)
-    mine = {int(e), 1, int(in.ops[0].i)};
-  if (d.cost == CostClass::cc)
-    mine = {int(e), 2, in.op == Opcode::permute_implicit ? int(in.ops[3].i) : 0};
+  if (is_async_dma(in)) mine = {int(e), 1, int(dma_queue(in))};
+  if (exec_kind(in) == ExecKind::collective) mine = {int(e), 2, int(cc_channel(in))};
   for (auto& [key, recs] : auto_recs_) {
     // The same stream is ordered already (program order; one engine's transfers of one queue
     // complete in order), except a plain instruction after its engine's DMA or collective.

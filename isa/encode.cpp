@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "isa/encode_io.h"
+#include "isa/legality.h"
 
 namespace nisa {
 namespace {
@@ -204,11 +205,11 @@ std::optional<std::string> check_inst(const Inst& in) {
 std::optional<std::string> check_inst_for_target(const Inst& in, Target target) {
   if (auto e = check_inst(in)) return e;
   const InstDesc& d = desc(in.op);
-  if (!(d.gens & gen_bit(target)))
+  if (!gen_allows(d.gens, target))
     return fmt::format("{} is not available on {}", inst_name(in), name_of(target));
   for (size_t k = 0; k < in.ops.size(); ++k) {
     const OperandDesc& od = d.operands[k];
-    if (!(od.gens & gen_bit(target)) && !is_default(od, in.ops[k]))
+    if (!gen_allows(od.gens, target) && !is_default(od, in.ops[k]))
       return operand_error(in, od, fmt::format("not available on {}", name_of(target)));
   }
   return std::nullopt;

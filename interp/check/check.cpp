@@ -4,6 +4,7 @@
 #include "interp/check/check.h"
 
 #include "interp/check/check_internal.h"
+#include "isa/exec_kind.h"
 
 namespace nisa::interp {
 namespace check_detail {
@@ -60,14 +61,12 @@ void Checker::simulate(CheckResult& r) {
       blocked[key].clear();
     };
     if (x.in && x.set) {
-      size_t key = size_t(x.core) * nsems + size_t(x.in->ops[0].i);
-      val[key] = uint32_t(x.in->ops[1].i);
+      size_t key = size_t(x.core) * nsems + size_t(x.in->ops[op::sem_set::sem].i);
+      val[key] = uint32_t(x.in->ops[op::sem_set::value].i);
       changed(key);
     }
     if (x.in && x.sigs && x.kind != NK::join &&
-        !(x.kind == NK::inst &&
-          (x.in->op == Opcode::dma || x.in->op == Opcode::dma_transpose ||
-           x.in->op == Opcode::dma_compute || desc(x.in->op).cost == CostClass::cc)))
+        !(x.kind == NK::inst && (is_async_dma(*x.in) || exec_kind(*x.in) == ExecKind::collective)))
       for (const Signal& s : x.in->signals) {
         size_t key = size_t(x.core) * nsems + s.sem;
         val[key] += s.delta;

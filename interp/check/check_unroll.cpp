@@ -1,6 +1,7 @@
 // nisa check, part 1: access extents without memory, and the streams unrolled into nodes.
 #include "interp/check/check_internal.h"
 #include "interp/core/mem_operands.h"
+#include "isa/legality.h"
 
 namespace nisa::interp::check_detail {
 
@@ -14,11 +15,8 @@ void Checker::regions(int core, const Inst& in, const int32_t* regs, uint64_t un
     if (ap.space == MemSpace::none || ap.ndims < 1 || ap.ndims > kMaxFreeDims) return;
     bool hull_dyn = false;
     const i128 eb = dtype_bytes(ap.dtype);
-    i128 lo = 0, hi = 0;
-    for (int j = 0; j < ap.ndims; ++j) {
-      const i128 reach = i128(ap.dims[j].stride) * (ap.dims[j].count ? ap.dims[j].count - 1 : 0);
-      (reach < 0 ? lo : hi) += reach;
-    }
+    const ApSpan span = ap_free_span(ap);
+    i128 lo = span.lo, hi = span.hi;
     // The dynamic part: a known register, or every value in [0, limit) for an unknown
     // register or a vector index (each row may take any of them).
     std::vector<i128> dyn{0};
@@ -202,22 +200,24 @@ void Checker::build() {
         Node n;
         n.core = c, n.eng = eng, n.pc = int32_t(pc), n.in = &in;
         tmp.clear();
-        const bool is_dma =
-            in.op == Opcode::dma || in.op == Opcode::dma_transpose || in.op == Opcode::dma_compute;
-        const bool is_cc = d.cost == CostClass::cc;
-        const bool is_barrier = in.op == Opcode::core_barrier;
-        const bool is_sr = in.op == Opcode::send_recv;
+        const ExecKind kind = exec_kind(d);
+        const bool is_dma = kind == ExecKind::dma, is_cc = kind == ExecKind::collective;
+        const bool is_barrier = kind == ExecKind::barrier, is_sr = kind == ExecKind::send_recv;
         // What faults when it is reached is not a schedule question: the run stops there.
-        if (!(d.gens & gen_bit(o_.target)))
+        if (!gen_allows(d.gens, o_.target))
           throw Outside(fmt::format("{}: '{}' is not available on {} (a fault when reached)",
                                     loc(eng, pc), d.mnemonic, name_of(o_.target)));
+        // The static rules every run checks (isa/legality.h): a fault when reached, too.
+        if (auto e = legality_error(in, o_.target))
+          throw Outside(
+              fmt::format("{}: {} (a fault when reached)", loc(eng, pc), legality_text(in, *e)));
         if ((is_barrier || is_sr) && o_.lnc != 2)
           throw Outside(fmt::format("{}: '{}' needs two cores (--lnc 2; a fault when reached)",
                                     loc(eng, pc), d.mnemonic));
         if (!is_dma && !is_cc) regions(c, in, regs, unknown, tmp);
         // registers and branches
         auto rd = [&](int32_t v, bool unk) {
-          int64_t r = in.ops[0].i;
+          int64_t r = in.ops[op::reg_write::rd].i;
           if (r < 0 || r >= kNumRegs) throw Outside("bad register");
           regs[r] = v;
           unknown = unk ? (unknown | (uint64_t(1) << r)) : (unknown & ~(uint64_t(1) << r));
@@ -238,7 +238,7 @@ void Checker::build() {
           return regs[r];
         };
         switch (in.op) {
-        case Opcode::li: rd(int32_t(in.ops[1].i), false); break;
+        case Opcode::li: rd(int32_t(in.ops[op::li::imm].i), false); break;
         case Opcode::add:
         case Opcode::sub:
         case Opcode::mul:
@@ -249,27 +249,15 @@ void Checker::build() {
         case Opcode::min:
         case Opcode::max: {
           bool unk = false;
-          Operand rs = in.ops[1];
+          Operand rs = in.ops[op::reg_alu::rs];
           rs.is_reg = true;
-          uint32_t a = uint32_t(reg_val(rs, unk)), b = uint32_t(reg_val(in.ops[2], unk));
-          uint32_t v = 0;
-          switch (in.op) {
-          case Opcode::add: v = a + b; break;
-          case Opcode::sub: v = a - b; break;
-          case Opcode::mul: v = a * b; break;
-          case Opcode::shl: v = a << (b & 31); break;
-          case Opcode::shr: v = a >> (b & 31); break;
-          case Opcode::and_: v = a & b; break;
-          case Opcode::or_: v = a | b; break;
-          case Opcode::min: v = uint32_t(std::min(int32_t(a), int32_t(b))); break;
-          default: v = uint32_t(std::max(int32_t(a), int32_t(b))); break;
-          }
-          rd(int32_t(v), unk);
+          const int32_t a = reg_val(rs, unk), b = reg_val(in.ops[op::reg_alu::rt], unk);
+          rd(reg_alu(in.op, a, b), unk);
           break;
         }
         case Opcode::sysreg: {
           int32_t v = 0;
-          switch (static_cast<SysReg>(in.ops[1].i)) {
+          switch (static_cast<SysReg>(in.ops[op::sysreg::which].i)) {
           case SysReg::program_id: v = cid; break;
           case SysReg::num_programs: v = o_.lnc; break;
           case SysReg::rank_id: v = rank; break;
@@ -282,8 +270,8 @@ void Checker::build() {
         }
         case Opcode::ring_rank: {
           bool unk = false;
-          int32_t step = reg_val(in.ops[1], unk);
-          int64_t g = in.ops[2].i;
+          int32_t step = reg_val(in.ops[op::ring_rank::step], unk);
+          int64_t g = in.ops[op::ring_rank::group].i;
           if (g < 0 || size_t(g) >= m_.groups.size()) throw Outside("undeclared replica group");
           bool found = false;
           for (const auto& list : m_.groups[size_t(g)].groups)
@@ -301,17 +289,18 @@ void Checker::build() {
           break;
         }
         case Opcode::ld: rd(0, true); break;
-        case Opcode::br: next = target(in.ops[0]); break;
+        case Opcode::br: next = target(in.ops[op::br::target]); break;
         case Opcode::bnz:
-          if (cond_reg(in.ops[0].i) != 0) next = target(in.ops[1]);
+          if (cond_reg(in.ops[op::bnz::rs].i) != 0) next = target(in.ops[op::bnz::target]);
           break;
         case Opcode::bz:
-          if (cond_reg(in.ops[0].i) == 0) next = target(in.ops[1]);
+          if (cond_reg(in.ops[op::bz::rs].i) == 0) next = target(in.ops[op::bz::target]);
           break;
         case Opcode::blt: {
-          int32_t a = cond_reg(in.ops[0].i);
-          int32_t b = in.ops[1].is_reg ? cond_reg(in.ops[1].i) : int32_t(in.ops[1].i);
-          if (a < b) next = target(in.ops[2]);
+          const Operand& rt = in.ops[op::blt::rt];
+          int32_t a = cond_reg(in.ops[op::blt::rs].i);
+          int32_t b = rt.is_reg ? cond_reg(rt.i) : int32_t(rt.i);
+          if (a < b) next = target(in.ops[op::blt::target]);
           break;
         }
         case Opcode::halt: next = len; break;
@@ -322,7 +311,7 @@ void Checker::build() {
           n.kind = NK::inst;
           n.sigs = true;
           uint32_t me = add_node(n, st);
-          int64_t key = is_barrier ? e : in.ops[2].i;
+          int64_t key = is_barrier ? e : in.ops[op::send_recv::pipe].i;
           int kind = is_barrier ? 0 : 1;
           if (is_sr) {
             auto [it, fresh] = sr_engine.try_emplace({c, 1, key}, e);
@@ -351,7 +340,7 @@ void Checker::build() {
           uint32_t trig = add_node(n, st);
           if (prev != UINT32_MAX) preds_[trig].push_back(prev);
           for (const Wait& w : in.waits) waits_.push_back({trig, trig, c, w});
-          int q = int(in.ops[0].i);
+          int q = int(dma_queue(in));
           uint32_t qs = stream(c, 1, e * 64 + q,
                                fmt::format("{} q{} (from {})", core_name(c), q, name_of(eng)));
           Node x = n;
@@ -371,10 +360,10 @@ void Checker::build() {
           uint32_t trig = add_node(n, st);
           if (prev != UINT32_MAX) preds_[trig].push_back(prev);
           for (const Wait& w : in.waits) waits_.push_back({trig, trig, c, w});
-          int ch = in.op == Opcode::permute_implicit ? int(in.ops[3].i) : 0;
+          const int ch = int(cc_channel(in));
           if (ch < 0 || ch >= kNumCcChannels) throw Outside("bad collective channel (a fault)");
           std::vector<int> members;
-          int64_t g = in.ops[2].i;
+          int64_t g = in.ops[op::collective::group].i;
           if (g < 0 || size_t(g) >= m_.groups.size()) throw Outside("undeclared replica group");
           const ReplicaGroupDecl& grp = m_.groups[size_t(g)];
           if (in.op == Opcode::collective_permute) {
@@ -483,15 +472,14 @@ void Checker::build() {
     const Node& n = nodes_[i];
     if (!n.in) continue;
     if (n.set) {
-      int64_t s = n.in->ops[0].i;
+      int64_t s = n.in->ops[op::sem_set::sem].i;
       if (s < 0 || size_t(s) >= nsems) throw Outside("sem_set of an undeclared semaphore");
-      sems_[size_t(n.core) * nsems + size_t(s)].sets.push_back({i, uint32_t(n.in->ops[1].i)});
+      sems_[size_t(n.core) * nsems + size_t(s)].sets.push_back(
+          {i, uint32_t(n.in->ops[op::sem_set::value].i)});
     }
     if (!n.sigs || n.kind == NK::join) continue;
     // A DMA trigger or collective trigger carries no signal: its transfer / completion does.
-    if (n.kind == NK::inst &&
-        (n.in->op == Opcode::dma || n.in->op == Opcode::dma_transpose ||
-         n.in->op == Opcode::dma_compute || desc(n.in->op).cost == CostClass::cc))
+    if (n.kind == NK::inst && (is_async_dma(*n.in) || exec_kind(*n.in) == ExecKind::collective))
       continue;
     for (const Signal& s : n.in->signals) {
       if (s.sem >= nsems) throw Outside("signal of an undeclared semaphore (a fault)");

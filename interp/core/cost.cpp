@@ -1,4 +1,5 @@
 #include "interp/core/cost.h"
+#include "isa/op_index.h"
 
 #include <algorithm>
 
@@ -36,9 +37,13 @@ const ClassCost& class_cost(CostClass c) { return kCosts[static_cast<int>(c)]; }
 uint64_t elems_for_cost(const Inst& in) {
   const InstDesc& d = desc(in.op);
   switch (d.cost) {
-  case CostClass::pe_matmul: return in.ops[2].ap.free_elems();  // moving
-  case CostClass::pe_transpose: return in.ops[1].ap.part_count; // identity is [P, P]
-  case CostClass::dve_search: return in.ops[1].ap.free_elems(); // src / data
+  case CostClass::pe_matmul: return in.ops[op::matmul::moving].ap.free_elems();
+  case CostClass::pe_transpose:
+    return in.ops[op::pe_transpose::src].ap.part_count; // [P, P] identity
+  case CostClass::dve_search:                           // src / data
+    static_assert(int(op::max8::src) == op::find_index8::data &&
+                  int(op::max8::src) == op::match_replace8::data);
+    return in.ops[op::max8::src].ap.free_elems();
   default: break;
   }
   uint64_t n = 0;

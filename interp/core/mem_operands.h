@@ -1,22 +1,11 @@
 // The memory operands of an instruction as the table describes them, for the passes that
 // look at what an instruction reads and writes (race checker, --check-uninit, nisa check).
 #pragma once
-#include "isa/isa.h"
+#include "isa/exec_kind.h"
 
 namespace nisa::interp {
 
-// f(operand description, operand, is_write) for each present read (a Src, or a Scalar given
-// as an access pattern) and each present write (a Dst), in operand order.
-template <class F> void for_each_mem_operand(const Inst& in, F&& f) {
-  const InstDesc& d = desc(in.op);
-  for (size_t k = 0; k < d.operands.size() && k < in.ops.size(); ++k) {
-    const Operand& o = in.ops[k];
-    const OperandKind kind = d.operands[k].kind;
-    const bool is_read = kind == OperandKind::Src || (kind == OperandKind::Scalar && o.is_ap);
-    const bool is_write = kind == OperandKind::Dst;
-    if (o.present && (is_read || is_write)) f(d.operands[k], o, is_write);
-  }
-}
+// for_each_mem_operand: isa/exec_kind.h.
 
 // Whether the instruction's oob operand (if it has one) says skip.
 inline bool oob_skip_of(const Inst& in) {

@@ -120,23 +120,15 @@ void act_row(ActFunc f, const float* x, uint64_t n, float scale, float bias, flo
 } // namespace ew
 
 void sem_activation(ExecCtx& cx, const Inst& in) {
-  const ActFunc func = enum_operand<ActFunc>(in, "func");
-  const ReduceCmd cmd = enum_operand<ReduceCmd>(in, "reduce_cmd");
-  if (cmd == ReduceCmd::load_reduce)
-    fault(in, "reduce_cmd", "load_reduce is a vector-engine accumulator command");
-  const View d = operand_view(cx, in, "dst", Access::write);
-  const View s = operand_view(cx, in, "src", Access::read);
-  check_same_shape(in, d, s, "src");
-  const ScalarOp scale = scalar_operand(cx, in, "scale", d.parts);
-  const ScalarOp bias = scalar_operand(cx, in, "bias", d.parts);
-  // The table: a non-default immediate bias exists only on the generations of its imm_gens
-  // (gen2 takes a per-partition bias tile only).
-  const OperandDesc& bias_desc = desc(in.op).operands[size_t(operand_index(in, "bias"))];
-  if (!bias.is_ap && bias.imm != 0.0f && !(bias_desc.imm_gens & gen_bit(cx.target))) {
-    fault(in, "bias", "an immediate bias needs trn2 or later (trn1 takes a [P,1] tile)");
-  }
+  const ActFunc func = enum_operand<ActFunc>(in, nisa::op::activation::func);
+  const ReduceCmd cmd = enum_operand<ReduceCmd>(in, nisa::op::activation::reduce_cmd);
+  require_legal(cx, in);
+  const View d = operand_view(cx, in, nisa::op::activation::dst, Access::write);
+  const View s = operand_view(cx, in, nisa::op::activation::src, Access::read);
+  const ScalarOp scale = scalar_operand(cx, in, nisa::op::activation::scale, d.parts);
+  const ScalarOp bias = scalar_operand(cx, in, nisa::op::activation::bias, d.parts);
   // Registers belong to the engine's lanes: lane = absolute dst partition.
-  const uint32_t lane0 = operand(in, "dst").ap.part_start;
+  const uint32_t lane0 = operand(in, nisa::op::activation::dst).ap.part_start;
   if (cmd == ReduceCmd::reset || cmd == ReduceCmd::reset_reduce)
     for (uint32_t p = 0; p < d.parts; ++p) cx.state->act_acc[lane0 + p] = 0.0f;
   const bool accumulate = cmd == ReduceCmd::reduce || cmd == ReduceCmd::reset_reduce;
@@ -157,16 +149,16 @@ void sem_activation(ExecCtx& cx, const Inst& in) {
       o.commit(p);
     }
   });
-  note_psum_write(cx, operand(in, "dst").ap);
+  note_psum_write(cx, operand(in, nisa::op::activation::dst).ap);
 
-  if (present(in, "reduce_res")) { // written after dst: if they alias, reduce_res wins
-    const View r = operand_view(cx, in, "reduce_res", Access::write);
-    if (r.parts != d.parts || r.free_elems != 1)
-      fault(in, "reduce_res",
-            fmt::format("must be [{}, 1], got {} x {}", d.parts, r.parts, r.free_elems));
+  if (present(
+          in,
+          nisa::op::activation::reduce_res)) { // written after dst: if they alias, reduce_res wins
+    const View r = operand_view(cx, in, nisa::op::activation::reduce_res,
+                                Access::write); // [P, 1]: require_legal
     for (uint32_t p = 0; p < d.parts; ++p)
       store_from_f32(r.dtype, r.row(p), cx.state->act_acc[lane0 + p]);
-    note_psum_write(cx, operand(in, "reduce_res").ap);
+    note_psum_write(cx, operand(in, nisa::op::activation::reduce_res).ap);
   }
 }
 

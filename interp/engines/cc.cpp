@@ -11,6 +11,7 @@
 #include "interp/engines/collective.h"
 #include "interp/engines/engines.h"
 #include "interp/engines/xfer.h"
+#include "isa/op_index.h"
 
 namespace nisa::interp {
 namespace {
@@ -62,7 +63,7 @@ std::vector<std::pair<size_t, size_t>> moves(const CcParty& p) {
     throw Fault(fmt::format("rank {} does not take part in this collective", rank));
   };
   const Module& m = *p.mod;
-  for (const auto& pair : m.groups[size_t(i0.ops[2].i)].groups) {
+  for (const auto& pair : m.groups[size_t(i0.ops[op::collective_permute::group].i)].groups) {
     need(pair.size() == 2, "collective_permute: the group must hold [source, target] pairs");
     mv.push_back({index_of(pair[0]), index_of(pair[1])});
   }
@@ -78,8 +79,8 @@ bool is_permute(Opcode op) {
 void cc_prepare(ExecCtx& cx, const Inst& in, CcSide& s) {
   s.rank = cx.rank;
   try {
-    View src = cx.view(in.ops[1].ap, Access::read);
-    s.dst = cx.view(in.ops[0].ap, Access::write);
+    View src = cx.view(in.ops[op::collective::src].ap, Access::read);
+    s.dst = cx.view(in.ops[op::collective::dst].ap, Access::write);
     s.src_dtype = src.dtype;
     s.src_elems = total_elems(src);
     s.src_rows = src.parts;
@@ -111,7 +112,8 @@ void cc_check(const CcParty& p) {
   switch (i0.op) {
   case Opcode::all_reduce:
   case Opcode::reduce_scatter: {
-    const AluOp op = static_cast<AluOp>(i0.ops[3].i);
+    static_assert(int(nisa::op::all_reduce::op) == nisa::op::reduce_scatter::op);
+    const AluOp op = static_cast<AluOp>(i0.ops[nisa::op::all_reduce::op].i);
     same_sources("collective");
     if (n > 1 && elems > 0 && !reduces(op))
       throw Fault(fmt::format("collective reduction '{}' is not add, max or min", name_of(op)));
@@ -127,7 +129,7 @@ void cc_check(const CcParty& p) {
   }
   case Opcode::all_gather: {
     same_sources("all_gather");
-    const int64_t dim = i0.ops[3].i;
+    const int64_t dim = i0.ops[nisa::op::all_gather::dim].i;
     if (dim != 0 && dim != 1)
       throw Fault(fmt::format("all_gather: dim {} is not supported (0 or 1)", dim));
     for (size_t r = 1; dim == 1 && r < n; ++r)
@@ -174,7 +176,7 @@ void cc_apply(CcParty& p, HostPool* pool) {
   switch (i0.op) {
   case Opcode::all_reduce:
   case Opcode::reduce_scatter: {
-    std::vector<float> acc = reduced(p, static_cast<AluOp>(i0.ops[3].i));
+    std::vector<float> acc = reduced(p, static_cast<AluOp>(i0.ops[nisa::op::all_reduce::op].i));
     const size_t chunk = i0.op == Opcode::all_reduce ? 0 : acc.size() / n;
     each_local([&](size_t r) { put_f32(p.side[r].dst, acc.data() + r * chunk); });
     return;
@@ -183,7 +185,7 @@ void cc_apply(CcParty& p, HostPool* pool) {
     const DType st = p.side[0].src_dtype;
     const size_t w = dtype_bytes(st), elems = p.side[0].src_elems;
     BytePieces all; // the result, in order: pieces of the sources
-    if (i0.ops[3].i == 0) {
+    if (i0.ops[nisa::op::all_gather::dim].i == 0) {
       for (size_t r = 0; r < n; ++r) all.push_back({p.side[r].src.data(), elems * w});
     } else { // row p of the result = row p of every rank, side by side
       const size_t rows = p.side[0].src_rows, cols = p.side[0].src_cols * w;

@@ -211,48 +211,24 @@ void scatter_pieces(const View& dst, const BytePieces& pieces, DType src_dtype) 
 
 namespace {
 
-void no_psum(const Inst& in) {
-  const InstDesc& d = desc(in.op);
-  for (size_t k = 0; k < in.ops.size() && k < d.operands.size(); ++k) {
-    OperandKind kd = d.operands[k].kind;
-    if ((kd == OperandKind::Dst || kd == OperandKind::Src) && in.ops[k].present &&
-        in.ops[k].ap.space == MemSpace::psum)
-      throw Fault(fmt::format("operand '{}' of '{}' is in PSUM; PSUM is never a DMA operand",
-                              d.operands[k].name, d.mnemonic));
-  }
-}
-
-void same_count(const View& a, std::string_view an, const View& b, std::string_view bn) {
-  if (total_elems(a) != total_elems(b))
-    throw Fault(fmt::format("element counts differ: {} has {} ({} x {}), {} has {} ({} x {})", an,
-                            total_elems(a), a.parts, a.free_elems, bn, total_elems(b), b.parts,
-                            b.free_elems));
-}
-
 bool oob_skip(const Operand& o) { return o.i == static_cast<int>(OobMode::skip); }
 
 } // namespace
 
+// Spaces (PSUM never), element counts and dtypes: ew::require_legal.
 void sem_dma(ExecCtx& cx, const Inst& in) {
-  no_psum(in);
-  bool skip = oob_skip(in.ops[3]);
-  View src = cx.view(in.ops[2].ap, Access::read, skip);
-  View dst = cx.view(in.ops[1].ap, Access::write, skip);
-  same_count(dst, "dst", src, "src");
+  ew::require_legal(cx, in);
+  bool skip = oob_skip(in.ops[op::dma::oob]);
+  View src = cx.view(in.ops[op::dma::src].ap, Access::read, skip);
+  View dst = cx.view(in.ops[op::dma::dst].ap, Access::write, skip);
   copy_elems(dst, src, cx.pool);
 }
 
 // 2-D: src is [rows, cols] (partitions or HBM rows x free elements); dst is [cols, rows].
 void sem_dma_transpose(ExecCtx& cx, const Inst& in) {
-  no_psum(in);
-  View src = cx.view(in.ops[2].ap, Access::read);
-  View dst = cx.view(in.ops[1].ap, Access::write);
-  if (src.dtype != dst.dtype)
-    throw Fault(fmt::format("dma_transpose needs equal dtypes (dst {}, src {})",
-                            dtype_name(dst.dtype), dtype_name(src.dtype)));
-  if (dst.parts != src.free_elems || dst.free_elems != src.parts)
-    throw Fault(fmt::format("dma_transpose: dst is [{}, {}] but the transposed src is [{}, {}]",
-                            dst.parts, dst.free_elems, src.free_elems, src.parts));
+  ew::require_legal(cx, in);
+  View src = cx.view(in.ops[op::dma_transpose::src].ap, Access::read);
+  View dst = cx.view(in.ops[op::dma_transpose::dst].ap, Access::write);
   std::vector<uint8_t> s = gather_bytes(src); // src and dst may overlap
   const int w = dtype_bytes(src.dtype);
   const uint64_t n = dst.free_elems, ld = src.free_elems;
@@ -301,13 +277,11 @@ bool row_safe(const View& dst, const View& src) {
 } // namespace
 
 void sem_dma_compute(ExecCtx& cx, const Inst& in) {
-  no_psum(in);
-  bool skip = oob_skip(in.ops[4]);
-  View a = cx.view(in.ops[2].ap, Access::read, skip);
-  View b = cx.view(in.ops[3].ap, Access::read, skip);
-  View dst = cx.view(in.ops[1].ap, Access::write, skip);
-  same_count(dst, "dst", a, "src0");
-  same_count(dst, "dst", b, "src1");
+  ew::require_legal(cx, in);
+  bool skip = oob_skip(in.ops[op::dma_compute::oob]);
+  View a = cx.view(in.ops[op::dma_compute::src0].ap, Access::read, skip);
+  View b = cx.view(in.ops[op::dma_compute::src1].ap, Access::read, skip);
+  View dst = cx.view(in.ops[op::dma_compute::dst].ap, Access::write, skip);
   // Rows of equal shape: converted a row at a time (the same per-element fp32 sum and rounding).
   if (dst.parts == a.parts && dst.parts == b.parts && dst.free_elems == a.free_elems &&
       dst.free_elems == b.free_elems && dst.free_elems && row_safe(dst, a) && row_safe(dst, b)) {
@@ -342,8 +316,9 @@ void sem_send_recv(ExecCtx&, const Inst&) {
 }
 
 void exchange_send_recv(ExecCtx& a, const Inst& ia, ExecCtx& b, const Inst& ib) {
-  View as = a.view(ia.ops[1].ap, Access::read), bs = b.view(ib.ops[1].ap, Access::read);
-  View ad = a.view(ia.ops[0].ap, Access::write), bd = b.view(ib.ops[0].ap, Access::write);
+  constexpr int S = op::send_recv::src, D = op::send_recv::dst;
+  View as = a.view(ia.ops[S].ap, Access::read), bs = b.view(ib.ops[S].ap, Access::read);
+  View ad = a.view(ia.ops[D].ap, Access::write), bd = b.view(ib.ops[D].ap, Access::write);
   auto check = [](const View& d, const View& s, int dc, int sc) {
     if (d.dtype != s.dtype || d.parts != s.parts || d.free_elems != s.free_elems)
       throw Fault(

@@ -16,11 +16,6 @@ using namespace ew;
 
 namespace {
 
-bool all_int(std::initializer_list<const View*> vs) {
-  for (const View* v : vs)
-    if (info(v->dtype).is_float) return false;
-  return true;
-}
 bool all_int32(std::initializer_list<const View*> vs) {
   for (const View* v : vs)
     if (v->dtype != DType::int32 && v->dtype != DType::uint32) return false;
@@ -40,10 +35,8 @@ template <class F> void int_rows_op(AluOp op, F&& f) {
 }
 
 // Integer path of tensor_tensor: bitvec operators, or GpSimd's exact int32 arithmetic.
-void int_binary(const Inst& in, AluOp op, const View& d, const View& a, const View& b) {
-  if (!all_int({&d, &a, &b}))
-    fault(in, fmt::format("{} needs integer operands (dst {}, in0 {}, in1 {})", name_of(op),
-                          dtype_name(d.dtype), dtype_name(a.dtype), dtype_name(b.dtype)));
+// (Integer dtypes for bitvec operators: require_legal.)
+void int_binary(AluOp op, const View& d, const View& a, const View& b) {
   const std::vector<int64_t> x = int_rows(a), y = int_rows(b); // read all, then write
   const uint64_t n = d.free_elems;
   const int bits = dtype_bytes(a.dtype) * 8;
@@ -122,36 +115,8 @@ void apply_scalar(AluOp op, float* out, const float* x, uint64_t n, float s, boo
   with_alu(op, [&](auto o) { scalar_pass<decltype(o)::value>(out, x, n, s, rev); });
 }
 
-void check_alu_op(const ExecCtx& cx, const Inst& in, std::string_view name, AluOp op,
-                  bool allow_bitvec) {
-  if (name_of(op).empty())
-    fault(in, name, fmt::format("{} is not an ALU operator", static_cast<int>(op)));
-  if (op == AluOp::average) fault(in, name, "average is a partition-reduce operator only");
-  if (!allow_bitvec && is_bitvec(op))
-    fault(in, name,
-          fmt::format("{} is a bitvec operator; this instruction is arithmetic only", name_of(op)));
-  if ((op == AluOp::abs_max || op == AluOp::abs_min) && cx.target != Target::trn3)
-    fault(in, name, fmt::format("{} needs trn3", name_of(op)));
-  if (op == AluOp::power && in.op != Opcode::tensor_tensor)
-    fault(in, name, "power takes a tensor exponent (tensor_tensor on pool) only");
-}
-
-// ScalarE on trn1/trn2 runs tensor_scalar only as (multiply, add), (multiply), (add).
-void check_act_tensor_scalar(const ExecCtx& cx, const Inst& in, AluOp op0, AluOp op1) {
-  if (in.engine != Engine::act || cx.target == Target::trn3) return;
-  const bool ok = (op0 == AluOp::multiply && (op1 == AluOp::add || op1 == AluOp::bypass)) ||
-                  (op0 == AluOp::add && op1 == AluOp::bypass);
-  if (!ok)
-    fault(in, fmt::format("act runs tensor_scalar only as (multiply, add), (multiply) or (add) "
-                          "on {}, not ({}, {})",
-                          name_of(cx.target), name_of(op0), name_of(op1)));
-}
-
-void tensor_scalar_int(const Inst& in, const View& d, const View& s, AluOp op0, const ScalarOp& s0,
-                       bool rev0, AluOp op1, const ScalarOp& s1, bool rev1) {
-  if (!all_int({&d, &s}))
-    fault(in, fmt::format("bitvec operators need integer dst and src (dst {}, src {})",
-                          dtype_name(d.dtype), dtype_name(s.dtype)));
+void tensor_scalar_int(const View& d, const View& s, AluOp op0, const ScalarOp& s0, bool rev0,
+                       AluOp op1, const ScalarOp& s1, bool rev1) {
   const std::vector<int64_t> x = int_rows(s);
   const uint64_t n = d.free_elems;
   const int bits = dtype_bytes(s.dtype) * 8;
@@ -253,31 +218,23 @@ void scan_row(const float* d0, const float* d1, uint64_t n, float init, AluOp op
 
 // ---- shared with ACT / POOL ---------------------------------------------------------------------
 namespace {
-// dst, in0 and in1 of a two-input instruction: same partitions and elements per partition,
-// not both inputs in PSUM.
+// dst, in0 and in1 of a two-input instruction (same shapes, not both inputs in PSUM:
+// require_legal).
 struct TwoInputs {
   View d, a, b;
 };
-TwoInputs two_input_views(ExecCtx& cx, const Inst& in) {
-  TwoInputs t{operand_view(cx, in, "dst", Access::write), operand_view(cx, in, "in0", Access::read),
-              operand_view(cx, in, "in1", Access::read)};
-  check_same_shape(in, t.d, t.a, "in0");
-  check_same_shape(in, t.d, t.b, "in1");
-  check_not_both_psum(in, "in0", "in1");
+TwoInputs two_input_views(ExecCtx& cx, const Inst& in, int dst, int in0, int in1) {
+  TwoInputs t{operand_view(cx, in, dst, Access::write), operand_view(cx, in, in0, Access::read),
+              operand_view(cx, in, in1, Access::read)};
   return t;
-}
-
-void require_binary(const Inst& in, const char* name, AluOp op) {
-  if (is_unary(op) || op == AluOp::bypass)
-    fault(in, name, fmt::format("{} is not a binary operator", name_of(op)));
 }
 
 } // namespace
 
 void sem_copy(ExecCtx& cx, const Inst& in) {
-  const View d = operand_view(cx, in, "dst", Access::write);
-  const View s = operand_view(cx, in, "src", Access::read);
-  check_same_shape(in, d, s, "src");
+  require_legal(cx, in);
+  const View d = operand_view(cx, in, nisa::op::copy::dst, Access::write);
+  const View s = operand_view(cx, in, nisa::op::copy::src, Access::read);
   // ScalarE on trn1 always converts through fp32 (isa-facts 2).
   const bool bits = d.dtype == s.dtype && !(in.engine == Engine::act && cx.target == Target::trn1);
   if (bits) {
@@ -297,28 +254,22 @@ void sem_copy(ExecCtx& cx, const Inst& in) {
       for (uint32_t p = p0; p < p1; ++p) store_row(d, p, rs.get(p));
     });
   }
-  note_psum_write(cx, operand(in, "dst").ap);
+  note_psum_write(cx, operand(in, nisa::op::copy::dst).ap);
 }
 
 void sem_tensor_scalar(ExecCtx& cx, const Inst& in) {
-  const AluOp op0 = enum_operand<AluOp>(in, "op0"), op1 = enum_operand<AluOp>(in, "op1");
-  const bool rev0 = flag(in, "rev0"), rev1 = flag(in, "rev1");
-  check_alu_op(cx, in, "op0", op0, true);
-  check_alu_op(cx, in, "op1", op1, true);
-  if (op0 == AluOp::bypass) fault(in, "op0", "must be an operator, not bypass");
+  const AluOp op0 = enum_operand<AluOp>(in, nisa::op::tensor_scalar::op0),
+              op1 = enum_operand<AluOp>(in, nisa::op::tensor_scalar::op1);
+  const bool rev0 = flag(in, nisa::op::tensor_scalar::rev0),
+             rev1 = flag(in, nisa::op::tensor_scalar::rev1);
+  require_legal(cx, in);
   const bool bitvec = is_bitvec(op0);
-  if (op1 != AluOp::bypass && is_bitvec(op1) != bitvec)
-    fault(in, fmt::format("op0 ({}) and op1 ({}) must both be bitvec or both arithmetic",
-                          name_of(op0), name_of(op1)));
-  if (bitvec && in.engine != Engine::dve) fault(in, "bitvec operators run on dve only");
-  check_act_tensor_scalar(cx, in, op0, op1);
-  const View d = operand_view(cx, in, "dst", Access::write);
-  const View s = operand_view(cx, in, "src", Access::read);
-  check_same_shape(in, d, s, "src");
-  const ScalarOp s0 = scalar_operand(cx, in, "operand0", d.parts);
-  const ScalarOp s1 = scalar_operand(cx, in, "operand1", d.parts);
+  const View d = operand_view(cx, in, nisa::op::tensor_scalar::dst, Access::write);
+  const View s = operand_view(cx, in, nisa::op::tensor_scalar::src, Access::read);
+  const ScalarOp s0 = scalar_operand(cx, in, nisa::op::tensor_scalar::operand0, d.parts);
+  const ScalarOp s1 = scalar_operand(cx, in, nisa::op::tensor_scalar::operand1, d.parts);
   if (bitvec) {
-    tensor_scalar_int(in, d, s, op0, s0, rev0, op1, s1, rev1);
+    tensor_scalar_int(d, s, op0, s0, rev0, op1, s1, rev1);
   } else {
     const bool snap = needs_snapshot(cx, d, s);
     for_row_ranges(snap ? nullptr : cx.pool, d.parts, d.free_elems, [&](uint32_t p0, uint32_t p1) {
@@ -332,22 +283,22 @@ void sem_tensor_scalar(ExecCtx& cx, const Inst& in) {
       }
     });
   }
-  note_psum_write(cx, operand(in, "dst").ap);
+  note_psum_write(cx, operand(in, nisa::op::tensor_scalar::dst).ap);
 }
 
 void sem_tensor_tensor(ExecCtx& cx, const Inst& in) {
-  const AluOp op = enum_operand<AluOp>(in, "op");
-  check_alu_op(cx, in, "op", op, true);
-  require_binary(in, "op", op);
-  if (op == AluOp::power && in.engine != Engine::pool) fault(in, "op", "power runs on pool only");
-  const auto [d, a, b] = two_input_views(cx, in);
+  const AluOp op = enum_operand<AluOp>(in, nisa::op::tensor_tensor::op);
+  require_legal(cx, in);
+  const auto [d, a, b] =
+      two_input_views(cx, in, nisa::op::tensor_tensor::dst, nisa::op::tensor_tensor::in0,
+                      nisa::op::tensor_tensor::in1);
   // GpSimd computes all-int32 operands exactly (results wrap modulo 2^32).
   const bool exact_int = op != AluOp::power && op != AluOp::abs_max && op != AluOp::abs_min;
   if (is_bitvec(op) || (in.engine == Engine::pool && exact_int && all_int32({&d, &a, &b})))
-    int_binary(in, op, d, a, b);
+    int_binary(op, d, a, b);
   else
     float_binary(cx, op, d, a, b);
-  note_psum_write(cx, operand(in, "dst").ap);
+  note_psum_write(cx, operand(in, nisa::op::tensor_tensor::dst).ap);
 }
 
 namespace {
@@ -369,9 +320,11 @@ void fill_pattern(uint8_t* dst, const uint8_t* pat, int eb, uint64_t n) {
 } // namespace
 
 void sem_memset(ExecCtx& cx, const Inst& in) {
-  const View d = operand_view(cx, in, "dst", Access::write);
+  require_legal(cx, in);
+  const View d = operand_view(cx, in, nisa::op::memset::dst, Access::write);
   uint8_t bytes[4];
-  store_from_f32(d.dtype, bytes, operand(in, "value").f); // converted once, then replicated
+  store_from_f32(d.dtype, bytes,
+                 operand(in, nisa::op::memset::value).f); // converted once, then replicated
   const int eb = dtype_bytes(d.dtype);
   for (uint32_t p = 0; p < d.parts; ++p) {
     if (d.contiguous()) {
@@ -380,18 +333,20 @@ void sem_memset(ExecCtx& cx, const Inst& in) {
     }
     for_each_elem(d, p, [&](uint8_t* q) { std::memcpy(q, bytes, eb); });
   }
-  note_psum_write(cx, operand(in, "dst").ap);
+  note_psum_write(cx, operand(in, nisa::op::memset::dst).ap);
 }
 
 // ---- DVE only --------------------------------------------------------------------------------
 void sem_scalar_tensor_tensor(ExecCtx& cx, const Inst& in) {
-  const AluOp op0 = enum_operand<AluOp>(in, "op0"), op1 = enum_operand<AluOp>(in, "op1");
-  check_alu_op(cx, in, "op0", op0, false);
-  check_alu_op(cx, in, "op1", op1, false);
-  require_binary(in, "op1", op1);
-  const bool rev0 = flag(in, "rev0"), rev1 = flag(in, "rev1");
-  const auto [d, a, b] = two_input_views(cx, in);
-  const ScalarOp s0 = scalar_operand(cx, in, "operand0", d.parts);
+  const AluOp op0 = enum_operand<AluOp>(in, nisa::op::scalar_tensor_tensor::op0),
+              op1 = enum_operand<AluOp>(in, nisa::op::scalar_tensor_tensor::op1);
+  require_legal(cx, in);
+  const bool rev0 = flag(in, nisa::op::scalar_tensor_tensor::rev0),
+             rev1 = flag(in, nisa::op::scalar_tensor_tensor::rev1);
+  const auto [d, a, b] =
+      two_input_views(cx, in, nisa::op::scalar_tensor_tensor::dst,
+                      nisa::op::scalar_tensor_tensor::in0, nisa::op::scalar_tensor_tensor::in1);
+  const ScalarOp s0 = scalar_operand(cx, in, nisa::op::scalar_tensor_tensor::operand0, d.parts);
   // The first pass writes the dst row before in1 is read: in1 must not share dst's memory.
   const bool snap_a = needs_snapshot(cx, d, a), snap_b = views_overlap(cx, d, b);
   const uint64_t n = d.free_elems;
@@ -414,7 +369,7 @@ void sem_scalar_tensor_tensor(ExecCtx& cx, const Inst& in) {
       }
     });
   });
-  note_psum_write(cx, operand(in, "dst").ap);
+  note_psum_write(cx, operand(in, nisa::op::scalar_tensor_tensor::dst).ap);
 }
 
 namespace {
@@ -434,36 +389,16 @@ void store_folds(Out& o, const float* acc, uint32_t p0, uint32_t p1, uint64_t ou
 } // namespace
 
 void sem_tensor_reduce(ExecCtx& cx, const Inst& in) {
-  const AluOp op = enum_operand<AluOp>(in, "op");
-  const bool negate = flag(in, "negate");
-  const int64_t axes = operand(in, "axes").i;
-  const AccessPattern& sap = operand(in, "src").ap;
-  if (axes < 1 || axes > sap.ndims)
-    fault(in, "axes", fmt::format("{} is outside 1..{} (the free dims of src)", axes, sap.ndims));
-  switch (op) {
-  case AluOp::add:
-  case AluOp::multiply:
-  case AluOp::max:
-  case AluOp::min:
-  case AluOp::logical_and:
-  case AluOp::logical_or:
-  case AluOp::logical_xor:
-  case AluOp::bitwise_and:
-  case AluOp::bitwise_or:
-  case AluOp::bitwise_xor: break;
-  default: fault(in, "op", fmt::format("{} is not a reduction operator", name_of(op)));
-  }
-  const View d = operand_view(cx, in, "dst", Access::write);
-  const View s = operand_view(cx, in, "src", Access::read);
+  const AluOp op = enum_operand<AluOp>(in, nisa::op::tensor_reduce::op);
+  const bool negate = flag(in, nisa::op::tensor_reduce::negate);
+  const int64_t axes = operand(in, nisa::op::tensor_reduce::axes).i;
+  require_legal(cx, in); // axes, the operator and dst's shape
+  const View d = operand_view(cx, in, nisa::op::tensor_reduce::dst, Access::write);
+  const View s = operand_view(cx, in, nisa::op::tensor_reduce::src, Access::read);
   uint64_t inner = 1;
   for (int k = 4 - static_cast<int>(axes); k < 4; ++k) inner *= s.count[k];
   const uint64_t outer = s.free_elems / inner;
-  if (d.parts != s.parts || d.free_elems != outer)
-    fault(in, fmt::format("dst must be {} partitions x {} elements (src with its last {} dims "
-                          "reduced), got {} x {}",
-                          s.parts, outer, axes, d.parts, d.free_elems));
   if (is_bitvec(op)) {
-    if (!all_int({&d, &s})) fault(in, "bitvec reductions need integer src and dst");
     const std::vector<int64_t> x = int_rows(s);
     const int bits = dtype_bytes(s.dtype) * 8;
     std::vector<int64_t> out(outer);
@@ -502,7 +437,7 @@ void sem_tensor_reduce(ExecCtx& cx, const Inst& in) {
         F32Out o(d);
         store_folds(o, acc.data(), p0, p1, outer, negate);
       });
-      note_psum_write(cx, operand(in, "dst").ap);
+      note_psum_write(cx, operand(in, nisa::op::tensor_reduce::dst).ap);
       return;
     }
     if (lanes) {
@@ -534,7 +469,7 @@ void sem_tensor_reduce(ExecCtx& cx, const Inst& in) {
               store_folds(o, acc.data(), p0, p1, outer, negate);
             }
           });
-      note_psum_write(cx, operand(in, "dst").ap);
+      note_psum_write(cx, operand(in, nisa::op::tensor_reduce::dst).ap);
       return;
     }
     const bool snap = views_overlap(cx, d, s);
@@ -565,7 +500,7 @@ void sem_tensor_reduce(ExecCtx& cx, const Inst& in) {
           o.commit(p);
         }
       });
-      note_psum_write(cx, operand(in, "dst").ap);
+      note_psum_write(cx, operand(in, nisa::op::tensor_reduce::dst).ap);
       return;
     }
     with_alu(op, [&](auto oc) {
@@ -595,20 +530,15 @@ void sem_tensor_reduce(ExecCtx& cx, const Inst& in) {
                      });
     });
   }
-  note_psum_write(cx, operand(in, "dst").ap);
+  note_psum_write(cx, operand(in, nisa::op::tensor_reduce::dst).ap);
 }
 
 void sem_copy_predicated(ExecCtx& cx, const Inst& in) {
-  const bool reverse = flag(in, "reverse");
-  const View d = operand_view(cx, in, "dst", Access::write);
-  const View s = operand_view(cx, in, "src", Access::read);
-  const View pr = operand_view(cx, in, "pred", Access::read);
-  check_same_shape(in, d, s, "src");
-  check_same_shape(in, d, pr, "pred");
-  check_not_both_psum(in, "src", "pred");
-  if (d.dtype != s.dtype)
-    fault(in, fmt::format("src ({}) and dst ({}) must have the same dtype", dtype_name(s.dtype),
-                          dtype_name(d.dtype)));
+  require_legal(cx, in);
+  const bool reverse = flag(in, nisa::op::copy_predicated::reverse);
+  const View d = operand_view(cx, in, nisa::op::copy_predicated::dst, Access::write);
+  const View s = operand_view(cx, in, nisa::op::copy_predicated::src, Access::read);
+  const View pr = operand_view(cx, in, nisa::op::copy_predicated::pred, Access::read);
   // Sources are read whole before dst is written.
   const std::vector<uint8_t> src = gather_bits(s);
   const std::vector<int64_t> pred = int_rows(pr);
@@ -621,15 +551,16 @@ void sem_copy_predicated(ExecCtx& cx, const Inst& in) {
       ++j;
     });
   }
-  note_psum_write(cx, operand(in, "dst").ap);
+  note_psum_write(cx, operand(in, nisa::op::copy_predicated::dst).ap);
 }
 
 void sem_scan(ExecCtx& cx, const Inst& in) {
-  const AluOp op0 = enum_operand<AluOp>(in, "op0"), op1 = enum_operand<AluOp>(in, "op1");
-  check_alu_op(cx, in, "op0", op0, false);
-  check_alu_op(cx, in, "op1", op1, false);
-  const auto [d, a, b] = two_input_views(cx, in);
-  const ScalarOp init = scalar_operand(cx, in, "init", d.parts);
+  const AluOp op0 = enum_operand<AluOp>(in, nisa::op::scan::op0),
+              op1 = enum_operand<AluOp>(in, nisa::op::scan::op1);
+  require_legal(cx, in);
+  const auto [d, a, b] =
+      two_input_views(cx, in, nisa::op::scan::dst, nisa::op::scan::in0, nisa::op::scan::in1);
+  const ScalarOp init = scalar_operand(cx, in, nisa::op::scan::init, d.parts);
   const simd::Level lv = simd::level();
   simd::LaneOp l0 = simd::LaneOp::add, l1 = simd::LaneOp::add;
   if (lane_op(op0, &l0) && lane_op(op1, &l1)) {
@@ -640,7 +571,7 @@ void sem_scan(ExecCtx& cx, const Inst& in) {
     const bool da = fp32_direct(a) || snap_a, db = fp32_direct(b) || snap_b;
     const uint64_t n = d.free_elems;
     const bool direct = fp32_direct(d);
-    const bool rev0 = flag(in, "rev0"), rev1 = flag(in, "rev1");
+    const bool rev0 = flag(in, nisa::op::scan::rev0), rev1 = flag(in, nisa::op::scan::rev1);
     // Rows of fp32 (memory or a snapshot) or contiguous bf16 (widened in registers, bf16
     // outputs rounded in registers): every row of a host thread's range in one call.
     auto bf16_rows = [](const View& v) { return v.dtype == DType::bf16 && v.contiguous(); };
@@ -665,7 +596,7 @@ void sem_scan(ExecCtx& cx, const Inst& in) {
         simd::scan_rows_t(lv, ta, pa.data(), tb, pb.data(), to, po.data(), iv.data(), k, n, l0, l1,
                           rev0, rev1);
       });
-      note_psum_write(cx, operand(in, "dst").ap);
+      note_psum_write(cx, operand(in, nisa::op::scan::dst).ap);
       return;
     }
     const uint32_t nchunks = (d.parts + kChunk - 1) / kChunk;
@@ -706,53 +637,36 @@ void sem_scan(ExecCtx& cx, const Inst& in) {
           for (uint32_t p = p0; p < p1; ++p) store_row(dv, p, co.data() + size_t(p - p0) * cs);
       }
     });
-    note_psum_write(cx, operand(in, "dst").ap);
+    note_psum_write(cx, operand(in, nisa::op::scan::dst).ap);
     return;
   }
   F32Rows ra(a, needs_snapshot(cx, d, a)), rb(b, needs_snapshot(cx, d, b));
   F32Out o(d);
   for (uint32_t p = 0; p < d.parts; ++p) {
-    scan_row(ra.get(p), rb.get(p), d.free_elems, init.at(p), op0, op1, flag(in, "rev0"),
-             flag(in, "rev1"), o.get(p));
+    scan_row(ra.get(p), rb.get(p), d.free_elems, init.at(p), op0, op1,
+             flag(in, nisa::op::scan::rev0), flag(in, nisa::op::scan::rev1), o.get(p));
     o.commit(p);
   }
-  note_psum_write(cx, operand(in, "dst").ap);
+  note_psum_write(cx, operand(in, nisa::op::scan::dst).ap);
 }
 
 void sem_reciprocal(ExecCtx& cx, const Inst& in) {
-  const View d = operand_view(cx, in, "dst", Access::write);
-  const View s = operand_view(cx, in, "src", Access::read);
-  check_same_shape(in, d, s, "src");
+  require_legal(cx, in);
+  const View d = operand_view(cx, in, nisa::op::reciprocal::dst, Access::write);
+  const View s = operand_view(cx, in, nisa::op::reciprocal::src, Access::read);
   F32Rows rs(s, needs_snapshot(cx, d, s));
   F32Out o(d);
   for (uint32_t p = 0; p < d.parts; ++p) {
     scalar_pass<AluOp::reciprocal>(o.get(p), rs.get(p), d.free_elems, 0.0f, false);
     o.commit(p);
   }
-  note_psum_write(cx, operand(in, "dst").ap);
+  note_psum_write(cx, operand(in, nisa::op::reciprocal::dst).ap);
 }
-
-namespace {
-constexpr uint64_t kSearchMin = 8, kSearchMax = 16384;
-void check_search_size(const Inst& in, std::string_view name, const View& v) {
-  if (v.free_elems < kSearchMin || v.free_elems > kSearchMax)
-    fault(in, name,
-          fmt::format("has {} elements per partition; the search instructions take {}..{}",
-                      v.free_elems, kSearchMin, kSearchMax));
-}
-void check_eight(const Inst& in, std::string_view name, const View& v, uint32_t parts) {
-  if (v.parts != parts || v.free_elems != 8)
-    fault(in, name,
-          fmt::format("must be {} partitions x 8 elements, got {} x {}", parts, v.parts,
-                      v.free_elems));
-}
-} // namespace
 
 void sem_max8(ExecCtx& cx, const Inst& in) {
-  const View d = operand_view(cx, in, "dst", Access::write);
-  const View s = operand_view(cx, in, "src", Access::read);
-  check_search_size(in, "src", s);
-  check_eight(in, "dst", d, s.parts);
+  require_legal(cx, in);
+  const View d = operand_view(cx, in, nisa::op::max8::dst, Access::write);
+  const View s = operand_view(cx, in, nisa::op::max8::src, Access::read);
   // Rows are independent: ranges of them on the host threads (a snapshot: one range).
   const bool snap = views_overlap(cx, d, s);
   // Contiguous bf16 rows: the vector forms read the bf16 bytes (no fp32 copy of the row);
@@ -770,7 +684,7 @@ void sem_max8(ExecCtx& cx, const Inst& in) {
         store_row(d, p, top);
       }
     });
-    note_psum_write(cx, operand(in, "dst").ap);
+    note_psum_write(cx, operand(in, nisa::op::max8::dst).ap);
     return;
   }
   // Rows read in place (fp32_direct): each call prefetches the next one.
@@ -783,19 +697,14 @@ void sem_max8(ExecCtx& cx, const Inst& in) {
       store_row(d, p, top);
     }
   });
-  note_psum_write(cx, operand(in, "dst").ap);
+  note_psum_write(cx, operand(in, nisa::op::max8::dst).ap);
 }
 
 void sem_find_index8(ExecCtx& cx, const Inst& in) {
-  const View d = operand_view(cx, in, "dst", Access::write);
-  const View data = operand_view(cx, in, "data", Access::read);
-  const View vals = operand_view(cx, in, "vals", Access::read);
-  check_search_size(in, "data", data);
-  check_eight(in, "vals", vals, data.parts);
-  check_eight(in, "dst", d, data.parts);
-  if (info(d.dtype).is_float)
-    fault(in, "dst",
-          fmt::format("must be an integer dtype (uint32 or uint16), not {}", dtype_name(d.dtype)));
+  require_legal(cx, in);
+  const View d = operand_view(cx, in, nisa::op::find_index8::dst, Access::write);
+  const View data = operand_view(cx, in, nisa::op::find_index8::data, Access::read);
+  const View vals = operand_view(cx, in, nisa::op::find_index8::vals, Access::read);
   const bool snap_d = views_overlap(cx, d, data), snap_v = views_overlap(cx, d, vals);
   // Contiguous bf16 data rows: the vector forms read the bf16 bytes (no fp32 copy).
   const bool bf16_rows = data.dtype == DType::bf16 && data.contiguous() && data.row_skip.empty() &&
@@ -813,26 +722,18 @@ void sem_find_index8(ExecCtx& cx, const Inst& in) {
                      store_row_int(d, p, idx); // -1 truncates to all ones: "not found"
                    }
                  });
-  note_psum_write(cx, operand(in, "dst").ap);
+  note_psum_write(cx, operand(in, nisa::op::find_index8::dst).ap);
 }
 
 void sem_match_replace8(ExecCtx& cx, const Inst& in) {
-  const View d = operand_view(cx, in, "dst", Access::write);
-  const View data = operand_view(cx, in, "data", Access::read);
-  const View vals = operand_view(cx, in, "vals", Access::read);
-  check_search_size(in, "data", data);
-  check_same_shape(in, d, data, "data");
-  check_eight(in, "vals", vals, data.parts);
-  const bool want_idx = present(in, "idx");
-  if (want_idx && cx.target == Target::trn1) fault(in, "idx", "needs trn2 or later");
+  require_legal(cx, in);
+  const View d = operand_view(cx, in, nisa::op::match_replace8::dst, Access::write);
+  const View data = operand_view(cx, in, nisa::op::match_replace8::data, Access::read);
+  const View vals = operand_view(cx, in, nisa::op::match_replace8::vals, Access::read);
   std::optional<View> idx;
-  if (want_idx) {
-    idx.emplace(operand_view(cx, in, "idx", Access::write));
-    check_eight(in, "idx", *idx, data.parts);
-    if (info(idx->dtype).is_float)
-      fault(in, "idx", fmt::format("must be an integer dtype, not {}", dtype_name(idx->dtype)));
-  }
-  const float imm = operand(in, "imm").f;
+  if (present(in, nisa::op::match_replace8::idx))
+    idx.emplace(operand_view(cx, in, nisa::op::match_replace8::idx, Access::write));
+  const float imm = operand(in, nisa::op::match_replace8::imm).f;
   const bool bits = d.dtype == data.dtype;
   // Row p of data and vals is read whole before row p of dst is written; other overlaps
   // snapshot everything first.
@@ -884,30 +785,17 @@ void sem_match_replace8(ExecCtx& cx, const Inst& in) {
                      if (idx) store_row_int(*idx, p, pos);
                    }
                  });
-  note_psum_write(cx, operand(in, "dst").ap);
-  if (idx) note_psum_write(cx, operand(in, "idx").ap);
+  note_psum_write(cx, operand(in, nisa::op::match_replace8::dst).ap);
+  if (idx) note_psum_write(cx, operand(in, nisa::op::match_replace8::idx).ap);
 }
 
 void sem_dve_transpose(ExecCtx& cx, const Inst& in) {
-  const View d = operand_view(cx, in, "dst", Access::write);
-  const View s = operand_view(cx, in, "src", Access::read);
-  if (d.dtype != s.dtype)
-    fault(in, fmt::format("dst ({}) and src ({}) must have the same dtype", dtype_name(d.dtype),
-                          dtype_name(s.dtype)));
-  // Either one block of at most 32x32, or 32x32 blocks in each of several quadrants.
+  require_legal(cx, in); // one block of at most 32x32, or 32x32 blocks in whole quadrants
+  const View d = operand_view(cx, in, nisa::op::dve_transpose::dst, Access::write);
+  const View s = operand_view(cx, in, nisa::op::dve_transpose::src, Access::read);
   const bool one_block = s.parts <= 32 && s.free_elems <= 32;
-  const bool quadrants = s.parts % 32 == 0 && s.free_elems == 32;
-  if (!one_block && !quadrants)
-    fault(in, "src",
-          fmt::format("is {} x {}; dve transpose takes at most 32 x 32, or 32 "
-                      "elements per partition over whole quadrants",
-                      s.parts, s.free_elems));
   const uint32_t bp = one_block ? s.parts : 32, bf = one_block ? uint32_t(s.free_elems) : 32;
   const uint32_t blocks = s.parts / bp;
-  if (d.parts != bf * blocks || d.free_elems != bp)
-    fault(in, "dst",
-          fmt::format("must be {} x {} (src {} x {} transposed per block), got {} x {}",
-                      bf * blocks, bp, s.parts, s.free_elems, d.parts, d.free_elems));
   const std::vector<uint8_t> all = gather_bits(s);
   const size_t eb = dtype_bytes(s.dtype);
   std::vector<uint8_t> row(bp * eb);
@@ -917,34 +805,23 @@ void sem_dve_transpose(ExecCtx& cx, const Inst& in) {
         std::memcpy(row.data() + p * eb, all.data() + ((q * bp + p) * bf + f) * eb, eb);
       scatter_bits_row(d, q * bf + f, row.data());
     }
-  note_psum_write(cx, operand(in, "dst").ap);
+  note_psum_write(cx, operand(in, nisa::op::dve_transpose::dst).ap);
 }
 
 void sem_stream_shuffle(ExecCtx& cx, const Inst& in) {
-  const View d = operand_view(cx, in, "dst", Access::write);
-  const View s = operand_view(cx, in, "src", Access::read);
-  const ShuffleMask& mask = operand(in, "mask").mask;
-  if (d.dtype != s.dtype || d.free_elems != s.free_elems)
-    fault(in, fmt::format("src ({} x {} {}) and dst ({} x {} {}) need the same dtype and "
-                          "elements per partition",
-                          s.parts, s.free_elems, dtype_name(s.dtype), d.parts, d.free_elems,
-                          dtype_name(d.dtype)));
+  require_legal(cx, in); // dtypes, sizes and the mask's entries
+  const View d = operand_view(cx, in, nisa::op::stream_shuffle::dst, Access::write);
+  const View s = operand_view(cx, in, nisa::op::stream_shuffle::src, Access::read);
+  const ShuffleMask& mask = operand(in, nisa::op::stream_shuffle::mask).mask;
   const std::vector<uint8_t> all = gather_bits(s); // in place is allowed: read first
   const size_t row = s.free_elems * dtype_bytes(s.dtype);
   for (uint32_t p = 0; p < d.parts; ++p) {
     const uint8_t m = mask.v[p % 32];
     if (m == 255) continue;
-    if (m >= 32)
-      fault(in, "mask", fmt::format("entry {} = {} is not a partition 0..31 or 255", p % 32, m));
     const uint32_t sp = (p / 32) * 32 + m;
-    if (sp >= s.parts)
-      fault(in, "mask",
-            fmt::format("entry {} = {} selects src partition {} but src has {} "
-                        "partitions",
-                        p % 32, m, sp, s.parts));
     scatter_bits_row(d, p, all.data() + sp * row);
   }
-  note_psum_write(cx, operand(in, "dst").ap);
+  note_psum_write(cx, operand(in, nisa::op::stream_shuffle::dst).ap);
 }
 
 } // namespace nisa::interp

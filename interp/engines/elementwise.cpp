@@ -5,6 +5,8 @@
 
 #include <algorithm>
 
+#include "isa/exec_kind.h"
+
 namespace nisa::interp::ew {
 
 int operand_index(const Inst& in, std::string_view name) {
@@ -19,60 +21,46 @@ int operand_index(const Inst& in, std::string_view name) {
   throw Fault(fmt::format("{}: no operand `{}` (internal error)", desc(in.op).mnemonic, name));
 }
 
-std::string where(const Inst& in, std::string_view name) {
+const Operand& operand(const Inst& in, int k) {
+  if (k < 0 || size_t(k) >= in.ops.size())
+    throw Fault(fmt::format("{}: operand #{} missing from the instruction record",
+                            desc(in.op).mnemonic, k));
+  return in.ops[size_t(k)];
+}
+
+std::string where(const Inst& in, int k) {
+  const auto ops = desc(in.op).operands;
+  const std::string_view name = k >= 0 && size_t(k) < ops.size() ? ops[size_t(k)].name : "?";
   return fmt::format("{}.{} operand `{}`", name_of(in.engine), desc(in.op).mnemonic, name);
 }
-void fault(const Inst& in, std::string_view name, const std::string& msg) {
-  throw Fault(fmt::format("{}: {}", where(in, name), msg));
+void fault(const Inst& in, int k, const std::string& msg) {
+  throw Fault(fmt::format("{}: {}", where(in, k), msg));
 }
 void fault(const Inst& in, const std::string& msg) {
   throw Fault(fmt::format("{}.{}: {}", name_of(in.engine), desc(in.op).mnemonic, msg));
 }
 
-void check_start_partition(const AccessPattern& ap) {
-  if (ap.space == MemSpace::hbm) return;
-  std::string err = start_partition_error(ap.part_start, ap.part_count);
-  if (!err.empty()) throw Fault(err);
+void require_legal(const ExecCtx& cx, const Inst& in) {
+  if (auto e = legality_error(in, cx.target)) throw Fault(legality_text(in, *e));
 }
 
-View operand_view(ExecCtx& cx, const Inst& in, std::string_view name, Access how) {
-  const int k = operand_index(in, name);
-  const Operand& o = in.ops[k];
-  const OperandDesc& d = desc(in.op).operands[k];
-  if (!o.present) fault(in, name, "is required but absent");
-  const AccessPattern& ap = o.ap;
-  if (d.spaces && !(d.spaces & space_bit(ap.space)))
-    fault(in, name, fmt::format("may not be in {}", name_of(ap.space)));
-  if (in.engine == Engine::pool && ap.space == MemSpace::psum)
-    fault(in, name, "pool (GpSimd) cannot access psum");
+View operand_view(ExecCtx& cx, const Inst& in, int k, Access how) {
+  const Operand& o = operand(in, k);
+  if (!o.present) fault(in, k, "is required but absent");
+  if (auto e = ap_operand_error(in, size_t(k), o.ap)) fault(in, k, *e);
   try {
-    check_start_partition(ap);
-    return cx.view(ap, how);
+    return cx.view(o.ap, how);
   } catch (const Fault& f) {
-    fault(in, name, f.what());
+    fault(in, k, f.what());
   }
-}
-
-void check_same_shape(const Inst& in, const View& dst, const View& src, std::string_view src_name) {
-  if (dst.parts != src.parts || dst.free_elems != src.free_elems)
-    fault(in, fmt::format("dst is {} partitions x {} elements but {} is {} x {}", dst.parts,
-                          dst.free_elems, src_name, src.parts, src.free_elems));
-}
-
-void check_not_both_psum(const Inst& in, std::string_view a, std::string_view b) {
-  if (operand(in, a).ap.space == MemSpace::psum && operand(in, b).ap.space == MemSpace::psum)
-    fault(in, fmt::format("`{}` and `{}` may not both be in psum", a, b));
 }
 
 void note_psum_write(ExecCtx& cx, const AccessPattern& ap) {
   CoreState* st = cx.state;
   if (ap.space != MemSpace::psum || st->psum_written.empty()) return;
   const int64_t eb = dtype_bytes(ap.dtype);
-  int64_t lo = 0, hi = 0;
-  for (int k = 0; k < ap.ndims; ++k) {
-    const int64_t r = int64_t(ap.dims[k].stride) * (ap.dims[k].count - 1);
-    (r < 0 ? lo : hi) += r;
-  }
+  const ApSpan sp = ap_free_span(ap);
+  const int64_t lo = int64_t(sp.lo), hi = int64_t(sp.hi);
   // Flags are per host word: a row of words starts every psum_stride / 4 flags.
   const uint64_t words = st->psum_part_bytes / 4, row = st->psum_stride / 4;
   const uint64_t w0 = (ap.offset + lo * eb) / 4, w1 = (ap.offset + (hi + 1) * eb + 3) / 4;
@@ -144,18 +132,14 @@ bool views_overlap(const ExecCtx& cx, const View& dst, const View& src) {
   return a0 < b1 && b0 < a1;
 }
 
-ScalarOp scalar_operand(ExecCtx& cx, const Inst& in, std::string_view name, uint32_t parts) {
-  const Operand& o = operand(in, name);
+ScalarOp scalar_operand(ExecCtx& cx, const Inst& in, int k, uint32_t parts) {
+  const Operand& o = operand(in, k);
   ScalarOp s;
   if (!o.is_ap) {
     s.imm = o.f;
     return s;
   }
-  const View v = operand_view(cx, in, name, Access::read);
-  if (v.parts != parts || v.free_elems != 1)
-    fault(in, name,
-          fmt::format("must be a [{}, 1] per-partition tile, got {} x {}", parts, v.parts,
-                      v.free_elems));
+  const View v = operand_view(cx, in, k, Access::read); // [parts, 1]: require_legal
   s.is_ap = true;
   s.f.resize(parts);
   s.i.resize(parts);
@@ -276,30 +260,6 @@ const float* F32Rows::get(uint32_t p) {
 }
 
 // ---- ALU -------------------------------------------------------------------------------------
-bool is_bitvec(AluOp op) {
-  switch (op) {
-  case AluOp::bitwise_and:
-  case AluOp::bitwise_or:
-  case AluOp::bitwise_xor:
-  case AluOp::invert:
-  case AluOp::left_shift:
-  case AluOp::right_shift: return true;
-  default: return false;
-  }
-}
-bool is_unary(AluOp op) {
-  switch (op) {
-  case AluOp::abs:
-  case AluOp::square:
-  case AluOp::relu:
-  case AluOp::rsqrt:
-  case AluOp::reciprocal:
-  case AluOp::invert: return true;
-  default: return false;
-  }
-}
-bool is_compare(AluOp op) { return op >= AluOp::equal && op <= AluOp::less; }
-
 float alu_f32(AluOp op, float a, float b) {
   return with_alu(op, [&](auto o) { return alu<decltype(o)::value>(a, b); });
 }

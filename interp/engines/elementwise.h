@@ -21,35 +21,35 @@
 
 #include "interp/core/exec.h"
 #include "interp/simd/simd.h"
+#include "isa/legality.h"
+#include "isa/op_index.h"
 
 namespace nisa::interp::ew {
 
 // ---- operands ----------------------------------------------------------------------------------
+// Operands by their index in the table (isa/op_index.h: nisa::op::<ident>::<operand>).
+// operand_index looks a name up (tests build instructions by name).
 int operand_index(const Inst& in, std::string_view name);
-inline const Operand& operand(const Inst& in, std::string_view name) {
-  return in.ops[operand_index(in, name)];
+// Operand k of the record; a Fault when the record is short of the table (a malformed record).
+const Operand& operand(const Inst& in, int k);
+template <class E> E enum_operand(const Inst& in, int k) {
+  return static_cast<E>(operand(in, k).i);
 }
-template <class E> E enum_operand(const Inst& in, std::string_view name) {
-  return static_cast<E>(operand(in, name).i);
-}
-inline bool flag(const Inst& in, std::string_view name) { return operand(in, name).i != 0; }
-inline bool present(const Inst& in, std::string_view name) { return operand(in, name).present; }
+inline bool flag(const Inst& in, int k) { return operand(in, k).i != 0; }
+inline bool present(const Inst& in, int k) { return operand(in, k).present; }
 
 // "matmul operand `moving`: " prefix for faults.
-std::string where(const Inst& in, std::string_view name);
-[[noreturn]] void fault(const Inst& in, std::string_view name, const std::string& msg);
+std::string where(const Inst& in, int k);
+[[noreturn]] void fault(const Inst& in, int k, const std::string& msg);
 [[noreturn]] void fault(const Inst& in, const std::string& msg);
 
 // The view of an AP operand, checked against the instruction's engine: memory spaces the
 // table allows, POOL never touching PSUM, and (compute engines) the start-partition rule
 // of isa-facts 3.1. Faults name the operand.
-View operand_view(ExecCtx& cx, const Inst& in, std::string_view name, Access how);
-// Throws when the start partition is illegal for the partition count.
-void check_start_partition(const AccessPattern& ap);
-// dst and src have the same partition count and elements per partition.
-void check_same_shape(const Inst& in, const View& dst, const View& src, std::string_view src_name);
-// At most one of two inputs may be in PSUM.
-void check_not_both_psum(const Inst& in, std::string_view a, std::string_view b);
+View operand_view(ExecCtx& cx, const Inst& in, int k, Access how);
+// Every static rule of isa/legality.h (generation, operands, shapes) for the executing target:
+// a Fault naming the instruction (and the operand) when one is broken.
+void require_legal(const ExecCtx& cx, const Inst& in);
 // A non-matmul write into PSUM: the next auto-mode matmul there overwrites (see pe.cpp).
 void note_psum_write(ExecCtx& cx, const AccessPattern& ap);
 // Same base, element size and pattern: element j of dst is element j of src.
@@ -68,7 +68,7 @@ struct ScalarOp {
   float at(uint32_t p) const { return is_ap ? f[p] : imm; }
   int64_t at_int(uint32_t p) const { return is_ap ? i[p] : static_cast<int64_t>(imm); }
 };
-ScalarOp scalar_operand(ExecCtx& cx, const Inst& in, std::string_view name, uint32_t parts);
+ScalarOp scalar_operand(ExecCtx& cx, const Inst& in, int k, uint32_t parts);
 
 // ---- dtype traits and dispatch ---------------------------------------------------------------
 template <class S> inline S ld(const uint8_t* p) {
@@ -225,9 +225,7 @@ private:
 };
 
 // ---- ALU -------------------------------------------------------------------------------------
-bool is_bitvec(AluOp op);
-bool is_unary(AluOp op);   // abs, square, relu, rsqrt, reciprocal, invert
-bool is_compare(AluOp op); // equal .. less
+// is_bitvec, is_unary, is_compare: isa/legality.h.
 
 // NaN-propagating max/min (poisoned memory stays visible).
 inline float fmax_nan(float a, float b) { return (a != a || b != b) ? a + b : (a > b ? a : b); }

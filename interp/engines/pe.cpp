@@ -148,19 +148,9 @@ void write_psum_row(float* out, uint8_t* flags, const float* r, uint64_t n, AccM
   std::memset(flags, 1, n);
 }
 
-void check_float_input(const Inst& in, std::string_view name, DType t) {
-  if (!info(t).is_float)
-    fault(in, name, fmt::format("must be a float dtype, not {}", dtype_name(t)));
-}
-
 // Transpose mode (gen3+): dst[m][n] = stationary[k(n)][m] bit for bit, where k(n) is the row
 // holding the single 1 of moving column n (moving is the identity or a permutation).
 void transpose_mode(ExecCtx& cx, const Inst& in, const View& d, const View& st, const View& mv) {
-  if (d.dtype != st.dtype)
-    fault(in, fmt::format("transpose mode writes the stationary dtype ({}) but dst is {}",
-                          dtype_name(st.dtype), dtype_name(d.dtype)));
-  if (dtype_bytes(st.dtype) == 1)
-    fault(in, "stationary", "transpose mode needs a 2- or 4-byte dtype");
   const int n_cols = static_cast<int>(mv.free_elems);
   const std::vector<float> v = padded_rows(mv, n_cols);
   std::vector<int> src_k(n_cols, -1);
@@ -169,7 +159,7 @@ void transpose_mode(ExecCtx& cx, const Inst& in, const View& d, const View& st, 
       const float x = v[size_t(k) * n_cols + n];
       if (x == 0.0f) continue;
       if (x != 1.0f || src_k[n] >= 0)
-        fault(in, "moving",
+        fault(in, nisa::op::matmul::moving,
               fmt::format("transpose mode needs a 0/1 matrix with one 1 per column; "
                           "column {} differs",
                           n));
@@ -195,40 +185,23 @@ void transpose_mode(ExecCtx& cx, const Inst& in, const View& d, const View& st, 
 } // namespace
 
 void sem_matmul(ExecCtx& cx, const Inst& in) {
-  const AccMode acc = enum_operand<AccMode>(in, "acc");
-  const View d = operand_view(cx, in, "dst", Access::write);
-  const View st = operand_view(cx, in, "stationary", Access::read);
-  const View mv = operand_view(cx, in, "moving", Access::read);
+  require_legal(cx, in);
+  const AccMode acc = enum_operand<AccMode>(in, nisa::op::matmul::acc);
+  const View d = operand_view(cx, in, nisa::op::matmul::dst, Access::write);
+  const View st = operand_view(cx, in, nisa::op::matmul::stationary, Access::read);
+  const View mv = operand_view(cx, in, nisa::op::matmul::moving, Access::read);
   const uint32_t K = st.parts;
   const uint64_t M = st.free_elems, N = mv.free_elems;
-  if (mv.parts != K)
-    fault(in, fmt::format("stationary has K = {} partitions but moving has {}", K, mv.parts));
-  if (M > 128) fault(in, "stationary", fmt::format("has M = {} columns (at most 128)", M));
-  const bool gen4 = cx.target == Target::trn3;
-  const uint64_t n_max = gen4 ? (d.dtype == DType::bf16 ? 8192 : 4096) : 512;
-  if (N > n_max)
-    fault(in, "moving",
-          fmt::format("has N = {} columns (at most {} on {})", N, n_max, name_of(cx.target)));
-  if (d.parts != M || d.free_elems != N)
-    fault(in, "dst",
-          fmt::format("must be M x N = {} x {}, got {} x {}", M, N, d.parts, d.free_elems));
-  check_float_input(in, "stationary", st.dtype);
-  check_float_input(in, "moving", mv.dtype);
-  if ((st.dtype == DType::fp32) != (mv.dtype == DType::fp32))
-    fault(in, fmt::format("fp32 inputs pair only with fp32 (stationary {}, moving {})",
-                          dtype_name(st.dtype), dtype_name(mv.dtype)));
-  if (!gen4) { // one 2 KiB bank per matmul on gen2/3
+  if (matmul_limits(cx.target, d.dtype).one_psum_bank) {
     // Byte offset within the partition after any dynamic offset.
     const uint64_t first = uint64_t(d.base - cx.state->psum) % cx.state->psum_stride;
     const uint64_t last = first + N * dtype_bytes(d.dtype) - 1;
-    if (!d.contiguous() || first / 2048 != last / 2048)
-      fault(in, "dst",
+    if (!d.contiguous() || first / kPsumBankBytes != last / kPsumBankBytes)
+      fault(in, nisa::op::matmul::dst,
             fmt::format("bytes {}..{} must be contiguous within one 2 KiB psum bank", first, last));
   }
-  if (flag(in, "transpose") && cx.target != Target::trn1) return transpose_mode(cx, in, d, st, mv);
-  if (d.dtype != DType::fp32 && !(gen4 && d.dtype == DType::bf16))
-    fault(in, "dst",
-          fmt::format("must be fp32{}, not {}", gen4 ? " or bf16" : "", dtype_name(d.dtype)));
+  if (flag(in, nisa::op::matmul::transpose) && matmul_limits(cx.target, d.dtype).transpose_mode)
+    return transpose_mode(cx, in, d, st, mv);
 
   const int mp = round_up(static_cast<int>(M), kRowBlock),
             np = round_up(static_cast<int>(N), kColPad);
@@ -266,16 +239,23 @@ void sem_matmul(ExecCtx& cx, const Inst& in) {
                      c + size_t(m) * np, N, acc);
     return;
   }
+  // acc=auto decides per element from the flags as they were before this matmul: a 2-byte
+  // (bf16) dst has two elements per flagged word, and the first one's write must not make the
+  // second one add onto memory no matmul wrote.
+  thread_local std::vector<uint8_t> adds;
+  adds.resize(N);
   for (uint32_t m = 0; m < M; ++m) {
     const float* r = c + size_t(m) * np;
     uint64_t n = 0;
     for_each_elem(d, m, [&](uint8_t* q) {
-      const size_t w = psum_word(cx, q);
-      const bool add =
-          acc == AccMode::accumulate || (acc == AccMode::auto_ && !flags.empty() && flags[w]);
-      const float x = add ? load_as_f32(d.dtype, q) + r[n] : r[n];
+      adds[n++] = acc == AccMode::accumulate ||
+                  (acc == AccMode::auto_ && !flags.empty() && flags[psum_word(cx, q)]);
+    });
+    n = 0;
+    for_each_elem(d, m, [&](uint8_t* q) {
+      const float x = adds[n] ? load_as_f32(d.dtype, q) + r[n] : r[n];
       store_from_f32(d.dtype, q, x);
-      if (!flags.empty()) flags[w] = 1;
+      if (!flags.empty()) flags[psum_word(cx, q)] = 1;
       ++n;
     });
   }
@@ -307,17 +287,9 @@ void ew::matmul_f32(const float* s, int m_n, const float* v, int n_n, int k_n, f
 }
 
 void sem_pe_transpose(ExecCtx& cx, const Inst& in) {
-  const View d = operand_view(cx, in, "dst", Access::write);
-  const View s = operand_view(cx, in, "src", Access::read);
-  if (d.dtype != s.dtype)
-    fault(in, fmt::format("dst ({}) and src ({}) must have the same dtype", dtype_name(d.dtype),
-                          dtype_name(s.dtype)));
-  if (s.free_elems > 128)
-    fault(in, "src", fmt::format("has {} elements per partition (at most 128)", s.free_elems));
-  if (d.parts != s.free_elems || d.free_elems != s.parts)
-    fault(in, "dst",
-          fmt::format("must be {} x {} (src transposed), got {} x {}", s.free_elems, s.parts,
-                      d.parts, d.free_elems));
+  require_legal(cx, in);
+  const View d = operand_view(cx, in, nisa::op::pe_transpose::dst, Access::write);
+  const View s = operand_view(cx, in, nisa::op::pe_transpose::src, Access::read);
   const std::vector<uint8_t> all = gather_bits(s);
   const size_t eb = dtype_bytes(s.dtype);
   std::vector<uint8_t> row(s.parts * eb);

@@ -35,14 +35,10 @@ void affine_row(const AffinePattern& pat, int32_t offset, int32_t pmul, uint32_t
       }
 }
 
-uint64_t pattern_elems(const Inst& in, const AffinePattern& pat) {
-  if (pat.n > 4) fault(in, "pattern", fmt::format("has {} pairs (at most 4)", pat.n));
+// (1..4 pairs of num >= 1, covering dst: require_legal.)
+uint64_t pattern_elems(const AffinePattern& pat) {
   uint64_t n = 1;
-  for (int k = 0; k < pat.n; ++k) {
-    if (pat.d[k][1] < 1)
-      fault(in, "pattern", fmt::format("pair {} has num {} (must be >= 1)", k, pat.d[k][1]));
-    n *= uint64_t(pat.d[k][1]);
-  }
+  for (int k = 0; k < pat.n; ++k) n *= uint64_t(pat.d[k][1]);
   return n;
 }
 
@@ -74,14 +70,12 @@ template <DType T> void store_int_row(uint8_t* out, const int32_t* v, uint64_t n
 } // namespace
 
 void sem_iota(ExecCtx& cx, const Inst& in) {
-  const AffinePattern& pat = operand(in, "pattern").pat;
-  const View d = operand_view(cx, in, "dst", Access::write);
-  const uint64_t n = pattern_elems(in, pat);
-  if (n != d.free_elems)
-    fault(in,
-          fmt::format("pattern covers {} elements but dst has {} per partition", n, d.free_elems));
-  const auto offset = static_cast<int32_t>(operand(in, "offset").i);
-  const auto pmul = static_cast<int32_t>(operand(in, "pmul").i);
+  require_legal(cx, in);
+  const AffinePattern& pat = operand(in, nisa::op::iota::pattern).pat;
+  const View d = operand_view(cx, in, nisa::op::iota::dst, Access::write);
+  const uint64_t n = pattern_elems(pat);
+  const auto offset = static_cast<int32_t>(operand(in, nisa::op::iota::offset).i);
+  const auto pmul = static_cast<int32_t>(operand(in, nisa::op::iota::pmul).i);
   // int32 / fp32 contiguous rows: each innermost run of the pattern written straight from
   // its arithmetic sequence by the vector kernels (the same values as below).
   if (d.contiguous() && (d.dtype == DType::int32 || d.dtype == DType::fp32)) {
@@ -118,21 +112,16 @@ void sem_iota(ExecCtx& cx, const Inst& in) {
 }
 
 void sem_affine_select(ExecCtx& cx, const Inst& in) {
-  const AffinePattern& pat = operand(in, "pattern").pat;
-  const AluOp cmp = enum_operand<AluOp>(in, "cmp");
-  if (!is_compare(cmp))
-    fault(in, "cmp", fmt::format("{} is not a comparison operator", name_of(cmp)));
-  const View d = operand_view(cx, in, "dst", Access::write);
-  const View t = operand_view(cx, in, "on_true", Access::read);
-  check_same_shape(in, d, t, "on_true");
-  const uint64_t n = pattern_elems(in, pat);
-  if (n != d.free_elems)
-    fault(in,
-          fmt::format("pattern covers {} elements but dst has {} per partition", n, d.free_elems));
-  const auto offset = static_cast<int32_t>(operand(in, "offset").i);
-  const auto pmul = static_cast<int32_t>(operand(in, "pmul").i);
+  const AffinePattern& pat = operand(in, nisa::op::affine_select::pattern).pat;
+  const AluOp cmp = enum_operand<AluOp>(in, nisa::op::affine_select::cmp);
+  require_legal(cx, in);
+  const View d = operand_view(cx, in, nisa::op::affine_select::dst, Access::write);
+  const View t = operand_view(cx, in, nisa::op::affine_select::on_true, Access::read);
+  const uint64_t n = pattern_elems(pat);
+  const auto offset = static_cast<int32_t>(operand(in, nisa::op::affine_select::offset).i);
+  const auto pmul = static_cast<int32_t>(operand(in, nisa::op::affine_select::pmul).i);
   uint8_t off_bytes[4];
-  store_from_f32(d.dtype, off_bytes, operand(in, "on_false").f);
+  store_from_f32(d.dtype, off_bytes, operand(in, nisa::op::affine_select::on_false).f);
   const size_t eb = dtype_bytes(d.dtype);
   // on_true is read whole first (it may be dst); equal dtypes copy bits, else via fp32.
   const bool bits = d.dtype == t.dtype;
@@ -163,18 +152,10 @@ void sem_affine_select(ExecCtx& cx, const Inst& in) {
 }
 
 void sem_n_gather(ExecCtx& cx, const Inst& in) {
-  const View d = operand_view(cx, in, "dst", Access::write);
-  const View data = operand_view(cx, in, "data", Access::read);
-  const View idx = operand_view(cx, in, "idx", Access::read);
-  check_same_shape(in, d, idx, "idx");
-  if (data.parts != d.parts)
-    fault(in, fmt::format("data has {} partitions but dst has {}", data.parts, d.parts));
-  if (d.dtype != data.dtype)
-    fault(in, fmt::format("dst ({}) and data ({}) must have the same dtype", dtype_name(d.dtype),
-                          dtype_name(data.dtype)));
-  if (info(idx.dtype).is_float)
-    fault(in, "idx",
-          fmt::format("must be an integer dtype (uint32), not {}", dtype_name(idx.dtype)));
+  require_legal(cx, in);
+  const View d = operand_view(cx, in, nisa::op::n_gather::dst, Access::write);
+  const View data = operand_view(cx, in, nisa::op::n_gather::data, Access::read);
+  const View idx = operand_view(cx, in, nisa::op::n_gather::idx, Access::read);
   const std::vector<uint8_t> src = gather_bits(data); // read first: dst may alias
   std::vector<int64_t> ix(idx.free_elems);
   const size_t eb = dtype_bytes(d.dtype);
@@ -184,7 +165,8 @@ void sem_n_gather(ExecCtx& cx, const Inst& in) {
     load_row_int(idx, p, ix.data());
     for (uint64_t j = 0; j < ix.size(); ++j) {
       if (ix[j] < 0 || uint64_t(ix[j]) >= f)
-        fault(in, "idx", fmt::format("[{}, {}] = {} is outside [0, {})", p, j, ix[j], f));
+        fault(in, nisa::op::n_gather::idx,
+              fmt::format("[{}, {}] = {} is outside [0, {})", p, j, ix[j], f));
       std::memcpy(row.data() + j * eb, src.data() + (p * f + ix[j]) * eb, eb);
     }
     scatter_bits_row(d, p, row.data());

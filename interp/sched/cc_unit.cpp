@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "isa/op_index.h"
 #include <fmt/format.h>
 
 namespace nisa::interp::detail {
@@ -13,7 +14,7 @@ void CcUnit::reset(int cores) {
 }
 
 std::vector<int> CcUnit::members(const Module& mod, int ranks, int rank, const Inst& in) {
-  size_t g = static_cast<size_t>(in.ops[2].i);
+  size_t g = static_cast<size_t>(in.ops[op::collective::group].i);
   if (g >= mod.groups.size()) throw Fault(fmt::format("replica group #{} is not declared", g));
   const ReplicaGroupDecl& grp = mod.groups[g];
   auto check = [&](uint32_t r) {

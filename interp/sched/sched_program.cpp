@@ -7,6 +7,8 @@
 
 #include "interp/core/cost.h"
 #include "interp/sched/sched_internal.h"
+#include "isa/exec_kind.h"
+#include "isa/legality.h"
 
 namespace nisa::interp {
 namespace {
@@ -23,34 +25,37 @@ PInst decode_one(const Machine& m, const Inst& in, const TargetParams& tp,
   p.cycles = cost_cycles(in, tp);
   p.lat = std::max<int64_t>(1, p.cycles * tp.ticks_per_cycle[static_cast<int>(in.engine)]);
   p.sets_sems = in.op == Opcode::sem_set;
-  if (in.op == Opcode::dma || in.op == Opcode::dma_transpose || in.op == Opcode::dma_compute) {
+  const int64_t ch = cc_channel(in);
+  switch (exec_kind(d)) {
+  case ExecKind::dma:
     p.kind = Kind::dma;
-    p.queue = static_cast<uint8_t>(in.ops[0].i);
+    p.queue = static_cast<uint8_t>(dma_queue(in));
     p.bytes = dma_bytes(in);
     p.rows = dma_rows(in);
-  } else if (in.op == Opcode::core_barrier) {
-    p.kind = Kind::barrier;
-  } else if (in.op == Opcode::send_recv) {
+    break;
+  case ExecKind::barrier: p.kind = Kind::barrier; break;
+  case ExecKind::send_recv:
     p.kind = Kind::sendrecv;
     p.bytes = dma_bytes(in);
     p.rows = dma_rows(in);
-  } else if (d.cost == CostClass::cc) {
+    break;
+  case ExecKind::collective:
     p.kind = Kind::cc;
     p.bytes = dma_bytes(in);
-    // The channel the transfer moves on: permute_implicit names it, the others use 0.
-    int64_t ch = in.op == Opcode::permute_implicit ? in.ops[3].i : 0;
     p.queue = static_cast<uint8_t>(std::clamp<int64_t>(ch, 0, 255));
     if (ch < 0 || ch >= kNumCcChannels) p.queue = 255; // reported below
+    break;
+  case ExecKind::engine: break;
   }
   auto bad = [&](std::string msg) {
     p.kind = Kind::bad;
     p.bad = static_cast<uint32_t>(msgs.size());
     msgs.push_back(std::move(msg));
   };
-  if (!(d.gens & gen_bit(tp.target)))
+  if (!gen_allows(d.gens, tp.target))
     bad(fmt::format("'{}' is not available on {} (gen{})", d.mnemonic, tp.name, tp.gen));
   for (size_t k = 0; k < d.operands.size() && k < in.ops.size(); ++k)
-    if (!(d.operands[k].gens & gen_bit(tp.target)) && !is_default(d.operands[k], in.ops[k]))
+    if (!gen_allows(d.operands[k].gens, tp.target) && !is_default(d.operands[k], in.ops[k]))
       bad(fmt::format("operand '{}' of '{}' is not available on {} (gen{})", d.operands[k].name,
                       d.mnemonic, tp.name, tp.gen));
   if ((p.kind == Kind::barrier || p.kind == Kind::sendrecv) && m.opt.lnc != 2)
@@ -58,8 +63,7 @@ PInst decode_one(const Machine& m, const Inst& in, const TargetParams& tp,
   if (p.kind == Kind::dma && p.queue >= tp.dma_queues)
     bad(fmt::format("DMA queue q{} does not exist (q0..q{})", p.queue, tp.dma_queues - 1));
   if (p.kind == Kind::cc && p.queue >= kNumCcChannels)
-    bad(fmt::format("collective channel {} does not exist (0..{})", in.ops[3].i,
-                    kNumCcChannels - 1));
+    bad(fmt::format("collective channel {} does not exist (0..{})", ch, kNumCcChannels - 1));
   for (const Wait& w : in.waits)
     if (w.sem >= mod.sems.size()) bad(fmt::format("semaphore #{} is not declared", w.sem));
   for (const Signal& s : in.signals)

@@ -654,7 +654,7 @@ private:
     }
     switch (P.kind) {
     case Kind::barrier: return record_arrival(c, e, 0, e);
-    case Kind::sendrecv: return record_arrival(c, e, 1, P.in->ops[2].i);
+    case Kind::sendrecv: return record_arrival(c, e, 1, P.in->ops[op::send_recv::pipe].i);
     default: break;
     }
     E.st = St::running;
@@ -715,13 +715,13 @@ private:
     if (o_.observer) {
       for (const Signal* s = s0; s != end; ++s) o_.observer->sem(c, s->sem, sems[s->sem], false);
       if (P.sets_sems) {
-        uint16_t k = uint16_t(P.in->ops[0].i);
+        uint16_t k = uint16_t(P.in->ops[op::sem_set::sem].i);
         if (k < sems.size()) o_.observer->sem(c, k, sems[k], true);
       }
     }
     if (o_.timeline) { // semaphore counter tracks
       for (const Signal* s = s0; s != end; ++s) record_sem(c, s->sem);
-      if (P.sets_sems) record_sem(c, uint16_t(P.in->ops[0].i));
+      if (P.sets_sems) record_sem(c, uint16_t(P.in->ops[op::sem_set::sem].i));
     }
     wake(c);
   }
@@ -825,7 +825,7 @@ private:
     const PInst& P = *a.pi;
     const int ch = P.queue;
     cur_core_ = a.core, cur_eng_ = a.eng, cur_pc_ = a.pc;
-    if (!cc_.arrive(a, ch, P.in->ops[2].i, rec.members, cc_party_)) return;
+    if (!cc_.arrive(a, ch, P.in->ops[op::collective::group].i, rec.members, cc_party_)) return;
     // Every rank triggered it: start when the channel of every participant is free.
     int64_t begin = a.at;
     for (const CcArrival& x : cc_party_) begin = std::max(begin, cc_.free_at(x.core, ch));
@@ -1343,26 +1343,6 @@ private:
 } // namespace
 
 // The assembler's own syntax (isa/print.h): reports can be pasted back into a kernel.
-std::string describe_inst(const Module& m, const Inst& in) {
-  return print_inst(in, PrintContext{&m});
-}
-
-std::string source_of(const Module& m, Engine e, int64_t pc) {
-  const auto& dbg = m.debug[static_cast<int>(e)];
-  if (pc < 0 || size_t(pc) >= dbg.size()) return fmt::format("{}:{}[{}]", m.kernel, name_of(e), pc);
-  const DebugLoc& d = dbg[pc];
-  auto file = [&](uint32_t f) { return f < m.files.size() ? m.files[f] : std::string("?"); };
-  std::string s = fmt::format("{}:{}:{}", file(d.file), d.line, d.col);
-  for (int32_t f = d.frame; f >= 0 && size_t(f) < m.frames.size(); f = m.frames[f].parent) {
-    const ExpansionFrame& fr = m.frames[f];
-    const char* what = fr.kind == ExpansionFrame::Macro     ? "in expansion of macro"
-                       : fr.kind == ExpansionFrame::ForIter ? "in iteration"
-                                                            : "included from";
-    s += fmt::format(" ({} {} at {}:{}:{})", what, fr.what, file(fr.file), fr.line, fr.col);
-  }
-  return s;
-}
-
 RunResult run(Machine& m, const SchedOptions& o) { return Sched(m, o).run(); }
 
 Scheduler::Scheduler(Machine& m, const SchedOptions& o) : impl_(std::make_unique<Sched>(m, o)) {

@@ -16,6 +16,7 @@
 #include "interp/core/stats.h"
 #include "interp/engines/collective.h"
 #include "interp/sched/observer.h"
+#include "isa/describe.h"
 
 namespace nisa::interp {
 
@@ -107,9 +108,8 @@ private:
   std::unique_ptr<SchedulerImpl> impl_;
 };
 
-// One-line text of an instruction (mnemonic, operands, waits, signals) and its source
-// location ("file:line:col", plus the expansion chain), for reports.
-std::string describe_inst(const Module& m, const Inst& in);
-std::string source_of(const Module& m, Engine e, int64_t pc);
+// describe_inst, source_of: isa/describe.h.
+using nisa::describe_inst;
+using nisa::source_of;
 
 } // namespace nisa::interp

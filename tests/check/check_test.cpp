@@ -15,6 +15,7 @@
 #include "interp/core/machine.h"
 #include "interp/observe/race.h"
 #include "interp/sched/scheduler.h"
+#include "isa/legality.h"
 #include "tests/isa/random_inst.h"
 #include "tests/support/test_files.h"
 
@@ -229,6 +230,24 @@ TEST(CheckPlanted, FoundWhereFixedAndRandomSchedulesHideIt) {
   expect_pair(r, "hidden_two_queues.nasm:12", "hidden_two_queues.nasm:14", "@wait(s >= 2)");
 }
 
+// The static rules of isa/legality.h hold in `nisa check` as in a run: an illegal instruction
+// (here a trn2 matmul of N = 1024, taken as written from raw operands) is a fault when reached.
+TEST(Check, IllegalInstructionIsAFaultWhenReached) {
+  nasm::AsmOptions o;
+  o.target = Target::trn2;
+  nasm::AsmResult a = nasm::assemble_string("  pe.matmul ap(psum, fp32, 0, 128, 0x0, [[1, 1024]]), "
+                                            "ap(sbuf, bf16, 0, 128, 0x0, [[1, 128]]), "
+                                            "ap(sbuf, bf16, 0, 128, 0x100, [[1, 1024]])\n",
+                                            "raw.nasm", o);
+  ASSERT_TRUE(a.ok()) << a.diagnostics_text();
+  interp::CheckResult r = check(*a.module);
+  EXPECT_EQ(r.status, interp::CheckStatus::outside);
+  EXPECT_NE(r.outside.find("pe.matmul operand `moving`: has N = 1024 columns (at most 512 on trn2) "
+                           "(a fault when reached)"),
+            std::string::npos)
+      << r.outside;
+}
+
 // No input crashes the checker: random modules (random operands, waits, signals, branches,
 // collectives, groups) give a status and a report, never an exception or a crash, on 1 and 2
 // cores and 2 ranks; an endless loop stops at the node limit with where it loops.
@@ -237,6 +256,16 @@ TEST(CheckRobustness, RandomModulesAndEndlessLoops) {
   int counts[4] = {};
   for (int i = 0; i < 200; ++i) {
     Module m = nisa::testing::random_module(rng);
+    // Random shapes are almost never legal, and an illegal instruction stops the check (a
+    // fault when reached: Check.IllegalInstructionIsAFaultWhenReached): such instructions
+    // become nops with the same waits and signals, keeping the random synchronisation.
+    for (auto& stream : m.streams)
+      for (Inst& in : stream)
+        if (legality_error(in, m.target)) {
+          Inst nop = make_inst(Opcode::nop, in.engine);
+          nop.waits = std::move(in.waits), nop.signals = std::move(in.signals);
+          in = std::move(nop);
+        }
     interp::CheckOptions o;
     o.lnc = 1 + i % 2, o.ranks = 1 + (i / 2) % 2, o.target = m.target;
     o.max_nodes = 3000;

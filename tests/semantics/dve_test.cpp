@@ -206,7 +206,8 @@ TEST(TensorTensor, EdgeSizesFreeOneAndWholePartition) {
   b.run(tt(AluOp::add, W, W, W));
   const auto gw = b.get(W);
   for (size_t i = 0; i < gw.size(); ++i) ASSERT_EQ(gw[i], w[i] + w[i]);
-  EXPECT_FAULT(b.run(tt(AluOp::add, Bench::sb(DType::fp32, 128, F + 1), W, W)),
+  const auto W1 = Bench::sb(DType::fp32, 128, F + 1);
+  EXPECT_FAULT(b.run(tt(AluOp::add, W1, W1, W1)),
                "sbuf write of bytes 0..212987 is outside [0, 212984) of a partition");
 }
 

@@ -28,6 +28,9 @@ SemFn Bench::semantics_of(Opcode op) {
     NISA_SEM(iota)
     NISA_SEM(affine_select)
     NISA_SEM(n_gather)
+    NISA_SEM(dma)
+    NISA_SEM(dma_transpose)
+    NISA_SEM(dma_compute)
 #undef NISA_SEM
   default: break;
   }

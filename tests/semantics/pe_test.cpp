@@ -183,6 +183,35 @@ TEST(Matmul, LimitsAndOperandRules) {
     }
 }
 
+// Bug fixed: with a bf16 PSUM dst (trn3) two elements share one accumulation flag word; in
+// acc=auto the first element's write set the flag and the second element added onto memory no
+// matmul had written (poison: NaN). Each element now decides from the flags before the matmul.
+TEST(Matmul, Bf16PsumAutoOverwritesBothHalvesOfAWord) {
+  Bench b(Target::trn3);
+  const auto D = Bench::ps(DType::bf16, 4, 64), S = Bench::sb(DType::fp32, 4, 4),
+             V = Bench::sb(DType::fp32, 4, 64, 64);
+  b.put(D, std::vector<float>(4 * 64, NAN)); // never written by a matmul
+  const auto s = randoms(16, 71), v = randoms(4 * 64, 72);
+  b.put(S, s);
+  b.put(V, v);
+  b.run(mm(D, S, V, AccMode::auto_));
+  auto expect = [&](float scale) {
+    const auto got = b.get(D);
+    for (int m = 0; m < 4; ++m)
+      for (int n = 0; n < 64; ++n) {
+        float acc = 0.0f;
+        for (int k = 0; k < 4; ++k) acc = std::fma(s[k * 4 + m], v[k * 64 + n], acc);
+        ASSERT_EQ(got[m * 64 + n],
+                  scale == 1.0f ? bf16_to_f32(f32_to_bf16(acc))
+                                : bf16_to_f32(f32_to_bf16(bf16_to_f32(f32_to_bf16(acc)) + acc)))
+            << m << " " << n;
+      }
+  };
+  expect(1.0f);
+  b.run(mm(D, S, V, AccMode::auto_)); // now every element adds
+  expect(2.0f);
+}
+
 TEST(Matmul, TransposeModeIsBitExact) {
   Bench b;
   const uint32_t K = 32, M = 16;
