@@ -45,9 +45,10 @@ template <class E> std::string_view name_of(E e) {
 
 inline constexpr int kNumEngines = 6;    // pe act dve pool sp cc
 inline constexpr int kNumDmaQueues = 16; // per core
-inline constexpr int kNumCcChannels = 4; // collective channels per core (isa-facts 4.10: max 4)
-inline constexpr int kNumRegs = 64;      // per engine sequencer
-inline constexpr int kMaxFreeDims = 4;   // free-dim [stride, count] pairs of an access pattern
+inline constexpr int kNumCcChannels =
+    4; // collective channels per core (docs/machine.md "Collective channels")
+inline constexpr int kNumRegs = 64;    // per engine sequencer
+inline constexpr int kMaxFreeDims = 4; // free-dim [stride, count] pairs of an access pattern
 inline constexpr int kNumPartitions = 128;
 
 } // namespace nisa

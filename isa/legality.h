@@ -36,8 +36,8 @@ struct MatmulLimits {
   bool one_psum_bank = true;  // dst within one 2 KiB PSUM bank (gen2/3)
   bool transpose_mode = true; // transpose=1 is transpose mode (gen3+; gen2 ignores the flag)
 };
-// Limits for a matmul writing a dst of this dtype on the target (isa-facts 0.5: N <= 512 on
-// gen2/3, 4096 fp32 / 8192 bf16 on gen4).
+// Limits for a matmul writing a dst of this dtype on the target (docs/machine.md "Matmul and PSUM
+// accumulation": N <= 512 on gen2/3, 4096 fp32 / 8192 bf16 on gen4).
 MatmulLimits matmul_limits(Target t, DType dst);
 // Whether matmul (not in transpose mode) may write a dst of this dtype: fp32, or bf16 on gen4.
 bool matmul_dst_dtype_ok(Target t, DType dst);

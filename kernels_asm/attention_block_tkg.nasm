@@ -1,4 +1,4 @@
-; attention_block_tkg.nasm: the fused decode attention block (seed 000 section 3, isa-facts 5.12):
+; attention_block_tkg.nasm: the fused decode attention block (seed 000 section 3, docs/machine.md "Seed kernel envelopes"):
 ; RMSNorm, QKV projection, optional Q/K RMSNorm, RoPE, attention over the KV cache plus the
 ; active tokens, KV-cache update, output projection; one KV head.
 ;
@@ -20,7 +20,7 @@
 ;             mask[b, s, j] = 1 and to the active tokens s' <= s; scores / sqrt(D), softmax in
 ;             fp32, cast to DT before the product with V; out = concat_h(attn_h) @ w_o.
 ; Envelope:   trn2 or later; B*S*QH <= 128, 1 <= S <= 8, D even in [2, 128], H a positive multiple
-;             of 128, S_CTX >= 1 (isa-facts 5.12; nothing else); an .error names each limit.
+;             of 128, S_CTX >= 1 (docs/machine.md "Seed kernel envelopes"; nothing else); an .error names each limit.
 ;             The cache is attended in chunks of ACH rows (lib/attn.inc: the largest of 8192,
 ;             4096, .., 512 that fits the SBUF partition beside the other tiles; ACH = S_CTX when
 ;             S_CTX <= that): one chunk is the one-pass softmax (S_CTX <= 8192 at the usual

@@ -12,7 +12,7 @@
 ; Envelope:   1 <= K <= 128; 1 <= CIN, COUT, L <= 4096; B >= 1; STRIDE, DIL >= 1; PAD_L, PAD_R in
 ;             [0, 4096]; LOUT >= 1 (the SBUF tiles then always fit).
 ;
-; Idea (seed 000 section 4, isa-facts 5.6): matmuls whose contraction (partition) dim packs C_in
+; Idea (seed 000 section 4, docs/machine.md "Seed kernel envelopes"): matmuls whose contraction (partition) dim packs C_in
 ; and stacked taps. K-replication: C_in <= 32 stacks KREP = min(K, 4) taps at partition stride
 ; PS = 32, C_in <= 64 stacks min(K, 2) at stride 64, else one tap per matmul (C_in tiles of 128).
 ; Per (batch, L_out tile of <= 512, C_out group of <= 8 PSUM banks of 128 channels), for every

@@ -22,7 +22,7 @@
 ; Extremes:   grad follows the saved lse: a row of -inf (lse -inf) gives NaN, as PyTorch's
 ;             autograd of cross_entropy.
 ;
-; Idea (seed 000 section 4, isa-facts 5.5): per batch of PB positions (partitions) and vocabulary
+; Idea (seed 000 section 4, docs/machine.md "Seed kernel envelopes"): per batch of PB positions (partitions) and vocabulary
 ; chunk of CS columns:
 ;     softmax = exp(logits - lse)        ACT exp with the per-partition bias -lse (from the saved
 ;                                        lse: the max and the sum are not re-derived)

@@ -19,7 +19,7 @@
 ;             log_softmax = -inf - (-inf); a row with +inf: inf - inf), +inf when only the
 ;             target's logit is -inf; 0 for an ignored position whatever its logits.
 ;
-; Idea (seed 000 section 4, isa-facts 5.5): streaming online log-sum-exp, positions on
+; Idea (seed 000 section 4, docs/machine.md "Seed kernel envelopes"): streaming online log-sum-exp, positions on
 ; partitions (PB per batch), the vocabulary in tiles of at most TW columns on the free axis:
 ;     tile_max  = reduce_max(tile)                  (DVE tensor_reduce)
 ;     m_new     = clamp(max(m, tile_max), +-FLT_MAX); corr = exp(m - m_new)  (DVE; ACT exp)

@@ -8,7 +8,7 @@
 ; Envelope:   N, C, W >= 1; 1 <= S <= 1024; STRIDE >= 1; PAD_L, PAD_R in [0, 4096]; Q >= 1;
 ;             all HBM tensors together below 2^31 bytes.
 ;
-; Idea (seed 000 section 4, isa-facts 5.7): per channel tile of <= 128 channels the filters
+; Idea (seed 000 section 4, docs/machine.md "Seed kernel envelopes"): per channel tile of <= 128 channels the filters
 ; [C_t, S] are loaded once and transposed on PE (transpose -> PSUM -> DVE copy) into [S_t, C_t]
 ; tiles (S tiles of <= 128 taps). Per (image, channel, Q tile of <= 512) the output row is a
 ; degenerate (1 x S) . (S x Q) matmul: stationary = the channel's filter column [S_t, 1],

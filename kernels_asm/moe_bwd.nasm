@@ -18,7 +18,7 @@
 ; Envelope:   B in {128, 256, 512, 1024}; H, I even; I a multiple of 16; T, E, N >= 1; the
 ;             per-core tiles must fit SBUF (the assembler names the tensor that does not).
 ;
-; Idea (seed 000 section 1, isa-facts 5.8): the seed's five steps per block, blocks in order:
+; Idea (seed 000 section 1, docs/machine.md "Seed kernel envelopes"): the seed's five steps per block, blocks in order:
 ; (1) d_a and dy from grad_out and the down checkpoint; (2) SwiGLU backward from the gate/up
 ; checkpoint with the hardware derivative (silu_dx / gelu_apprx_sigmoid_dx); (3) grad_w_down;
 ; (4) grad_hidden; (5) grad_w_gate_up. Core c owns the H slice c: every H-indexed gradient is

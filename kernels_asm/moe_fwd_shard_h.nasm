@@ -17,7 +17,7 @@
 ; Envelope:   B in {128, 256, 512, 1024}; H, I even; I a multiple of 16; T, E, N >= 1; the
 ;             per-core tiles must fit SBUF (the assembler names the tensor that does not).
 ;
-; Idea (seed 000 section 1, isa-facts 5.9): blocks run in order. Per block the expert index is
+; Idea (seed 000 section 1, docs/machine.md "Seed kernel envelopes"): blocks run in order. Per block the expert index is
 ; loaded into a register (dynamic offset of the weight DMAs) and broadcast to the partitions
 ; (a 1-row matmul) to pick each slot's affinity column; the slots' hidden rows are gathered with
 ; a vector offset (oob skip for -1), transposed by DMA to [H, B]; the gate/up projections are

@@ -1,5 +1,5 @@
 ; transformer_tkg.nasm: LAYERS dense decode layers in one instruction stream (seed 000 section 3,
-; isa-facts 5.12): per layer the attention block (lib/attn.inc, as attention_block_tkg), the
+; docs/machine.md "Seed kernel envelopes"): per layer the attention block (lib/attn.inc, as attention_block_tkg), the
 ; tensor-parallel all-reduce and residual, RMSNorm + SwiGLU MLP (lib/tkg.inc), all-reduce and
 ; residual. Run with `--ranks TP`.
 ;
@@ -17,7 +17,7 @@
 ; Math, per layer l: a = attention_block(x) (this rank's heads, its partial o-projection);
 ;             h = x + AllReduce_sum(a); z = rmsnorm(h) * mlp_norm_w[l]; [g, u] = z @ w_gate_up[l];
 ;             f = (silu(g) * u) @ w_down[l]; x = h + AllReduce_sum(f). out = x after the last.
-; Envelope:   trn2 or later; attention_block_tkg's (isa-facts 5.12:
+; Envelope:   trn2 or later; attention_block_tkg's (docs/machine.md "Seed kernel envelopes":
 ;             B*S*QH <= 128, S <= 8, D even <= 128, H a multiple of 128, S_CTX >= 1: no limit of
 ;             its own on S_CTX or QH*D, the cache attended in chunks sized to fit), LAYERS >= 1, TP in
 ;             [1, 64], I even in [2, 4096] (the fp32 gate/up sums and the peer's stay in SBUF); an

@@ -6,8 +6,8 @@
 namespace nisa::interp {
 namespace {
 
-// Anchors: isa-facts 1.7. Fixed parts are the ~60-cycle SBUF/PSUM access initiation; the
-// search family's 144 is the seeds' formula (F + 144).
+// Anchors: docs/machine.md "Cost anchors". Fixed parts are the ~60-cycle SBUF/PSUM access
+// initiation; the search family's 144 is the seeds' formula (F + 144).
 constexpr ClassCost kCosts[] = {
     /* ctrl         */ {4, 0, 4},
     /* pe_matmul    */ {0, 1, 64},

@@ -61,7 +61,8 @@ inline constexpr size_t kEagerCores = 4;
 // has (docs/machine.md "Memory limits").
 inline constexpr uint64_t kDefaultMaxHbm = uint64_t(4) << 30;
 
-// The largest --ranks: the seeds' collectives run at TP up to 128 (isa-facts §5.10).
+// The largest --ranks: the seeds' collectives run at TP up to 128 (docs/machine.md "Seed kernel
+// envelopes").
 inline constexpr int kMaxRanks = 128;
 
 // Where the HBM of the ranks lives (--hbm-spill): anonymous memory, or file-backed mappings in

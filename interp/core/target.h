@@ -54,7 +54,7 @@ struct TargetParams {
   int64_t cc_latency_ns;         // fixed latency of one collective step (ring hop)
   uint32_t cc_link_mbps;         // bandwidth of one collective channel (kNumCcChannels per core)
   uint32_t regs;                 // 64 registers per engine sequencer
-  // Feature gates (isa-facts 1.10).
+  // Feature gates (docs/machine.md "Generations").
   bool lnc2;             // LNC = 2, core_barrier, send_recv
   bool hwdge;            // hardware DGE, dma_transpose
   bool act_scalar_bias;  // activation bias as an immediate

@@ -152,7 +152,7 @@ View ExecCtx::view(const AccessPattern& ap, Access how, bool oob_skip) const {
   v.free_elems = uint64_t(elems);
 
   // oob=skip with a register (scalar) offset outside its dimension drops the whole transfer
-  // (isa-facts 3.3: "drop that row/element transfer"), as a vector offset drops one row.
+  // (docs/machine.md "Access patterns and DMA offsets"), as a vector offset drops one row.
   if (oob_skip && ap.dyn == DynKind::reg && ap.dyn_reg < kNumRegs && regs && ap.dyn_limit > 0 &&
       (regs[ap.dyn_reg] < 0 || int64_t(regs[ap.dyn_reg]) >= int64_t(ap.dyn_limit))) {
     v.base = rg.mem;

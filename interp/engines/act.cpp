@@ -1,11 +1,12 @@
 // Scalar engine (ACT) semantics: activation = func(src * scale + bias) with the engine's
-// reduce registers (isa-facts 4.2, 4.5, 11 ex. 9). The hardware evaluates the functions
-// with piecewise polynomials; we evaluate the defining formulas in double, rounded to fp32,
-// which is what the reference tests of the seeds compare against. exp (simd.h exp_f32) and
-// the functions of simd::MathFn (all but copy, relu, square, abs and sign; simd_math.cpp)
-// have their own double algorithms (fma, short interpolants, no libm), one per function in
-// all vector forms, so every level gives the same bits, within 1 fp32 ulp of the formula in
-// long double. The formulas (tests/semantics/act_test.cpp evaluates them in long double):
+// reduce registers (docs/machine.md "Activation functions", "ACT reduce registers"). The hardware
+// evaluates the functions with piecewise polynomials; we evaluate the defining formulas in double,
+// rounded to fp32, which is what the reference tests of the seeds compare against. exp (simd.h
+// exp_f32) and the functions of simd::MathFn (all but copy, relu, square, abs and sign;
+// simd_math.cpp) have their own double algorithms (fma, short interpolants, no libm), one per
+// function in all vector forms, so every level gives the same bits, within 1 fp32 ulp of the
+// formula in long double. The formulas (tests/semantics/act_test.cpp evaluates them in long
+// double):
 //   sigmoid = 1 / (1 + e^-x); silu = x sigmoid(x); silu_dx = s (1 + x (1 - s)), s = sigmoid(x);
 //   softplus = max(x, 0) + log1p(e^-|x|); mish = x tanh(softplus(x));
 //   gelu = x Phi(x); gelu_dx = Phi(x) + x phi(x) (Phi, phi: the normal cdf / pdf);

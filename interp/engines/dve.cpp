@@ -1,7 +1,8 @@
 // Vector engine (DVE) semantics, plus the instructions DVE shares with ACT and POOL
 // (copy, tensor_scalar, tensor_tensor, memset). Arithmetic runs in fp32 and rounds to the
-// destination dtype; bitvec operators work on raw integers (isa-facts 2, 4.1, 4.4).
-// Vectorise the row loops (the default -O2 cost model leaves loops of unknown length scalar).
+// destination dtype; bitvec operators work on raw integers (docs/machine.md "Data types and
+// rounding", "ALU operators"). Vectorise the row loops (the default -O2 cost model leaves loops of
+// unknown length scalar).
 #pragma GCC optimize("O3")
 #include <algorithm>
 
@@ -235,7 +236,7 @@ void sem_copy(ExecCtx& cx, const Inst& in) {
   require_legal(cx, in);
   const View d = operand_view(cx, in, nisa::op::copy::dst, Access::write);
   const View s = operand_view(cx, in, nisa::op::copy::src, Access::read);
-  // ScalarE on trn1 always converts through fp32 (isa-facts 2).
+  // ScalarE on trn1 always converts through fp32 (docs/machine.md "Data types and rounding").
   const bool bits = d.dtype == s.dtype && !(in.engine == Engine::act && cx.target == Target::trn1);
   if (bits) {
     if (needs_snapshot(cx, d, s)) {

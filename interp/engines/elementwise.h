@@ -45,7 +45,7 @@ std::string where(const Inst& in, int k);
 
 // The view of an AP operand, checked against the instruction's engine: memory spaces the
 // table allows, POOL never touching PSUM, and (compute engines) the start-partition rule
-// of isa-facts 3.1. Faults name the operand.
+// of docs/machine.md "Start partitions". Faults name the operand.
 View operand_view(ExecCtx& cx, const Inst& in, int k, Access how);
 // Every static rule of isa/legality.h (generation, operands, shapes) for the executing target:
 // a Fault naming the instruction (and the operand) when one is broken.
@@ -432,7 +432,8 @@ void matmul_f32(const float* s, int m_n, const float* v, int n_n, int k_n, float
 enum class MatmulKernel : uint8_t { scalar, avx2, avx512 };
 bool matmul_f32_with(MatmulKernel k, const float* s, int m_n, const float* v, int n_n, int k_n,
                      float* c, int m0 = 0, int m1 = -1);
-// One activation function (isa-facts 4.2) at x, evaluated in double and rounded to fp32.
+// One activation function (docs/machine.md "Activation functions") at x, evaluated in double and
+// rounded to fp32.
 float act_fn(ActFunc f, float x);
 // out[i] = f(x[i] * scale + bias) (the affine part in fp32).
 void act_row(ActFunc f, const float* x, uint64_t n, float scale, float bias, float* out);

@@ -1,4 +1,5 @@
-// Tensor engine (PE) semantics: matmul and transpose (isa-facts 1.4, 4.3, 11 ex. 14).
+// Tensor engine (PE) semantics: matmul and transpose (docs/machine.md "Matmul and PSUM
+// accumulation").
 //
 // matmul numerics: every output element is a chain of fused multiply-adds in k order,
 // c = fma(s[k][m], v[k][n], c) for k = 0..K-1 starting from +0, then one fp32 add into PSUM

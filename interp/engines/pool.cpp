@@ -1,7 +1,7 @@
-// GpSimd (POOL) semantics: iota, affine_select, n_gather (isa-facts 4.4, 4.6, 11 ex. 2-3).
-// copy, tensor_scalar, tensor_tensor and memset on POOL share dve.cpp's functions; the
-// "never PSUM" rule is enforced for every POOL operand by ew::operand_view.
-// O3: vectorise the typed iota row stores.
+// GpSimd (POOL) semantics: iota, affine_select, n_gather (docs/machine.md "Vector and GpSimd
+// instructions"). copy, tensor_scalar, tensor_tensor and memset on POOL share dve.cpp's functions;
+// the "never PSUM" rule is enforced for every POOL operand by ew::operand_view. O3: vectorise the
+// typed iota row stores.
 #pragma GCC optimize("O3")
 #include <algorithm>
 #include <limits>

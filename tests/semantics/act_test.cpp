@@ -1,6 +1,6 @@
 // Scalar-engine activation: each function against its textbook formula (written here in
-// long double), the fp32 affine stage, and the reduce registers (isa-facts 4.5, 11 ex. 9).
-// Tolerance for the functions: 2 fp32 ulps relative to the long-double formula (the
+// long double), the fp32 affine stage, and the reduce registers (docs/machine.md "ACT reduce
+// registers"). Tolerance for the functions: 2 fp32 ulps relative to the long-double formula (the
 // implementation evaluates in double and rounds once; libm differences stay within that).
 #include <cmath>
 #include <numbers>
@@ -52,7 +52,7 @@ L reference(ActFunc f, L x) {
   return NAN;
 }
 
-// Input range on which each function is valid (isa-facts 4.2).
+// Input range on which each function is valid (docs/machine.md "Activation functions").
 std::pair<float, float> range_of(ActFunc f) {
   switch (f) {
   case ActFunc::log:

@@ -150,7 +150,8 @@ TEST(DType, OverflowSaturatesOrGoesToInfinity) {
   EXPECT_TRUE(std::isinf(fp16_to_f32(f32_to_fp16(65520.0f))));
   EXPECT_EQ(fp16_to_f32(f32_to_fp16(65519.0f)), 65504.0f);
   EXPECT_TRUE(std::isinf(bf16_to_f32(f32_to_bf16(-3.4028235e38f)))); // FP32_MIN -> -inf
-  EXPECT_EQ(bf16_to_f32(f32_to_bf16(-9948.0f)), -9920.0f);           // isa-facts 2
+  EXPECT_EQ(bf16_to_f32(f32_to_bf16(-9948.0f)),
+            -9920.0f); // docs/machine.md "Data types and rounding"
   EXPECT_EQ(fp16_to_f32(f32_to_fp16(-9948.0f)), -9952.0f);
 }
 

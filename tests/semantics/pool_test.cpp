@@ -1,4 +1,4 @@
-// GpSimd: iota, affine_select (isa-facts 11 ex. 2-3), n_gather.
+// GpSimd: iota, affine_select (docs/machine.md "Vector and GpSimd instructions"), n_gather.
 #include "harness.h"
 
 namespace nisa::interp::test {

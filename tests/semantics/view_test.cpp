@@ -7,7 +7,8 @@ namespace {
 
 TEST(View, AddressesFollowThePattern) {
   Bench b;
-  AccessPattern ap = Bench::sb(DType::fp32, 16, 8, 32, 32); // isa-facts 11 ex. 4 style
+  AccessPattern ap =
+      Bench::sb(DType::fp32, 16, 8, 32, 32); // as docs/machine.md "Access patterns and DMA offsets"
   ap.ndims = 2;
   ap.dims[0] = {16, 2};
   ap.dims[1] = {2, 4};
@@ -71,7 +72,8 @@ TEST(View, VectorOffsetGatherAndSkip) {
   a.space = MemSpace::hbm;
   a.dtype = DType::fp32;
   a.part_count = 4;
-  a.part_stride = 0; // rows come from the index tile (isa-facts 11 ex. 6)
+  a.part_stride =
+      0; // rows come from the index tile (docs/machine.md "Access patterns and DMA offsets")
   a.dims[0] = {1, 8};
   a.dyn = DynKind::vec;
   a.dyn_mult = 8;
