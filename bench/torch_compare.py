@@ -658,7 +658,7 @@ def first_touch_ms_per_mib(mib=64):
     """ms per MiB to first-touch fresh anonymous huge-page memory, in a child process (as a
     nisa run gets its memory). On a VM that returns freed memory to its host (free page
     reporting) this is 10-20x its value for memory the host has backed, and it decides the
-    rows of a few ms (docs/performance.md "Issue 16: session 8")."""
+    rows of a few ms (docs/performance.md "Per-run fixed costs and memory")."""
     code = ("import mmap, time\n"
             "n = %d << 20\n"
             "m = mmap.mmap(-1, n, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)\n"

@@ -1,7 +1,7 @@
 // The least system time a process can spend on a row-wise cumsum from one fp32 .npy file to
 // another on this host: no interpreter, no machine model, only the input mapped, the running
 // sums and the output written. It bounds what "system time under 10% of the wall time" can
-// mean for nisa's cumsum row (issue 16; docs/performance.md, session 13):
+// mean for nisa's cumsum row (docs/performance.md "The io floor (bench_io_floor)"):
 //   in-memory: the result in fresh huge-page memory, then written, as nisa writes an HBM tensor;
 //   streamed:  32 rows at a time computed into one reused buffer and written (no result-sized
 //              memory at all: the least any design can touch).

@@ -2,7 +2,7 @@
 // A write that reaches pages still shared with the poison file asks for them in one
 // madvise(MADV_POPULATE_WRITE) per run of pages instead of a fault per page: the copy costs
 // the same, the trap does not (a fault and its 4 KiB copy took 3.7 us here, the batched
-// copy 1.7 us; docs/performance.md, issue 16 session 12).
+// copy 1.7 us; docs/performance.md "Per-run fixed costs and memory").
 #pragma once
 #include <atomic>
 #include <cstddef>

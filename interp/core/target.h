@@ -19,7 +19,7 @@ inline constexpr int64_t ns_to_ticks(int64_t ns) { return ns * kTickMHz / 1000; 
 // sizes (trn2: 224 KiB, 16 KiB) are multiples of 4 KiB: as strides they map the same column of
 // every partition to one L1 set, which the kernels reading 16 partitions in lockstep (scan,
 // the add / multiply fold over partitions) thrash. 256 B (4 cache lines) spreads 16 rows over
-// 16 set groups (docs/performance.md "Issue 16: padded partition stride, session 7"). The pad
+// 16 set groups (docs/performance.md "Row kernels against a streaming pass"). The pad
 // is host memory only: never addressed, never in a bound or a modelled address.
 inline constexpr uint64_t kHostPartPad = 256;
 // (Rounded up to 64 bytes first: every partition starts on a cache line.)

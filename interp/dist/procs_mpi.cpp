@@ -1,6 +1,7 @@
 // The MPI half of interp/dist/procs.h, built as a module (libnisa_mpi.so) that nisa loads only
 // under mpirun with more than one process: linking Open MPI into nisa itself added 12 shared
-// libraries and 1.3-1.7 ms to the start of every process (docs/performance.md, session 9).
+// libraries and 1.3-1.7 ms to the start of every process (docs/performance.md "Per-run fixed costs
+// and memory").
 #include "interp/dist/procs.h"
 
 #include <cstdlib>

@@ -166,7 +166,7 @@ constexpr uint32_t kChunk = 16;
 // Floats from one converted row to the next in the lane kernels' buffers: n padded as the
 // SBUF partition stride is (host_stride), or rows of 2^k floats (2048, 8192) map their columns
 // to one L1 set and the 16 rows read in lockstep thrash it (bf16 add fold at 0.07-0.10 of
-// streaming before, docs/performance.md "bf16 folds and scans, session 8").
+// streaming before, docs/performance.md "Row kernels against a streaming pass").
 uint64_t conv_stride(uint64_t n) { return host_stride(n * sizeof(float)) / sizeof(float); }
 
 // The operators the across-partition lane kernels run (simd_lanes.cpp).
