@@ -26,7 +26,8 @@ bench: build
 	@bash scripts/bench.sh $(BUILD)
 
 # Whole kernels against PyTorch CPU at one thread (bench/torch_compare.py, docs/performance.md
-# "Whole kernels against PyTorch"): the only target that installs python3-torch. Options: TORCH_ARGS="--only topk ...".
+# "Whole kernels against PyTorch"): the only target that installs python3-torch.
+# Options: TORCH_ARGS="--only topk ...".
 bench-torch: $(BUILD)/CMakeCache.txt
 	@bash scripts/bootstrap.sh --bench
 	cmake --build $(BUILD) -j $(JOBS) --target nisa
