@@ -14,12 +14,11 @@
 
 #include "interp/core/cost.h"
 #include "interp/core/host_pool.h"
-#include "interp/core/mem_operands.h"
 #include "interp/dist/procs.h"
 #include "interp/sched/cc_unit.h"
 #include "interp/sched/sched_internal.h"
 #include "interp/sched/sched_report.h"
-#include "isa/print.h"
+#include "interp/sched/uninit.h"
 
 namespace nisa::interp {
 
@@ -699,11 +698,11 @@ private:
 
   template <bool kSlow> void exec(ExecCtx& cx, const PInst& P) {
     if constexpr (kSlow) {
-      if (m_.opt.check_uninit) check_reads(cx, *P.in);
+      if (m_.opt.check_uninit) check_reads(m_, cx, *P.in);
     }
     P.fn(cx, *P.in);
     if constexpr (kSlow) {
-      if (m_.opt.check_uninit) mark_writes(cx, *P.in);
+      if (m_.opt.check_uninit) mark_writes(m_, cx, *P.in);
     }
   }
 
@@ -876,12 +875,12 @@ private:
     if (slow()) {
       if (o_.observer) o_.observer->collective(evs, cxp, ins);
       if (m_.opt.check_uninit)
-        for (size_t i = 0; i < n; ++i) check_reads(*cxp[i], *ins[i]);
+        for (size_t i = 0; i < n; ++i) check_reads(m_, *cxp[i], *ins[i]);
     }
     run_collective(cxp, ins);
     if (slow()) {
       if (m_.opt.check_uninit)
-        for (size_t i = 0; i < n; ++i) mark_writes(*cxp[i], *ins[i]);
+        for (size_t i = 0; i < n; ++i) mark_writes(m_, *cxp[i], *ins[i]);
       for (const CcArrival& w : x.who)
         record(TimelineEvent::cc, w.core, kTrackChan0 + ch, w.eng, x.begin, x.end - x.begin,
                x.link_bytes, w.pc);
@@ -1198,13 +1197,13 @@ private:
       const Inst& Q = *B.prog[B.pc].in;
       cur_core_ = c0, cur_eng_ = e0, cur_pc_ = A.pc;
       if (m_.opt.check_uninit) { // both sources read before either destination is written
-        check_reads(A.cx, *P.in);
-        check_reads(B.cx, Q);
+        check_reads(m_, A.cx, *P.in);
+        check_reads(m_, B.cx, Q);
       }
       exchange_send_recv(A.cx, *P.in, B.cx, Q);
       if (m_.opt.check_uninit) {
-        mark_writes(A.cx, *P.in);
-        mark_writes(B.cx, Q);
+        mark_writes(m_, A.cx, *P.in);
+        mark_writes(m_, B.cx, Q);
       }
       DmaTime t = dma_transfer(*m_.tp, P.bytes, P.rows);
       extra = t.data_ticks + t.latency_ticks;
@@ -1227,42 +1226,6 @@ private:
       E.issued = now;
       push(c, now + P.lat + extra, e);
     }
-  }
-
-  // ---- --check-uninit -------------------------------------------------------------------------
-  template <class F> void for_each_ap(ExecCtx& cx, const Inst& in, bool reads, F&& f) {
-    const bool skip = oob_skip_of(in);
-    for_each_mem_operand(in, [&](const OperandDesc& od, const Operand& o, bool is_write) {
-      if (is_write == reads) return;
-      if (reads && o.ap.dyn == DynKind::vec) { // the index tile is read too (one per row)
-        const VecIndex& vi = o.ap.vidx;
-        // Byte by byte: an element past the partition's end reads on into the next partition
-        // (modelled bytes), not into the host pad (the view faults on it next).
-        for (uint32_t p = 0; p < o.ap.part_count && vi.part_start + p < kNumPartitions; ++p)
-          for (int b = 0; b < dtype_bytes(vi.dtype); ++b)
-            f("vector index", cx.state->sbuf_at(vi.part_start + p, uint64_t(vi.offset) + b), 1);
-      }
-      View v = cx.view(o.ap, reads ? Access::read : Access::write, skip);
-      uint32_t w = dtype_bytes(v.dtype);
-      for (uint32_t p = 0; p < v.parts; ++p) {
-        if (!v.row_skip.empty() && v.row_skip[p]) continue;
-        for (uint64_t j = 0; j < v.free_elems; ++j) f(od.name, v.at(p, j), w);
-      }
-    });
-  }
-  void check_reads(ExecCtx& cx, const Inst& in) {
-    for_each_ap(cx, in, true, [&](std::string_view name, const uint8_t* p, uint32_t w) {
-      uint8_t* s = m_.shadow_of(p);
-      if (!s) return;
-      for (uint32_t b = 0; b < w; ++b)
-        if (!s[b])
-          throw Fault(fmt::format("operand '{}' reads memory never written (uninitialised)", name));
-    });
-  }
-  void mark_writes(ExecCtx& cx, const Inst& in) {
-    for_each_ap(cx, in, false, [&](std::string_view, const uint8_t* p, uint32_t w) {
-      if (uint8_t* s = m_.shadow_of(p)) std::memset(s, 1, w);
-    });
   }
 
   // ---- observers ------------------------------------------------------------------------------
@@ -1341,27 +1304,6 @@ private:
 };
 
 } // namespace
-
-// The assembler's own syntax (isa/print.h): reports can be pasted back into a kernel.
-std::string describe_inst(const Module& m, const Inst& in) {
-  return print_inst(in, PrintContext{&m});
-}
-
-std::string source_of(const Module& m, Engine e, int64_t pc) {
-  const auto& dbg = m.debug[static_cast<int>(e)];
-  if (pc < 0 || size_t(pc) >= dbg.size()) return fmt::format("{}:{}[{}]", m.kernel, name_of(e), pc);
-  const DebugLoc& d = dbg[pc];
-  auto file = [&](uint32_t f) { return f < m.files.size() ? m.files[f] : std::string("?"); };
-  std::string s = fmt::format("{}:{}:{}", file(d.file), d.line, d.col);
-  for (int32_t f = d.frame; f >= 0 && size_t(f) < m.frames.size(); f = m.frames[f].parent) {
-    const ExpansionFrame& fr = m.frames[f];
-    const char* what = fr.kind == ExpansionFrame::Macro     ? "in expansion of macro"
-                       : fr.kind == ExpansionFrame::ForIter ? "in iteration"
-                                                            : "included from";
-    s += fmt::format(" ({} {} at {}:{}:{})", what, fr.what, file(fr.file), fr.line, fr.col);
-  }
-  return s;
-}
 
 RunResult run(Machine& m, const SchedOptions& o) { return Sched(m, o).run(); }
 
