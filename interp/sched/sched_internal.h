@@ -1,6 +1,7 @@
-// The scheduler's internal state, shared by its parts (interp/sched/scheduler.cpp: the run loop,
-// engines and DMA queues; interp/sched/sched_program.cpp: decoding; interp/sched/sched_report.cpp:
-// deadlock reports; interp/sched/cc_unit.*: collectives on channels). Not a public interface.
+// The scheduler's per-core state and decoded streams, shared by its parts (interp/sched/state.h:
+// the run's state; loop.cpp: the event loop; engines.cpp, queues.cpp: the agents;
+// sched_program.cpp: decoding; sched_report.cpp: deadlock reports; cc_unit.*: collectives on
+// channels). Not a public interface.
 #pragma once
 #include <array>
 #include <cstdint>

@@ -10,6 +10,8 @@
 
 #include <fmt/format.h>
 
+#include "isa/print.h"
+
 namespace nisa::interp::detail {
 
 namespace {

@@ -89,7 +89,9 @@ struct AgentState {
 };
 std::string_view name_of(AgentState::State s);
 
-struct SchedulerImpl;
+namespace detail {
+class Sched;
+}
 class Scheduler {
 public:
   // Starts the run: every engine issues its first instruction at time 0.
@@ -105,7 +107,11 @@ public:
   std::vector<AgentState> agents() const;
 
 private:
-  std::unique_ptr<SchedulerImpl> impl_;
+  void settle(); // runs the work between phases until has_next_ / next_sync_ name the next step
+  std::unique_ptr<detail::Sched> s_;
+  bool has_next_ = false;  // an event is next (else the run is over)
+  bool next_sync_ = false; // that event is a collective transfer completing
+  bool finished_ = false;
 };
 
 // describe_inst, source_of: isa/describe.h.

@@ -1,0 +1,63 @@
+#include "interp/sched/state.h"
+
+#include <fmt/format.h>
+
+#include "interp/sched/sched_report.h"
+
+namespace nisa::interp::detail {
+
+SchedState::SchedState(Machine& machine, const SchedOptions& opt)
+    : m(machine), o(opt), mod(*machine.mod), tagged(machine.opt.procs != nullptr) {}
+
+void SchedState::record(TimelineEvent::Kind k, int c, int track, int e, int64_t start, int64_t dur,
+                        uint64_t bytes, int64_t pc) {
+  if (!o.timeline) return;
+  if (res.timeline.size() >= timeline_cap) {
+    ++res.timeline_dropped;
+    return;
+  }
+  if (tagged) tags.push_back(tag);
+  TimelineEvent ev;
+  ev.kind = k;
+  ev.core = uint16_t(c);
+  ev.track = uint8_t(track);
+  ev.engine = static_cast<Engine>(e);
+  ev.pc = uint32_t(pc >= 0 ? pc : cores[c].eng[e].pc);
+  ev.start = start;
+  ev.dur = dur;
+  ev.bytes = bytes;
+  res.timeline.push_back(ev);
+}
+
+void SchedState::record_sem(int c, uint16_t sem) {
+  if (res.timeline.size() >= timeline_cap) {
+    ++res.timeline_dropped;
+    return;
+  }
+  if (tagged) tags.push_back(tag);
+  TimelineEvent ev;
+  ev.kind = TimelineEvent::sem;
+  ev.core = uint16_t(c);
+  ev.track = 0;
+  ev.pc = sem;
+  ev.start = cores[c].now;
+  ev.bytes = m.cores[c].st.sems[sem];
+  res.timeline.push_back(ev);
+}
+
+std::string SchedState::fault_text(int c, int e, int64_t pc, const std::string& why) const {
+  if (c < 0) return fmt::format("fault: {}\n", why);
+  const Inst& in = mod.streams[e][pc];
+  return fmt::format("{}: fault: {}\n  at {}: {}\n", source_of(mod, Engine(e), pc), why,
+                     where(m, c, e, pc), describe_inst(mod, in));
+}
+
+void SchedState::core_fault(int c, const Event& ev, const std::string& why) {
+  CoreRt& C = cores[c];
+  if (C.faulted) return;
+  C.stopped = C.faulted = true;
+  C.stop_event = ev;
+  C.fault_text = fault_text(c, C.cur_eng, C.cur_pc, why);
+}
+
+} // namespace nisa::interp::detail
