@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "interp/observe/race.h"
-#include "interp/run/run.h"
 #include "interp/observe/trace.h"
+#include "interp/run/run.h"
 
 namespace nisa::interp::debug {
 
