@@ -1,0 +1,77 @@
+// Helpers of the assembler's own files (assembler.cpp, expand.cpp): not part of its API.
+#pragma once
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "asm/assembler.h"
+
+namespace nisa::nasm::detail {
+namespace fs = std::filesystem;
+
+inline bool read_text(const std::string& path, std::string& out) {
+  // Regular files only (never a device or a FIFO), of a sane size.
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec) || fs::file_size(path, ec) > (64u << 20)) return false;
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return false;
+  // One read into a string of the right size (the file may still change under us: read what
+  // is there, up to the limit).
+  out.assign(std::min<uintmax_t>(fs::file_size(path, ec), 64u << 20), '\0');
+  f.read(out.data(), static_cast<std::streamsize>(out.size()));
+  out.resize(static_cast<size_t>(f.gcount()));
+  return !f.bad();
+}
+
+inline std::string unquote(std::string_view s) {
+  std::string out;
+  for (size_t k = 1; k + 1 < s.size(); ++k) {
+    if (s[k] == '\\' && k + 2 < s.size()) {
+      char c = s[++k];
+      out.push_back(c == 'n' ? '\n' : c == 't' ? '\t' : c);
+    } else {
+      out.push_back(s[k]);
+    }
+  }
+  return out;
+}
+
+inline std::string did_you_mean(std::string_view w, const std::vector<std::string>& cands) {
+  std::string s = suggest(w, cands);
+  return s.empty() ? "" : fmt::format("; did you mean '{}'?", s);
+}
+
+inline std::vector<std::string> enum_names(EnumType t) {
+  std::vector<std::string> v;
+  for (const auto& m : enum_members(t)) v.emplace_back(m.name);
+  return v;
+}
+
+// Read-only names the assembler defines from the target (docs/asm.md §3).
+inline bool is_predefined(std::string_view name) { return name == "TARGET" || name == "GEN"; }
+
+// A local label (`.Lname`) is keyed by the expansion frame that defines it.
+inline bool is_local_label(std::string_view name) {
+  return name.starts_with(".L") && name.size() > 2;
+}
+inline std::string local_key(std::string_view name, int32_t frame) {
+  return fmt::format("{}@{}", name, frame);
+}
+// The name the module (and the disassembler) shows: a plain identifier, unique per frame.
+inline std::string local_module_name(std::string_view name, int32_t frame) {
+  return frame < 0 ? fmt::format("L{}", name.substr(2))
+                   : fmt::format("L{}_{}", name.substr(2), frame);
+}
+
+inline std::string join(const std::vector<std::string>& v, std::string_view sep = ", ") {
+  std::string out;
+  for (size_t k = 0; k < v.size(); ++k) out += (k ? std::string(sep) : "") + v[k];
+  return out;
+}
+
+} // namespace nisa::nasm::detail
