@@ -29,24 +29,7 @@ namespace nisa::op {
   }
 #include "isa/insts.def"
 #undef INST
-#undef D
-#undef S
-#undef DO
-#undef SO
-#undef SC
-#undef SCI
-#undef F
-#undef I
-#undef B
-#undef E
-#undef R
-#undef RI
-#undef Q
-#undef SEM
-#undef L
-#undef PAT
-#undef MASK
-#undef GRP
+#include "isa/insts_operands_undef.inc"
 
 // Operands several rows hold at the same index (checked here), for code over all of them.
 namespace collective { // every cc row, and send_recv's dst and src

@@ -70,24 +70,7 @@ constexpr InstDesc kTable[] = {
 };
 static_assert(std::size(kTable) == kNumOpcodes);
 
-#undef D
-#undef S
-#undef DO
-#undef SO
-#undef SC
-#undef SCI
-#undef F
-#undef I
-#undef B
-#undef E
-#undef R
-#undef RI
-#undef Q
-#undef SEM
-#undef L
-#undef PAT
-#undef MASK
-#undef GRP
+#include "isa/insts_operands_undef.inc"
 
 struct Index {
   std::unordered_map<uint16_t, const InstDesc*> by_code;

@@ -237,75 +237,66 @@ void Checker::build() {
                 loc(eng, pc), d.mnemonic, core_name(c), r));
           return regs[r];
         };
-        switch (in.op) {
-        case Opcode::li: rd(int32_t(in.ops[op::li::imm].i), false); break;
-        case Opcode::add:
-        case Opcode::sub:
-        case Opcode::mul:
-        case Opcode::shl:
-        case Opcode::shr:
-        case Opcode::and_:
-        case Opcode::or_:
-        case Opcode::min:
-        case Opcode::max: {
+        if (is_reg_alu(in.op)) { // rd = rs op rt (isa/exec_kind.h reg_alu)
           bool unk = false;
           Operand rs = in.ops[op::reg_alu::rs];
           rs.is_reg = true;
           const int32_t a = reg_val(rs, unk), b = reg_val(in.ops[op::reg_alu::rt], unk);
           rd(reg_alu(in.op, a, b), unk);
-          break;
-        }
-        case Opcode::sysreg: {
-          int32_t v = 0;
-          switch (static_cast<SysReg>(in.ops[op::sysreg::which].i)) {
-          case SysReg::program_id: v = cid; break;
-          case SysReg::num_programs: v = o_.lnc; break;
-          case SysReg::rank_id: v = rank; break;
-          case SysReg::num_ranks: v = o_.ranks; break;
-          case SysReg::nc_version: v = static_cast<int32_t>(o_.target); break;
-          default: throw Outside("unknown system register");
+        } else
+          switch (in.op) {
+          case Opcode::li: rd(int32_t(in.ops[op::li::imm].i), false); break;
+          case Opcode::sysreg: {
+            int32_t v = 0;
+            switch (static_cast<SysReg>(in.ops[op::sysreg::which].i)) {
+            case SysReg::program_id: v = cid; break;
+            case SysReg::num_programs: v = o_.lnc; break;
+            case SysReg::rank_id: v = rank; break;
+            case SysReg::num_ranks: v = o_.ranks; break;
+            case SysReg::nc_version: v = static_cast<int32_t>(o_.target); break;
+            default: throw Outside("unknown system register");
+            }
+            rd(v, false);
+            break;
           }
-          rd(v, false);
-          break;
-        }
-        case Opcode::ring_rank: {
-          bool unk = false;
-          int32_t step = reg_val(in.ops[op::ring_rank::step], unk);
-          int64_t g = in.ops[op::ring_rank::group].i;
-          if (g < 0 || size_t(g) >= m_.groups.size()) throw Outside("undeclared replica group");
-          bool found = false;
-          for (const auto& list : m_.groups[size_t(g)].groups)
-            for (size_t i = 0; i < list.size() && !found; ++i)
-              if (list[i] == uint32_t(rank)) {
-                int64_t nn = int64_t(list.size());
-                int64_t p = ((int64_t(i) - step) % nn + nn) % nn;
-                rd(int32_t(list[size_t(p)]), unk);
-                found = true;
-              }
-          if (!found)
-            throw Outside(fmt::format("{}: ring_rank: rank {} is in no list of its "
-                                      "replica group (a fault)",
-                                      loc(eng, pc), rank));
-          break;
-        }
-        case Opcode::ld: rd(0, true); break;
-        case Opcode::br: next = target(in.ops[op::br::target]); break;
-        case Opcode::bnz:
-          if (cond_reg(in.ops[op::bnz::rs].i) != 0) next = target(in.ops[op::bnz::target]);
-          break;
-        case Opcode::bz:
-          if (cond_reg(in.ops[op::bz::rs].i) == 0) next = target(in.ops[op::bz::target]);
-          break;
-        case Opcode::blt: {
-          const Operand& rt = in.ops[op::blt::rt];
-          int32_t a = cond_reg(in.ops[op::blt::rs].i);
-          int32_t b = rt.is_reg ? cond_reg(rt.i) : int32_t(rt.i);
-          if (a < b) next = target(in.ops[op::blt::target]);
-          break;
-        }
-        case Opcode::halt: next = len; break;
-        default: break;
-        }
+          case Opcode::ring_rank: {
+            bool unk = false;
+            int32_t step = reg_val(in.ops[op::ring_rank::step], unk);
+            int64_t g = in.ops[op::ring_rank::group].i;
+            if (g < 0 || size_t(g) >= m_.groups.size()) throw Outside("undeclared replica group");
+            bool found = false;
+            for (const auto& list : m_.groups[size_t(g)].groups)
+              for (size_t i = 0; i < list.size() && !found; ++i)
+                if (list[i] == uint32_t(rank)) {
+                  int64_t nn = int64_t(list.size());
+                  int64_t p = ((int64_t(i) - step) % nn + nn) % nn;
+                  rd(int32_t(list[size_t(p)]), unk);
+                  found = true;
+                }
+            if (!found)
+              throw Outside(fmt::format("{}: ring_rank: rank {} is in no list of its "
+                                        "replica group (a fault)",
+                                        loc(eng, pc), rank));
+            break;
+          }
+          case Opcode::ld: rd(0, true); break;
+          case Opcode::br: next = target(in.ops[op::br::target]); break;
+          case Opcode::bnz:
+            if (cond_reg(in.ops[op::bnz::rs].i) != 0) next = target(in.ops[op::bnz::target]);
+            break;
+          case Opcode::bz:
+            if (cond_reg(in.ops[op::bz::rs].i) == 0) next = target(in.ops[op::bz::target]);
+            break;
+          case Opcode::blt: {
+            const Operand& rt = in.ops[op::blt::rt];
+            int32_t a = cond_reg(in.ops[op::blt::rs].i);
+            int32_t b = rt.is_reg ? cond_reg(rt.i) : int32_t(rt.i);
+            if (a < b) next = target(in.ops[op::blt::target]);
+            break;
+          }
+          case Opcode::halt: next = len; break;
+          default: break;
+          }
         // the node(s)
         if (is_barrier || is_sr) {
           n.kind = NK::inst;
