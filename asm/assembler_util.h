@@ -1,4 +1,4 @@
-// Helpers of the assembler's own files (assembler.cpp, expand.cpp): not part of its API.
+// Helpers of the assembler's own files: not part of its API.
 #pragma once
 #include <filesystem>
 #include <fstream>
@@ -9,7 +9,8 @@
 
 #include <fmt/format.h>
 
-#include "asm/assembler.h"
+#include "asm/asm.h"
+#include "isa/enums.h"
 
 namespace nisa::nasm::detail {
 namespace fs = std::filesystem;

@@ -1,0 +1,64 @@
+// Compile-time expressions (docs/asm.md §3): the evaluator, its builtin functions, and the
+// expressions that make access patterns (tensor slices, ap(...)). Expressions are node indices
+// of the current unit's file.
+#pragma once
+#include <cstdint>
+
+#include "asm/sources.h"
+#include "asm/symbols.h"
+#include "asm/value.h"
+
+namespace nisa::nasm {
+
+class Functions;
+class Slices;
+
+// Numbers, names, lists, operators; calls and slices are handed to Functions and Slices.
+class Evaluator {
+public:
+  Evaluator(const Sources& src, Symbols& sym, Functions& fn, Slices& sl)
+      : src_(src), sym_(sym), fn_(fn), sl_(sl) {}
+  Value eval(uint32_t e);
+  int64_t eval_int(uint32_t e, const char* what);
+  void need_num(const Value& v, uint32_t at) const; // StmtError unless a number
+
+private:
+  Value eval_binary(uint32_t e);
+
+  const Sources& src_;
+  Symbols& sym_;
+  Functions& fn_;
+  Slices& sl_;
+};
+
+// The builtin functions: arithmetic (cdiv, min, align_up, ...), q(), rank_groups(), and the
+// tensor queries addr(), size(), dim(), part().
+class Functions {
+public:
+  Functions(const Sources& src, const Symbols& sym, Evaluator& ev, Slices& sl)
+      : src_(src), sym_(sym), ev_(ev), sl_(sl) {}
+  Value call(uint32_t e); // a Call node
+
+private:
+  const Sources& src_;
+  const Symbols& sym_;
+  Evaluator& ev_;
+  Slices& sl_;
+};
+
+// Access patterns: a tensor slice x[...], a raw ap(...), a tensor's whole extent.
+class Slices {
+public:
+  Slices(const Sources& src, Symbols& sym, Evaluator& ev) : src_(src), sym_(sym), ev_(ev) {}
+  Value index(uint32_t e);  // an Index node
+  Value raw_ap(uint32_t e); // a Call node of ap()
+  // A slice, or a tensor named by a value (all of it); `raw`: written as ap(...).
+  AccessPattern to_ap(const Value& v, uint32_t e, bool& raw) const;
+
+private:
+  const Sources& src_;
+  Symbols& sym_;
+  Evaluator& ev_;
+};
+
+} // namespace nisa::nasm

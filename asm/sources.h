@@ -1,0 +1,104 @@
+// The source units of one assembly and where the expansion is: the current unit (its parsed
+// file) and expansion frame. Also the small types every part of the assembler shares.
+#pragma once
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "asm/asm.h"
+#include "asm/ast.h"
+
+namespace nisa::nasm {
+
+// Hash maps keyed by std::string that are searched with a string_view (no allocation).
+struct NameHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+};
+template <typename T> using NameMap = std::unordered_map<std::string, T, NameHash, std::equal_to<>>;
+
+struct Loc {
+  uint32_t file = 0;
+  uint32_t line = 0, col = 0;
+  int32_t frame = -1;
+};
+
+// Thrown to abandon the current statement (the error is already recorded, or carried).
+struct StmtError {
+  Loc loc;
+  std::string message;
+};
+// Thrown to stop the whole assembly (limit reached or too many errors).
+struct Abort {};
+
+[[noreturn]] inline void fail(Loc l, std::string msg) { throw StmtError{l, std::move(msg)}; }
+
+// A parsed file and its blocks.
+struct Unit {
+  ParsedFile parsed;                         // parsed.stmts are the unit's "lines"
+  std::vector<size_t> close;                 // opener line -> its closing line
+  std::vector<std::vector<size_t>> branches; // .if line -> .elif/.else lines
+  bool ok = true;
+};
+
+class Reporter;
+
+class Sources {
+public:
+  Sources(Module& mod, Reporter& rep) : mod_(mod), rep_(rep) {}
+
+  // Parses a file into a new unit (its syntax and block errors reported); returns its id.
+  uint32_t load(const std::string& display, std::string text);
+  Unit& unit(uint32_t u) { return units_[u]; }
+  const Unit& unit(uint32_t u) const { return units_[u]; }
+  size_t units() const { return units_.size(); }
+
+  // ---- the current file
+  void enter(uint32_t unit) {
+    cur_unit_ = unit;
+    file_ = &units_[unit].parsed;
+  }
+  uint32_t cur_unit() const { return cur_unit_; }
+  const ParsedFile& file() const { return *file_; }
+  std::string_view text(uint32_t tok) const { return file_->text(tok); }
+  const Node& node(uint32_t e) const { return file_->nodes[e]; }
+
+  // ---- the current expansion frame
+  int32_t frame() const { return cur_frame_; }
+  void set_frame(int32_t f) { cur_frame_ = f; }
+  int32_t push_frame(ExpansionFrame::Kind k, std::string what, Loc at);
+
+  // ---- locations
+  Loc loc(uint32_t tok) const {
+    const auto [line, col] = file_->position(tok);
+    return Loc{cur_unit_, line, col, cur_frame_};
+  }
+  Loc loc_of(uint32_t e) const { return loc(node(e).tok); }
+  [[noreturn]] void fail_at(uint32_t e, std::string msg) const { fail(loc_of(e), std::move(msg)); }
+
+private:
+  void match_blocks(Unit& u, uint32_t id);
+
+  Module& mod_;
+  Reporter& rep_;
+  std::deque<Unit> units_; // a deque: references stay valid while includes load
+  const ParsedFile* file_ = nullptr;
+  uint32_t cur_unit_ = 0;
+  int32_t cur_frame_ = -1;
+};
+
+// `name=value` operands (of instructions and macro calls): the name's node (kNone when
+// positional) and the value.
+inline uint32_t operand_name(const Sources& src, const Item& op) {
+  if (op.rhs == kNone) return kNone;
+  if (src.node(op.lhs).kind != NodeKind::Name)
+    src.fail_at(op.lhs, "expected an operand name before '='");
+  return op.lhs;
+}
+inline uint32_t operand_value(const Item& op) { return op.rhs != kNone ? op.rhs : op.lhs; }
+
+} // namespace nisa::nasm

@@ -1,0 +1,120 @@
+// The assembler's symbol table: variables (globals and the local scopes of .for iterations and
+// macro expansions), every declared name (for duplicates), tensors and views, semaphores,
+// replica groups, and the -D values.
+#pragma once
+#include <map>
+#include <set>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "asm/sources.h"
+#include "asm/value.h"
+
+namespace nisa::nasm {
+
+struct Var {
+  Value v;
+  enum Kind { Param, Equ, Set, Loop, Arg, Predefined } kind = Set;
+  Loc def;
+};
+
+// A local scope (a .for iteration's variable, a macro's arguments): a few names, searched
+// linearly (cheaper than hashing the name once per enclosing scope).
+struct Scope {
+  std::vector<std::pair<std::string, Var>> vars;
+  Var* find(std::string_view n) {
+    for (auto& [k, v] : vars)
+      if (k.size() == n.size() &&
+          std::char_traits<char>::compare(k.data(), n.data(), n.size()) == 0)
+        return &v;
+    return nullptr;
+  }
+  const Var* find(std::string_view n) const { return const_cast<Scope*>(this)->find(n); }
+};
+
+class Symbols {
+public:
+  Symbols(const Module& mod, const Sources& src) : mod_(mod), src_(src) {}
+
+  // ---- variables
+  const Var* lookup(std::string_view name) const;
+  // lookup() for a Name node of the current unit (the global it names is remembered).
+  const Var* lookup_node(uint32_t e, std::string_view name);
+  Var* find_local(std::string_view name); // in the scopes the current macro sees
+  Var* find_global(std::string_view name) {
+    auto it = globals_.find(name);
+    return it == globals_.end() ? nullptr : &it->second;
+  }
+  void set_global(std::string_view name, Var v) { globals_[std::string(name)] = std::move(v); }
+  void set_target(Target t);                      // the predefined TARGET and GEN
+  std::vector<std::string> visible_names() const; // for did-you-mean
+  std::vector<std::string> param_names() const;   // sorted
+  bool autosync() const; // AUTOSYNC is set to a non-zero integer where the expansion is
+
+  // ---- local scopes: locals_[0, nlocals_) are live; the rest are kept (their vectors'
+  // storage is reused). A macro sees only the scopes it opened.
+  size_t depth() const { return nlocals_; }
+  Scope& push_scope() {
+    if (nlocals_ == locals_.size()) locals_.emplace_back();
+    Scope& sc = locals_[nlocals_++];
+    sc.vars.clear();
+    return sc;
+  }
+  void pop_scopes(size_t to) { nlocals_ = to; }
+  void enter_macro() { macro_base_.push_back(nlocals_); }
+  void leave_macro() {
+    pop_scopes(macro_base_.back());
+    macro_base_.pop_back();
+  }
+
+  // ---- declared names: StmtError on a duplicate or a predefined name
+  void declare(std::string_view name, Loc l, const char* what);
+
+  // ---- tensors and views
+  const TensorDecl* find_tensor(std::string_view name) const {
+    auto it = tensors_.find(name);
+    return it == tensors_.end() ? nullptr : &it->second;
+  }
+  void add_tensor(const TensorDecl& t) { tensors_[t.name] = t; }
+  std::vector<std::string> tensor_names() const;
+  // A tensor or view whose declaration failed (and was reported): a use of one abandons its
+  // statement silently instead of reporting "unknown tensor" at every use.
+  void mark_failed(std::string name) { failed_decls_.insert(std::move(name)); }
+  [[noreturn]] void fail_unknown_tensor(uint32_t e, std::string_view name,
+                                        const std::string& msg) const {
+    if (failed_decls_.count(name)) fail(src_.loc_of(e), "");
+    src_.fail_at(e, msg);
+  }
+
+  // ---- semaphores and replica groups (their indices in the module)
+  void add_sem(const std::string& name, uint16_t index) { sems_[name] = index; }
+  bool has_sem(std::string_view name) const { return sems_.count(name) != 0; }
+  uint16_t sem_index(std::string_view name, uint32_t at) const; // `at`: the node, for messages
+  void add_group(const std::string& name, uint16_t index) { groups_[name] = index; }
+  uint16_t group_index(const std::string& name, uint32_t at) const;
+
+  // ---- -D values: a .param of the name takes it
+  void add_define(const std::string& name, Value v) { defines_[name] = {std::move(v), false}; }
+  const Value* take_define(std::string_view name);
+  std::vector<std::string> unused_defines() const;
+
+private:
+  const Module& mod_;
+  const Sources& src_;
+  NameMap<Var> globals_; // never erased: a Var* into it stays valid (global_cache_)
+  std::vector<Scope> locals_;
+  size_t nlocals_ = 0;
+  std::vector<size_t> macro_base_{0};
+  // Per unit and node: the global a Name node resolved to (once found, a global stays).
+  std::vector<std::vector<const Var*>> global_cache_;
+  mutable const Var* autosync_ = nullptr; // the global AUTOSYNC, once defined
+  NameMap<Loc> symbols_;                  // every declared name, for duplicates
+  NameMap<TensorDecl> tensors_;           // includes views
+  std::set<std::string, std::less<>> failed_decls_;
+  NameMap<uint16_t> sems_, groups_;
+  std::map<std::string, std::pair<Value, bool>> defines_; // -D values, used?
+};
+
+} // namespace nisa::nasm
