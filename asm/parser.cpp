@@ -19,14 +19,12 @@ constexpr int kMaxNesting = 64;
 
 struct ParseError {};
 
-class Parser {
+// The tokens of the current line, read from the lexer a line at a time; pos() indexes them (the
+// tree stores tokens by their byte offset in the source). A syntax error throws ParseError.
+class TokenStream {
 public:
-  explicit Parser(ParsedFile& f) : f_(f), lexer_(f.src) {}
-  void program();
+  explicit TokenStream(ParsedFile& f) : f_(f), lexer_(f.src) { toks_.reserve(64); }
 
-private:
-  // ---- tokens: those of the current line, read from the lexer a line at a time.
-  // pos_ indexes toks_; the tree stores tokens by their byte offset in the source.
   Tok peek(uint32_t ahead = 0) const {
     return toks_[std::min<size_t>(pos_ + ahead, toks_.size() - 1)].kind;
   }
@@ -38,8 +36,13 @@ private:
     do toks_.push_back(lexer_.next());
     while (!line_read() && toks_.size() < kMaxStatementTokens + 2);
   }
-  bool line_read() const { return toks_.back().kind == Tok::NL || toks_.back().kind == Tok::Eof; }
   bool at(Tok k) const { return peek() == k; }
+  uint32_t pos() const { return pos_; }
+  void rewind(uint32_t pos) { pos_ = pos; }
+  const Token& current() const { return toks_[pos_]; }
+  Tok first() const { return toks_[0].kind; }
+  Tok last_kind() const { return toks_[pos_ - 1].kind; } // of the token taken last
+  bool at_eof() const { return at_eof_; }
   uint32_t off(uint32_t i) const { return toks_[i].begin; }
   uint32_t here() const { return toks_[std::min<size_t>(pos_, toks_.size() - 1)].begin; }
   std::string_view tok_text(uint32_t i) const {
@@ -82,26 +85,21 @@ private:
     at_eof_ = last == Tok::Eof;
   }
 
-  // ---- building
-  uint32_t add(const Node& n) {
-    f_.nodes.push_back(n);
-    return static_cast<uint32_t>(f_.nodes.size() - 1);
-  }
-  // Moves the last `n` entries of the scratch stack into `kids`.
-  void take_kids(Node& n, size_t mark) {
-    n.kids = static_cast<uint32_t>(f_.kids.size());
-    n.nkids = static_cast<uint32_t>(scratch_.size() - mark);
-    f_.kids.insert(f_.kids.end(), scratch_.begin() + static_cast<long>(mark), scratch_.end());
-    scratch_.resize(mark);
-  }
-  void take_items(uint32_t& begin, uint32_t& count, size_t mark) {
-    begin = static_cast<uint32_t>(f_.items.size());
-    count = static_cast<uint32_t>(item_scratch_.size() - mark);
-    f_.items.insert(f_.items.end(), item_scratch_.begin() + static_cast<long>(mark),
-                    item_scratch_.end());
-    item_scratch_.resize(mark);
-  }
+private:
+  bool line_read() const { return toks_.back().kind == Tok::NL || toks_.back().kind == Tok::Eof; }
 
+  ParsedFile& f_;
+  Lexer lexer_;
+  std::vector<Token> toks_;
+  uint32_t pos_ = 0;
+  bool at_eof_ = false;
+};
+
+// Expressions and slices (the grammar's expr, primary and slice rules): nodes of the file.
+class ExprParser {
+public:
+  ExprParser(ParsedFile& f, TokenStream& ts) : f_(f), ts_(ts) {}
+  uint32_t expr(int min_level = 1);
   static bool starts_expr(Tok k) {
     switch (k) {
     case Tok::Number:
@@ -117,6 +115,24 @@ private:
     default: return false;
     }
   }
+
+  // Called after taking an opening bracket or a prefix operator; close_bracket() after its end.
+  void open_bracket() {
+    if (++nesting_ > kMaxNesting)
+      ts_.error(ts_.pos() - 1,
+                fmt::format("{} nested deeper than {}",
+                            ts_.last_kind() == Tok::LParen || ts_.last_kind() == Tok::LBrack
+                                ? "brackets"
+                                : "operators",
+                            kMaxNesting));
+  }
+  void close_bracket() { --nesting_; }
+  void reset() { // a new line, or the line again
+    nesting_ = 0;
+    scratch_.clear();
+  }
+
+private:
   // Binding strength of a binary operator (0: not one), highest first as in the grammar.
   static int level(Tok k) {
     switch (k) {
@@ -142,63 +158,77 @@ private:
     }
   }
 
-  // ---- rules
+  uint32_t unary();
+  uint32_t postfix();
+  uint32_t primary();
+  uint32_t slice();
+  uint32_t add(const Node& n) {
+    f_.nodes.push_back(n);
+    return static_cast<uint32_t>(f_.nodes.size() - 1);
+  }
+  // Moves the scratch stack's entries from `mark` on into `n`'s kids.
+  void take_kids(Node& n, size_t mark) {
+    n.kids = static_cast<uint32_t>(f_.kids.size());
+    n.nkids = static_cast<uint32_t>(scratch_.size() - mark);
+    f_.kids.insert(f_.kids.end(), scratch_.begin() + static_cast<long>(mark), scratch_.end());
+    scratch_.resize(mark);
+  }
+
+  ParsedFile& f_;
+  TokenStream& ts_;
+  int nesting_ = 0;
+  std::vector<uint32_t> scratch_;
+};
+
+// Lines and statements (the grammar's program, line, stmt, operand and sync rules).
+class Parser {
+public:
+  explicit Parser(ParsedFile& f) : f_(f), ts_(f), ex_(f, ts_) {}
+  void program();
+
+private:
   void line();
   void line_rest(uint32_t start, bool label); // the line after the label decision
   void stmt(Stmt& s);
   void operands(Stmt& s);
   void sync();
-  uint32_t expr(int min_level = 1);
-  uint32_t unary();
-  uint32_t postfix();
-  uint32_t primary();
-  uint32_t slice();
   void expr_list(Stmt& s); // exprList? up to ']'
-  // Called after taking an opening bracket or a prefix operator.
-  void open_bracket() {
-    if (++nesting_ > kMaxNesting)
-      error(pos_ - 1,
-            fmt::format("{} nested deeper than {}",
-                        toks_[pos_ - 1].kind == Tok::LParen || toks_[pos_ - 1].kind == Tok::LBrack
-                            ? "brackets"
-                            : "operators",
-                        kMaxNesting));
+  void take_items(uint32_t& begin, uint32_t& count, size_t mark) {
+    begin = static_cast<uint32_t>(f_.items.size());
+    count = static_cast<uint32_t>(item_scratch_.size() - mark);
+    f_.items.insert(f_.items.end(), item_scratch_.begin() + static_cast<long>(mark),
+                    item_scratch_.end());
+    item_scratch_.resize(mark);
   }
 
   ParsedFile& f_;
-  Lexer lexer_;
-  std::vector<Token> toks_;
-  uint32_t pos_ = 0;
-  bool at_eof_ = false;
-  int nesting_ = 0;
-  std::vector<uint32_t> scratch_;
+  TokenStream ts_;
+  ExprParser ex_;
   std::vector<Item> item_scratch_;
 };
 
 // program : line* EOF ;
 void Parser::program() {
-  toks_.reserve(64);
-  while (!at_eof_) {
-    read_line();
-    if (toks_[0].kind == Tok::Eof) return;
-    nesting_ = 0;
-    scratch_.clear();
+  while (!ts_.at_eof()) {
+    ts_.read_line();
+    if (ts_.first() == Tok::Eof) return;
+    ex_.reset();
     item_scratch_.clear();
     try {
       line();
     } catch (const ParseError&) {
       if (f_.errors.size() >= 100) return;
     }
-    skip_line();
+    ts_.skip_line();
   }
 }
 
 // line : (label=(ID | DOTTED | DIRECTIVE) ':')? stmt? NL ;
 void Parser::line() {
   const uint32_t start = 0;
-  const Tok k = peek();
+  const Tok k = ts_.peek();
   const bool label =
-      (k == Tok::Id || k == Tok::Dotted || k == Tok::Directive) && peek(1) == Tok::Colon;
+      (k == Tok::Id || k == Tok::Dotted || k == Tok::Directive) && ts_.peek(1) == Tok::Colon;
   if (label && k == Tok::Directive) {
     // `.x: rest` is a label and a statement, or one unknownDirective statement. As ANTLR's
     // full-LL prediction does, take the label if the rest of the line parses, else the latter.
@@ -208,9 +238,8 @@ void Parser::line() {
       line_rest(start, true);
       return;
     } catch (const ParseError&) {
-      pos_ = start;
-      nesting_ = 0;
-      scratch_.clear();
+      ts_.rewind(start);
+      ex_.reset();
       item_scratch_.clear();
       f_.nodes.resize(nodes);
       f_.kids.resize(kids);
@@ -224,171 +253,172 @@ void Parser::line() {
 
 void Parser::line_rest(uint32_t start, bool label) {
   Stmt s;
-  s.first = off(start);
+  s.first = ts_.off(start);
   if (label) {
-    s.label = take();
-    take();
+    s.label = ts_.take();
+    ts_.take();
   }
-  if (!at(Tok::NL)) stmt(s);
-  expect(Tok::NL, "end of line");
+  if (!ts_.at(Tok::NL)) stmt(s);
+  ts_.expect(Tok::NL, "end of line");
   if (s.label != kNone || s.kind != StmtKind::None) f_.stmts.push_back(s);
 }
 
 void Parser::stmt(Stmt& s) {
-  s.tok = here();
-  s.line = toks_[pos_].line;
-  s.col = toks_[pos_].col;
-  s.tok_len = toks_[pos_].end - toks_[pos_].begin;
-  const Tok k = peek();
+  s.tok = ts_.here();
+  s.line = ts_.current().line;
+  s.col = ts_.current().col;
+  s.tok_len = ts_.current().end - ts_.current().begin;
+  const Tok k = ts_.peek();
   switch (k) {
   case Tok::KwKernel: // '.kernel' name=ID
   case Tok::KwTarget: // '.target' name=ID
-    take();
+    ts_.take();
     s.kind = k == Tok::KwKernel ? StmtKind::Kernel : StmtKind::Target;
-    s.name = expect(Tok::Id);
+    s.name = ts_.expect(Tok::Id);
     break;
   case Tok::KwParam: // kind=('.param' | '.equ' | '.set') name=ID '=' expr
   case Tok::KwEqu:
   case Tok::KwSet:
-    take();
+    ts_.take();
     s.kind = StmtKind::Assign;
-    s.name = expect(Tok::Id);
-    expect(Tok::Assign);
-    s.e0 = expr();
+    s.name = ts_.expect(Tok::Id);
+    ts_.expect(Tok::Assign);
+    s.e0 = ex_.expr();
     break;
   case Tok::KwIf: // '.if' expr
   case Tok::KwElif:
-    take();
+    ts_.take();
     s.kind = k == Tok::KwIf ? StmtKind::If : StmtKind::Elif;
-    s.e0 = expr();
+    s.e0 = ex_.expr();
     break;
   case Tok::KwElse:
   case Tok::KwEndif:
   case Tok::KwEndfor:
   case Tok::KwEndm:
-    take();
+    ts_.take();
     s.kind = k == Tok::KwElse     ? StmtKind::Else
              : k == Tok::KwEndif  ? StmtKind::Endif
              : k == Tok::KwEndfor ? StmtKind::Endfor
                                   : StmtKind::Endm;
     break;
   case Tok::KwFor: // '.for' var=ID kw=ID from=expr '..' to=expr (stepkw=ID step=expr)?
-    take();
+    ts_.take();
     s.kind = StmtKind::For;
-    s.name = expect(Tok::Id);
-    s.word = expect(Tok::Id, "'in'");
-    s.e0 = expr();
-    expect(Tok::DotDot);
-    s.e1 = expr();
-    if (at(Tok::Id)) {
-      s.word2 = take();
-      s.e2 = expr();
+    s.name = ts_.expect(Tok::Id);
+    s.word = ts_.expect(Tok::Id, "'in'");
+    s.e0 = ex_.expr();
+    ts_.expect(Tok::DotDot);
+    s.e1 = ex_.expr();
+    if (ts_.at(Tok::Id)) {
+      s.word2 = ts_.take();
+      s.e2 = ex_.expr();
     }
     break;
   case Tok::KwMacro: { // '.macro' name=ID (macroParam (COMMA macroParam)*)?
-    take();
+    ts_.take();
     s.kind = StmtKind::Macro;
-    s.name = expect(Tok::Id);
+    s.name = ts_.expect(Tok::Id);
     const size_t mark = item_scratch_.size();
-    if (at(Tok::Id)) {
+    if (ts_.at(Tok::Id)) {
       do { // macroParam : name=ID ('=' expr)? ;
         Item p;
-        p.tok = expect(Tok::Id, "a parameter name");
-        if (accept(Tok::Assign)) p.rhs = expr();
+        p.tok = ts_.expect(Tok::Id, "a parameter name");
+        if (ts_.accept(Tok::Assign)) p.rhs = ex_.expr();
         item_scratch_.push_back(p);
-      } while (accept(Tok::Comma));
+      } while (ts_.accept(Tok::Comma));
     }
     take_items(s.items, s.nitems, mark);
     break;
   }
   case Tok::KwInclude: // '.include' STRING
   case Tok::KwError:   // '.error' STRING
-    take();
+    ts_.take();
     s.kind = k == Tok::KwInclude ? StmtKind::Include : StmtKind::Error;
-    s.word = expect(Tok::String);
+    s.word = ts_.expect(Tok::String);
     break;
   case Tok::KwHbm: // kind=('.hbm'|'.sbuf'|'.psum') name=ID ':' dtype=ID '[' exprList? ']'
   case Tok::KwSbuf:
   case Tok::KwPsum: //   role=ID? ('@' addr=expr)?
-    take();
+    ts_.take();
     s.kind = StmtKind::Tensor;
-    s.name = expect(Tok::Id);
-    expect(Tok::Colon);
-    s.word2 = expect(Tok::Id, "a dtype");
+    s.name = ts_.expect(Tok::Id);
+    ts_.expect(Tok::Colon);
+    s.word2 = ts_.expect(Tok::Id, "a dtype");
     expr_list(s);
-    if (at(Tok::Id)) s.word = take();
-    if (accept(Tok::At)) s.e0 = expr();
+    if (ts_.at(Tok::Id)) s.word = ts_.take();
+    if (ts_.accept(Tok::At)) s.e0 = ex_.expr();
     break;
   case Tok::KwView: // '.view' name=ID '=' src=expr askw=ID dtype=ID '[' exprList? ']'
-    take();
+    ts_.take();
     s.kind = StmtKind::View;
-    s.name = expect(Tok::Id);
-    expect(Tok::Assign);
-    s.e0 = expr();
-    s.word = expect(Tok::Id, "'as'");
-    s.word2 = expect(Tok::Id, "a dtype");
+    s.name = ts_.expect(Tok::Id);
+    ts_.expect(Tok::Assign);
+    s.e0 = ex_.expr();
+    s.word = ts_.expect(Tok::Id, "'as'");
+    s.word2 = ts_.expect(Tok::Id, "a dtype");
     expr_list(s);
     break;
   case Tok::KwSem: { // '.sem' semDecl (COMMA semDecl)*
-    take();
+    ts_.take();
     s.kind = StmtKind::Sem;
     const size_t mark = item_scratch_.size();
     do { // semDecl : name=ID ('=' expr)? ;
       Item d;
-      d.tok = expect(Tok::Id, "a semaphore name");
-      if (accept(Tok::Assign)) d.rhs = expr();
+      d.tok = ts_.expect(Tok::Id, "a semaphore name");
+      if (ts_.accept(Tok::Assign)) d.rhs = ex_.expr();
       item_scratch_.push_back(d);
-    } while (accept(Tok::Comma));
+    } while (ts_.accept(Tok::Comma));
     take_items(s.items, s.nitems, mark);
     break;
   }
   case Tok::KwGroup: // '.group' name=ID '=' expr
-    take();
+    ts_.take();
     s.kind = StmtKind::Group;
-    s.name = expect(Tok::Id);
-    expect(Tok::Assign);
-    s.e0 = expr();
+    s.name = ts_.expect(Tok::Id);
+    ts_.expect(Tok::Assign);
+    s.e0 = ex_.expr();
     break;
   case Tok::Directive: // DIRECTIVE (~NL)*
-    take();
+    ts_.take();
     s.kind = StmtKind::UnknownDirective;
-    while (!at(Tok::NL) && !at(Tok::Eof)) take();
+    while (!ts_.at(Tok::NL) && !ts_.at(Tok::Eof)) ts_.take();
     break;
   case Tok::Dotted: // DOTTED (operand (COMMA operand)*)? sync*
-    take();
+    ts_.take();
     s.kind = StmtKind::Inst;
     operands(s);
-    if (at(Tok::At)) {
+    if (ts_.at(Tok::At)) {
       // A statement's sync clauses are stored contiguously.
       const auto begin = static_cast<uint32_t>(f_.syncs.size());
-      while (at(Tok::At)) sync();
+      while (ts_.at(Tok::At)) sync();
       s.syncs = begin;
       s.nsyncs = static_cast<uint32_t>(f_.syncs.size()) - begin;
     }
     break;
   case Tok::Id: // ID (operand (COMMA operand)*)?
-    take();
+    ts_.take();
     s.kind = StmtKind::MacroCall;
     operands(s);
     break;
-  default: error_expected("a statement");
+  default: ts_.error_expected("a statement");
   }
-  s.last = off(pos_ - 1);
+  s.last = ts_.off(ts_.pos() - 1);
 }
 
 // (operand (COMMA operand)*)?   operand : lhs=expr ('=' rhs=expr)? ;
 void Parser::operands(Stmt& s) {
   const size_t mark = item_scratch_.size();
-  if (starts_expr(peek())) {
+  if (ExprParser::starts_expr(ts_.peek())) {
     do {
       Item o;
-      o.tok = here();
-      o.lhs = expr();
-      if (accept(Tok::Assign)) o.rhs = expr();
+      o.tok = ts_.here();
+      o.lhs = ex_.expr();
+      if (ts_.accept(Tok::Assign)) o.rhs = ex_.expr();
       item_scratch_.push_back(o);
-    } while (accept(Tok::Comma));
+    } while (ts_.accept(Tok::Comma));
     // The most common slip: a missing comma between two operands.
-    if (starts_expr(peek())) error(pos_, "expected ',' before the next operand");
+    if (ExprParser::starts_expr(ts_.peek()))
+      ts_.error(ts_.pos(), "expected ',' before the next operand");
   }
   take_items(s.items, s.nitems, mark);
 }
@@ -397,62 +427,63 @@ void Parser::operands(Stmt& s) {
 // syncArg : lhs=expr ('+=' rhs=expr)? ;
 void Parser::sync() {
   Sync y;
-  y.tok = take();
-  y.kind = expect(Tok::Id, "'wait' or 'signal'");
-  expect(Tok::LParen);
-  open_bracket();
+  y.tok = ts_.take();
+  y.kind = ts_.expect(Tok::Id, "'wait' or 'signal'");
+  ts_.expect(Tok::LParen);
+  ex_.open_bracket();
   const size_t mark = item_scratch_.size();
   do {
     Item a;
-    a.tok = here();
-    a.lhs = expr();
-    if (accept(Tok::PlusAssign)) a.rhs = expr();
+    a.tok = ts_.here();
+    a.lhs = ex_.expr();
+    if (ts_.accept(Tok::PlusAssign)) a.rhs = ex_.expr();
     item_scratch_.push_back(a);
-  } while (accept(Tok::Comma));
+  } while (ts_.accept(Tok::Comma));
   // `s => 1`, `s = 1`, `s =< 1`: the comparisons of a wait are `>=` and `==`.
-  if (peek() == Tok::Assign) {
-    const Tok n = peek(1);
+  if (ts_.peek() == Tok::Assign) {
+    const Tok n = ts_.peek(1);
     const char* want = n == Tok::Gt   ? "'>='"
                        : n == Tok::Lt ? "'>=' (waits hold from a count on)"
                                       : "'>=' or '=='";
-    error(pos_, fmt::format("expected ')' or ',', found '{}'; a wait compares with '>=' or '==': "
-                            "did you mean {}?",
-                            n == Tok::Gt   ? "=>"
-                            : n == Tok::Lt ? "=<"
-                                           : "=",
-                            want));
+    ts_.error(ts_.pos(),
+              fmt::format("expected ')' or ',', found '{}'; a wait compares with '>=' or '==': "
+                          "did you mean {}?",
+                          n == Tok::Gt   ? "=>"
+                          : n == Tok::Lt ? "=<"
+                                         : "=",
+                          want));
   }
-  y.last = expect(Tok::RParen, "')' or ','");
-  --nesting_;
+  y.last = ts_.expect(Tok::RParen, "')' or ','");
+  ex_.close_bracket();
   take_items(y.items, y.nitems, mark);
   f_.syncs.push_back(y);
 }
 
 // '[' exprList? ']'   exprList : expr (COMMA expr)* ;
 void Parser::expr_list(Stmt& s) {
-  expect(Tok::LBrack);
+  ts_.expect(Tok::LBrack);
   const size_t mark = item_scratch_.size();
-  if (!at(Tok::RBrack)) {
+  if (!ts_.at(Tok::RBrack)) {
     do {
       Item e;
-      e.tok = here();
-      e.lhs = expr();
+      e.tok = ts_.here();
+      e.lhs = ex_.expr();
       item_scratch_.push_back(e);
-    } while (accept(Tok::Comma));
+    } while (ts_.accept(Tok::Comma));
   }
-  expect(Tok::RBrack, "']' or ','");
+  ts_.expect(Tok::RBrack, "']' or ','");
   take_items(s.items, s.nitems, mark);
 }
 
 // expr : primary | expr '[' slice (COMMA slice)* ']' | op=('-'|'+'|'!'|'~') expr
 //      | expr op=BINARY expr  (ten levels, left-associative)
-uint32_t Parser::expr(int min_level) {
+uint32_t ExprParser::expr(int min_level) {
   uint32_t lhs = unary();
-  for (int l = level(peek()); l >= min_level && l > 0; l = level(peek())) {
+  for (int l = level(ts_.peek()); l >= min_level && l > 0; l = level(ts_.peek())) {
     Node n;
     n.kind = NodeKind::Binary;
-    n.op = peek();
-    n.c = take();
+    n.op = ts_.peek();
+    n.c = ts_.take();
     n.tok = f_.nodes[lhs].tok;
     n.a = lhs;
     n.b = expr(l + 1);
@@ -462,26 +493,26 @@ uint32_t Parser::expr(int min_level) {
 }
 
 // A prefix operator's operand binds tighter than any binary operator, looser than '['.
-uint32_t Parser::unary() {
-  const Tok k = peek();
+uint32_t ExprParser::unary() {
+  const Tok k = ts_.peek();
   if (k == Tok::Minus || k == Tok::Plus || k == Tok::Not || k == Tok::Tilde) {
     Node n;
     n.kind = NodeKind::Unary;
     n.op = k;
-    n.tok = take();
+    n.tok = ts_.take();
     open_bracket(); // a chain of prefix operators nests like brackets do
     n.a = unary();
-    --nesting_;
+    close_bracket();
     return add(n);
   }
   return postfix();
 }
 
 // expr '[' slice (COMMA slice)* ']'
-uint32_t Parser::postfix() {
+uint32_t ExprParser::postfix() {
   uint32_t e = primary();
-  while (at(Tok::LBrack)) {
-    take();
+  while (ts_.at(Tok::LBrack)) {
+    ts_.take();
     open_bracket();
     Node n;
     n.kind = NodeKind::Index;
@@ -489,9 +520,9 @@ uint32_t Parser::postfix() {
     n.a = e;
     const size_t mark = scratch_.size();
     do scratch_.push_back(slice());
-    while (accept(Tok::Comma));
-    expect(Tok::RBrack, "']' or ','");
-    --nesting_;
+    while (ts_.accept(Tok::Comma));
+    ts_.expect(Tok::RBrack, "']' or ','");
+    close_bracket();
     take_kids(n, mark);
     e = add(n);
   }
@@ -499,22 +530,22 @@ uint32_t Parser::postfix() {
 }
 
 // slice : '@' expr | lo=expr? (c1=':' hi=expr? (c2=':' step=expr?)?)? ;
-uint32_t Parser::slice() {
+uint32_t ExprParser::slice() {
   Node n;
-  n.tok = here();
-  if (accept(Tok::At)) {
+  n.tok = ts_.here();
+  if (ts_.accept(Tok::At)) {
     n.kind = NodeKind::DynSlice;
     n.a = expr();
     return add(n);
   }
   n.kind = NodeKind::RangeSlice;
-  if (starts_expr(peek())) n.a = expr();
-  if (accept(Tok::Colon)) {
+  if (starts_expr(ts_.peek())) n.a = expr();
+  if (ts_.accept(Tok::Colon)) {
     n.flags |= Node::kFirstColon;
-    if (starts_expr(peek())) n.b = expr();
-    if (accept(Tok::Colon)) {
+    if (starts_expr(ts_.peek())) n.b = expr();
+    if (ts_.accept(Tok::Colon)) {
       n.flags |= Node::kSecondColon;
-      if (starts_expr(peek())) n.c = expr();
+      if (starts_expr(ts_.peek())) n.c = expr();
     }
   }
   return add(n);
@@ -522,16 +553,16 @@ uint32_t Parser::slice() {
 
 // primary : NUMBER | STRING | name=ID '(' (callArg (COMMA callArg)*)? ')' | name=(ID|DIRECTIVE)
 //         | '(' expr ')' | '[' (expr (COMMA expr)*)? ']' ;
-uint32_t Parser::primary() {
+uint32_t ExprParser::primary() {
   Node n;
-  n.tok = here();
-  if (const uint32_t len = toks_[pos_].end - toks_[pos_].begin; len < 256)
+  n.tok = ts_.here();
+  if (const uint32_t len = ts_.current().end - ts_.current().begin; len < 256)
     n.len = static_cast<uint8_t>(len);
-  switch (peek()) {
+  switch (ts_.peek()) {
   case Tok::Number: {
     n.kind = NodeKind::Number;
     // Plain decimal integers (most numbers) are converted once here, not at every evaluation.
-    const std::string_view t = tok_text(pos_);
+    const std::string_view t = ts_.tok_text(ts_.pos());
     if (t.size() <= 18 &&
         std::all_of(t.begin(), t.end(), [](char c) { return c >= '0' && c <= '9'; })) {
       uint64_t v = 0;
@@ -545,59 +576,59 @@ uint32_t Parser::primary() {
   case Tok::String: n.kind = NodeKind::String; break;
   case Tok::Directive: n.kind = NodeKind::Name; break;
   case Tok::Id:
-    if (peek(1) != Tok::LParen) {
+    if (ts_.peek(1) != Tok::LParen) {
       n.kind = NodeKind::Name;
       break;
     }
     { // callArg : (name=ID '=')? expr ;
-      take();
-      take();
+      ts_.take();
+      ts_.take();
       open_bracket();
       n.kind = NodeKind::Call;
       const size_t mark = scratch_.size();
-      if (!at(Tok::RParen)) {
+      if (!ts_.at(Tok::RParen)) {
         do {
           Node a;
           a.kind = NodeKind::CallArg;
-          a.tok = here();
-          if (at(Tok::Id) && peek(1) == Tok::Assign) {
-            a.b = take();
-            take();
+          a.tok = ts_.here();
+          if (ts_.at(Tok::Id) && ts_.peek(1) == Tok::Assign) {
+            a.b = ts_.take();
+            ts_.take();
           }
           a.a = expr();
           scratch_.push_back(add(a));
-        } while (accept(Tok::Comma));
+        } while (ts_.accept(Tok::Comma));
       }
-      expect(Tok::RParen, "')' or ','");
-      --nesting_;
+      ts_.expect(Tok::RParen, "')' or ','");
+      close_bracket();
       take_kids(n, mark);
       return add(n);
     }
   case Tok::LParen:
-    take();
+    ts_.take();
     open_bracket();
     n.kind = NodeKind::Paren;
     n.a = expr();
-    expect(Tok::RParen);
-    --nesting_;
+    ts_.expect(Tok::RParen);
+    close_bracket();
     return add(n);
   case Tok::LBrack: {
-    take();
+    ts_.take();
     open_bracket();
     n.kind = NodeKind::List;
     const size_t mark = scratch_.size();
-    if (!at(Tok::RBrack)) {
+    if (!ts_.at(Tok::RBrack)) {
       do scratch_.push_back(expr());
-      while (accept(Tok::Comma));
+      while (ts_.accept(Tok::Comma));
     }
-    expect(Tok::RBrack, "']' or ','");
-    --nesting_;
+    ts_.expect(Tok::RBrack, "']' or ','");
+    close_bracket();
     take_kids(n, mark);
     return add(n);
   }
-  default: error_expected("an expression");
+  default: ts_.error_expected("an expression");
   }
-  take();
+  ts_.take();
   return add(n);
 }
 
