@@ -1,7 +1,8 @@
 // The static synchronisation proof's internals (interp/check/check.h, docs/check.md), shared by
-// its three parts: check_unroll.cpp (access extents, unrolling the streams into nodes),
-// check_order.cpp (happens-before: vector clocks and the edges derived from semaphore counts)
-// and check.cpp (deadlock simulation, sem_set / == checks, the race pass, the report).
+// its three parts: check_unroll.cpp (unrolling the streams into nodes, with the access extents
+// of check_extents.h), check_order.cpp (happens-before: vector clocks and the edges derived from
+// semaphore counts) and check.cpp (deadlock simulation, sem_set / == checks, the race pass, the
+// report).
 #pragma once
 #include <algorithm>
 #include <map>
@@ -17,8 +18,6 @@
 #include "interp/core/region.h"
 
 namespace nisa::interp::check_detail {
-
-__extension__ typedef __int128 i128;
 
 constexpr uint32_t kNoStream = UINT32_MAX;
 
@@ -155,8 +154,6 @@ private:
     return s;
   }
 
-  void regions(int core, const Inst& in, const int32_t* regs, uint64_t unknown,
-               std::vector<Region>& out) const;
   void build();
   // ---- happens-before ------------------------------------------------------------------------
   bool topo_and_clocks();
