@@ -6,20 +6,20 @@ namespace nisa::interp::check_detail {
 // ---- happens-before ----------------------------------------------------------------------------
 
 bool Checker::topo_and_clocks() {
-  const size_t N = nodes_.size();
+  const size_t N = g_.nodes.size();
   std::vector<std::vector<uint32_t>> extra(N);
   const size_t nsems = m_.sems.size();
-  for (size_t i = 0; i < waits_.size(); ++i) {
-    const SemInfo& si = sems_[size_t(waits_[i].core) * nsems + waits_[i].w.sem];
+  for (size_t i = 0; i < g_.waits.size(); ++i) {
+    const SemInfo& si = g_.sems[size_t(g_.waits[i].core) * nsems + g_.waits[i].w.sem];
     for (size_t k = 0; k < best_[i].size(); ++k)
-      if (best_[i][k]) extra[waits_[i].site].push_back(si.lists[k].nodes[best_[i][k] - 1]);
+      if (best_[i][k]) extra[g_.waits[i].site].push_back(si.lists[k].nodes[best_[i][k] - 1]);
   }
   std::vector<uint32_t> indeg(N, 0);
   std::vector<std::vector<uint32_t>> succ(N);
   for (size_t i = 0; i < N; ++i) {
-    for (uint32_t p : preds_[i]) succ[p].push_back(uint32_t(i));
+    for (uint32_t p : g_.preds[i]) succ[p].push_back(uint32_t(i));
     for (uint32_t p : extra[i]) succ[p].push_back(uint32_t(i));
-    indeg[i] = uint32_t(preds_[i].size() + extra[i].size());
+    indeg[i] = uint32_t(g_.preds[i].size() + extra[i].size());
   }
   topo_.clear();
   topo_.reserve(N);
@@ -33,9 +33,9 @@ bool Checker::topo_and_clocks() {
       const uint32_t* u = &vc_[size_t(p) * S_];
       for (uint32_t s = 0; s < S_; ++s) v[s] = std::max(v[s], u[s]);
     };
-    for (uint32_t p : preds_[n]) join(p);
+    for (uint32_t p : g_.preds[n]) join(p);
     for (uint32_t p : extra[n]) join(p);
-    if (nodes_[n].stream != kNoStream) v[nodes_[n].stream] = nodes_[n].pos;
+    if (g_.nodes[n].stream != kNoStream) v[g_.nodes[n].stream] = g_.nodes[n].pos;
     for (uint32_t s : succ[n])
       if (--indeg[s] == 0) topo_.push_back(s);
   }
@@ -68,7 +68,7 @@ uint64_t Checker::max_count(const SemInfo& si, uint32_t site, const std::vector<
   const uint32_t* sv = &vc_[size_t(site) * S_];
   bool init_ok = true;
   for (const SetRec& L : si.sets)
-    if (sv[nodes_[L.node].stream] >= nodes_[L.node].pos) init_ok = false;
+    if (sv[g_.nodes[L.node].stream] >= g_.nodes[L.node].pos) init_ok = false;
   if (init_ok) {
     uint64_t v = si.init;
     for (size_t k = 0; k < si.lists.size(); ++k) v += si.lists[k].prefix[cut[k]];
@@ -94,11 +94,11 @@ bool Checker::derive_edges() {
   bool changed = false;
   const size_t nsems = m_.sems.size();
   std::vector<Anchor> sa;
-  for (size_t i = 0; i < waits_.size(); ++i) {
-    const WaitRec& w = waits_[i];
-    const SemInfo& si = sems_[size_t(w.core) * nsems + w.w.sem];
+  for (size_t i = 0; i < g_.waits.size(); ++i) {
+    const WaitRec& w = g_.waits[i];
+    const SemInfo& si = g_.sems[size_t(w.core) * nsems + w.w.sem];
     if (si.lists.empty() || w.w.value == 0) continue;
-    site_anchors(w.site, sa);
+    g_.site_anchors(w.site, sa);
     for (size_t k = 0; k < si.lists.size(); ++k) {
       const SigList& l = si.lists[k];
       // largest j (0-based) with max_count(without signal j) < value; monotone in j

@@ -9,11 +9,12 @@ namespace nisa::interp::check_detail {
 // ---- unrolling ---------------------------------------------------------------------------------
 
 void Checker::build() {
-  ncores_ = o_.lnc * o_.ranks;
+  g_.ncores = o_.lnc * o_.ranks;
+  g_.nsems = m_.sems.size();
   const size_t nsems = m_.sems.size();
-  sems_.assign(size_t(ncores_) * nsems, {});
-  for (int c = 0; c < ncores_; ++c)
-    for (size_t s = 0; s < nsems; ++s) sems_[size_t(c) * nsems + s].init = m_.sems[s].init;
+  g_.sems.assign(size_t(g_.ncores) * nsems, {});
+  for (int c = 0; c < g_.ncores; ++c)
+    for (size_t s = 0; s < nsems; ++s) g_.sems[size_t(c) * nsems + s].init = m_.sems[s].init;
 
   // Rendezvous keys -> the participants' join, per rank.
   struct Party {
@@ -29,7 +30,7 @@ void Checker::build() {
   std::map<std::tuple<int, int, int64_t, std::vector<int>>, int> cc_count;
   std::vector<Region> tmp;
 
-  for (int c = 0; c < ncores_; ++c) {
+  for (int c = 0; c < g_.ncores; ++c) {
     const int rank = c / o_.lnc, cid = c % o_.lnc;
     std::map<std::pair<int, int>, uint32_t> last_xfer; // (engine, queue) -> node
     std::map<int, uint32_t> last_cc;                   // channel -> completion node
@@ -37,7 +38,7 @@ void Checker::build() {
       const auto& code = m_.streams[size_t(e)];
       if (code.empty()) continue;
       const Engine eng = Engine(e);
-      const uint32_t st = stream(c, 0, e, fmt::format("{} {}", core_name(c), name_of(eng)));
+      const uint32_t st = stream(c, 0, e, fmt::format("{} {}", names_.core_name(c), name_of(eng)));
       int32_t regs[kNumRegs] = {};
       uint64_t unknown = 0;
       uint32_t prev = UINT32_MAX; // previous node of the engine stream
@@ -50,12 +51,13 @@ void Checker::build() {
         return regs[o.i];
       };
       while (pc < len) {
-        if (nodes_.size() + 4 >= o_.max_nodes)
+        if (g_.nodes.size() + 4 >= o_.max_nodes)
           throw Outside(fmt::format("more than {} unrolled instructions and transfers, the last at "
                                     "{} on {} {} (an endless loop?)",
-                                    o_.max_nodes, loc(eng, pc), core_name(c), name_of(eng)));
+                                    o_.max_nodes, names_.loc(eng, pc), names_.core_name(c),
+                                    name_of(eng)));
         const Inst& in = code[size_t(pc)];
-        ++insts_;
+        ++g_.insts;
         const InstDesc& d = desc(in.op);
         int64_t next = pc + 1;
         Node n;
@@ -67,14 +69,14 @@ void Checker::build() {
         // What faults when it is reached is not a schedule question: the run stops there.
         if (!gen_allows(d.gens, o_.target))
           throw Outside(fmt::format("{}: '{}' is not available on {} (a fault when reached)",
-                                    loc(eng, pc), d.mnemonic, name_of(o_.target)));
+                                    names_.loc(eng, pc), d.mnemonic, name_of(o_.target)));
         // The static rules every run checks (isa/legality.h): a fault when reached, too.
         if (auto e = legality_error(in, o_.target))
-          throw Outside(
-              fmt::format("{}: {} (a fault when reached)", loc(eng, pc), legality_text(in, *e)));
+          throw Outside(fmt::format("{}: {} (a fault when reached)", names_.loc(eng, pc),
+                                    legality_text(in, *e)));
         if ((is_barrier || is_sr) && o_.lnc != 2)
           throw Outside(fmt::format("{}: '{}' needs two cores (--lnc 2; a fault when reached)",
-                                    loc(eng, pc), d.mnemonic));
+                                    names_.loc(eng, pc), d.mnemonic));
         if (!is_dma && !is_cc) access_regions(c, o_.lnc, in, regs, unknown, tmp);
         // registers and branches
         auto rd = [&](int32_t v, bool unk) {
@@ -86,7 +88,7 @@ void Checker::build() {
         auto target = [&](const Operand& t) {
           if (t.i < 0 || t.i > len)
             throw Outside(
-                fmt::format("{}: branch target {} outside the stream", loc(eng, pc), t.i));
+                fmt::format("{}: branch target {} outside the stream", names_.loc(eng, pc), t.i));
           return t.i;
         };
         auto cond_reg = [&](int64_t r) -> int32_t {
@@ -95,7 +97,7 @@ void Checker::build() {
             throw Outside(fmt::format(
                 "{}: '{}' on {} branches on r{}, which holds a value loaded from memory: the "
                 "control flow depends on data",
-                loc(eng, pc), d.mnemonic, core_name(c), r));
+                names_.loc(eng, pc), d.mnemonic, names_.core_name(c), r));
           return regs[r];
         };
         if (is_reg_alu(in.op)) { // rd = rs op rt (isa/exec_kind.h reg_alu)
@@ -137,7 +139,7 @@ void Checker::build() {
             if (!found)
               throw Outside(fmt::format("{}: ring_rank: rank {} is in no list of its "
                                         "replica group (a fault)",
-                                        loc(eng, pc), rank));
+                                        names_.loc(eng, pc), rank));
             break;
           }
           case Opcode::ld: rd(0, true); break;
@@ -170,7 +172,7 @@ void Checker::build() {
             if (!fresh && it->second != e)
               throw Outside(fmt::format("{}: send_recv pipe {} is used by two engines of {}: "
                                         "which one meets the peer depends on the schedule",
-                                        loc(eng, pc), key, core_name(c)));
+                                        names_.loc(eng, pc), key, names_.core_name(c)));
           }
           int k = rdv_count[{c, int64_t(kind) * (int64_t(1) << 40) + key}]++;
           Party& p = rdv[{rank, kind, key, k}];
@@ -180,38 +182,39 @@ void Checker::build() {
             p.join = add_node(j, kNoStream);
           }
           p.who.push_back({c, me});
-          if (prev != UINT32_MAX) preds_[p.join].push_back(prev);
-          preds_[me].push_back(p.join);
+          if (prev != UINT32_MAX) g_.preds[p.join].push_back(prev);
+          g_.preds[me].push_back(p.join);
           if (is_sr) {
-            for (Region& g : tmp) accs_.push_back({g, me});
+            for (Region& g : tmp) g_.accs.push_back({g, me});
           }
-          for (const Wait& w : in.waits) waits_.push_back({p.join, me, c, w});
+          for (const Wait& w : in.waits) g_.waits.push_back({p.join, me, c, w});
           prev = me;
         } else if (is_dma) {
           n.kind = NK::inst;
           uint32_t trig = add_node(n, st);
-          if (prev != UINT32_MAX) preds_[trig].push_back(prev);
-          for (const Wait& w : in.waits) waits_.push_back({trig, trig, c, w});
+          if (prev != UINT32_MAX) g_.preds[trig].push_back(prev);
+          for (const Wait& w : in.waits) g_.waits.push_back({trig, trig, c, w});
           int q = int(dma_queue(in));
-          uint32_t qs = stream(c, 1, e * 64 + q,
-                               fmt::format("{} q{} (from {})", core_name(c), q, name_of(eng)));
+          uint32_t qs =
+              stream(c, 1, e * 64 + q,
+                     fmt::format("{} q{} (from {})", names_.core_name(c), q, name_of(eng)));
           Node x = n;
           x.kind = NK::xfer, x.queue = int16_t(q), x.sigs = true;
           access_regions(c, o_.lnc, in, regs, unknown, tmp);
-          x.acc0 = uint32_t(accs_.size());
+          x.acc0 = uint32_t(g_.accs.size());
           uint32_t xn = add_node(x, qs);
-          for (Region& g : tmp) accs_.push_back({g, xn});
-          nodes_[xn].acc0 = uint32_t(accs_.size() - tmp.size());
-          nodes_[xn].nacc = uint32_t(tmp.size());
-          preds_[xn].push_back(trig);
+          for (Region& g : tmp) g_.accs.push_back({g, xn});
+          g_.nodes[xn].acc0 = uint32_t(g_.accs.size() - tmp.size());
+          g_.nodes[xn].nacc = uint32_t(tmp.size());
+          g_.preds[xn].push_back(trig);
           auto lk = last_xfer.find({e, q});
-          if (lk != last_xfer.end()) preds_[xn].push_back(lk->second);
+          if (lk != last_xfer.end()) g_.preds[xn].push_back(lk->second);
           last_xfer[{e, q}] = xn;
           prev = trig;
         } else if (is_cc) {
           uint32_t trig = add_node(n, st);
-          if (prev != UINT32_MAX) preds_[trig].push_back(prev);
-          for (const Wait& w : in.waits) waits_.push_back({trig, trig, c, w});
+          if (prev != UINT32_MAX) g_.preds[trig].push_back(prev);
+          for (const Wait& w : in.waits) g_.waits.push_back({trig, trig, c, w});
           const int ch = int(cc_channel(in));
           if (ch < 0 || ch >= kNumCcChannels) throw Outside("bad collective channel (a fault)");
           std::vector<int> members;
@@ -232,12 +235,12 @@ void Checker::build() {
           }
           if (members.empty())
             throw Outside(fmt::format("{}: rank {} is in no list of replica group '{}' (a fault)",
-                                      loc(eng, pc), rank, grp.name));
+                                      names_.loc(eng, pc), rank, grp.name));
           for (int& r : members) {
             if (r >= o_.ranks)
               throw Outside(fmt::format("{}: replica group '{}' names rank {} but there are {} "
                                         "ranks (a fault)",
-                                        loc(eng, pc), grp.name, r, o_.ranks));
+                                        names_.loc(eng, pc), grp.name, r, o_.ranks));
             r = r * o_.lnc + cid;
           }
           int k = cc_count[{c, ch, g, members}]++;
@@ -248,30 +251,30 @@ void Checker::build() {
             p.join = add_node(j, kNoStream);
             p.members = members;
           }
-          uint32_t cs = stream(c, 2, ch, fmt::format("{} cc ch{}", core_name(c), ch));
+          uint32_t cs = stream(c, 2, ch, fmt::format("{} cc ch{}", names_.core_name(c), ch));
           Node done = n;
           done.kind = NK::ccdone, done.queue = int16_t(kNumDmaQueues + ch), done.sigs = true;
           uint32_t dn = add_node(done, cs);
           // the previous transfer on this channel of this core precedes the join
           auto lc = last_cc.find(ch);
-          if (lc != last_cc.end()) preds_[p.join].push_back(lc->second);
+          if (lc != last_cc.end()) g_.preds[p.join].push_back(lc->second);
           last_cc[ch] = dn;
-          preds_[p.join].push_back(trig);
-          preds_[dn].push_back(p.join);
+          g_.preds[p.join].push_back(trig);
+          g_.preds[dn].push_back(p.join);
           p.who.push_back({c, dn});
           access_regions(c, o_.lnc, in, regs, unknown, tmp);
-          for (Region& g2 : tmp) accs_.push_back({g2, dn});
+          for (Region& g2 : tmp) g_.accs.push_back({g2, dn});
           prev = trig;
         } else {
           n.kind = NK::inst;
           n.sigs = in.op != Opcode::sem_set;
           n.set = in.op == Opcode::sem_set;
           uint32_t me = add_node(n, st);
-          if (prev != UINT32_MAX) preds_[me].push_back(prev);
-          nodes_[me].acc0 = uint32_t(accs_.size());
-          nodes_[me].nacc = uint32_t(tmp.size());
-          for (Region& g : tmp) accs_.push_back({g, me});
-          for (const Wait& w : in.waits) waits_.push_back({me, me, c, w});
+          if (prev != UINT32_MAX) g_.preds[me].push_back(prev);
+          g_.nodes[me].acc0 = uint32_t(g_.accs.size());
+          g_.nodes[me].nacc = uint32_t(tmp.size());
+          for (Region& g : tmp) g_.accs.push_back({g, me});
+          for (const Wait& w : in.waits) g_.waits.push_back({me, me, c, w});
           prev = me;
         }
         pc = next;
@@ -281,16 +284,16 @@ void Checker::build() {
   // Joins: participants, completeness, accesses (collectives and send_recv move data at the
   // join: their accesses are gathered on it).
   auto finish = [&](Party& p, const std::vector<int>& members) {
-    Node& j = nodes_[p.join];
-    j.anc0 = uint32_t(anchors_.size());
-    for (auto& [c, w] : p.who) anchors_.push_back({nodes_[w].stream, nodes_[w].pos});
+    Node& j = g_.nodes[p.join];
+    j.anc0 = uint32_t(g_.anchors.size());
+    for (auto& [c, w] : p.who) g_.anchors.push_back({g_.nodes[w].stream, g_.nodes[w].pos});
     j.nanc = uint32_t(p.who.size());
     for (int mc : members) {
       bool found = false;
       for (auto& [c, w] : p.who) found |= c == mc;
       if (!found) {
         j.incomplete = true;
-        j.missing += (j.missing.empty() ? "" : ", ") + core_name(mc);
+        j.missing += (j.missing.empty() ? "" : ", ") + names_.core_name(mc);
       }
     }
   };
@@ -302,31 +305,31 @@ void Checker::build() {
   }
   for (auto& [key, p] : ccp) finish(p, p.members);
   // Move the accesses of rendezvous and collectives onto their joins.
-  std::vector<std::vector<Acc>> at(nodes_.size());
+  std::vector<std::vector<Acc>> at(g_.nodes.size());
   std::vector<Acc> keep;
-  std::vector<uint32_t> join_of(nodes_.size(), UINT32_MAX);
+  std::vector<uint32_t> join_of(g_.nodes.size(), UINT32_MAX);
   for (auto& [key, p] : rdv)
     for (auto& [c, w] : p.who) join_of[w] = p.join;
   for (auto& [key, p] : ccp)
     for (auto& [c, w] : p.who) join_of[w] = p.join;
-  for (const Acc& a : accs_) {
+  for (const Acc& a : g_.accs) {
     uint32_t holder = join_of[a.who] != UINT32_MAX ? join_of[a.who] : a.who;
     at[holder].push_back(a);
   }
-  accs_.clear();
-  for (size_t i = 0; i < nodes_.size(); ++i) {
-    nodes_[i].acc0 = uint32_t(accs_.size());
-    nodes_[i].nacc = uint32_t(at[i].size());
-    accs_.insert(accs_.end(), at[i].begin(), at[i].end());
+  g_.accs.clear();
+  for (size_t i = 0; i < g_.nodes.size(); ++i) {
+    g_.nodes[i].acc0 = uint32_t(g_.accs.size());
+    g_.nodes[i].nacc = uint32_t(at[i].size());
+    g_.accs.insert(g_.accs.end(), at[i].begin(), at[i].end());
   }
   // Semaphore histories.
-  for (uint32_t i = 0; i < nodes_.size(); ++i) {
-    const Node& n = nodes_[i];
+  for (uint32_t i = 0; i < g_.nodes.size(); ++i) {
+    const Node& n = g_.nodes[i];
     if (!n.in) continue;
     if (n.set) {
       int64_t s = n.in->ops[op::sem_set::sem].i;
       if (s < 0 || size_t(s) >= nsems) throw Outside("sem_set of an undeclared semaphore");
-      sems_[size_t(n.core) * nsems + size_t(s)].sets.push_back(
+      g_.sems[size_t(n.core) * nsems + size_t(s)].sets.push_back(
           {i, uint32_t(n.in->ops[op::sem_set::value].i)});
     }
     if (!n.sigs || n.kind == NK::join) continue;
@@ -335,7 +338,7 @@ void Checker::build() {
       continue;
     for (const Signal& s : n.in->signals) {
       if (s.sem >= nsems) throw Outside("signal of an undeclared semaphore (a fault)");
-      SemInfo& si = sems_[size_t(n.core) * nsems + s.sem];
+      SemInfo& si = g_.sems[size_t(n.core) * nsems + s.sem];
       auto it = si.by_stream.find(n.stream);
       if (it == si.by_stream.end()) {
         it = si.by_stream.emplace(n.stream, si.lists.size()).first;
@@ -351,15 +354,15 @@ void Checker::build() {
       l.prefix.push_back(l.prefix.back() + s.delta);
     }
   }
-  for (const WaitRec& w : waits_)
+  for (const WaitRec& w : g_.waits)
     if (w.w.sem >= nsems) throw Outside("wait on an undeclared semaphore (a fault)");
-  S_ = uint32_t(stream_len_.size());
-  if (uint64_t(nodes_.size()) * S_ * 4 > o_.max_vc_bytes)
+  S_ = uint32_t(g_.stream_len.size());
+  if (uint64_t(g_.nodes.size()) * S_ * 4 > o_.max_vc_bytes)
     throw Outside(fmt::format("{} nodes x {} streams of vector clocks exceed {} bytes",
-                              nodes_.size(), S_, o_.max_vc_bytes));
-  best_.assign(waits_.size(), {});
-  for (size_t i = 0; i < waits_.size(); ++i) {
-    const SemInfo& si = sems_[size_t(waits_[i].core) * nsems + waits_[i].w.sem];
+                              g_.nodes.size(), S_, o_.max_vc_bytes));
+  best_.assign(g_.waits.size(), {});
+  for (size_t i = 0; i < g_.waits.size(); ++i) {
+    const SemInfo& si = g_.sems[size_t(g_.waits[i].core) * nsems + g_.waits[i].w.sem];
     best_[i].assign(si.lists.size(), 0);
   }
 }
