@@ -1,5 +1,5 @@
 // The static synchronisation proof (interp/check/check.h, docs/check.md): deadlock simulation, the
-// sem_set / == checks, the race pass and the report (parts 1 and 2: check_unroll.cpp,
+// sem_set / == checks, the race pass and the report (the walk: check_unroll.h; happens-before:
 // check_order.cpp; the Checker class: check_internal.h).
 #include "interp/check/check.h"
 

@@ -1,8 +1,8 @@
 // The static synchronisation proof's internals (interp/check/check.h, docs/check.md): the
-// Checker, over the graph of check_graph.h and its names (check_names.h), in three parts:
-// check_unroll.cpp (unrolling the streams into nodes, with the access extents of check_extents.h),
-// check_order.cpp (happens-before: vector clocks and the edges derived from semaphore counts) and
-// check.cpp (deadlock simulation, sem_set / == checks, the race pass, the report).
+// Checker, over the graph of check_graph.h (built by the Unroller of check_unroll.h) and its
+// names (check_names.h), in two parts: check_order.cpp (happens-before: vector clocks and the
+// edges derived from semaphore counts) and check.cpp (deadlock simulation, sem_set / == checks,
+// the race pass, the report).
 #pragma once
 #include <algorithm>
 #include <map>
@@ -28,7 +28,6 @@ private:
   const CheckOptions& o_;
   Graph g_;
   Names names_{m_, o_, g_};
-  std::map<std::tuple<int, int, int>, uint32_t> stream_ids_; // (core, kind, index)
   // per wait, per signalling stream (index into its SemInfo lists): the latest signal proved
   // to precede the wait (+1; 0 = none)
   std::vector<std::vector<uint32_t>> best_;
@@ -38,28 +37,7 @@ private:
   bool cycle_ = false;
 
   // ---- building ------------------------------------------------------------------------------
-  uint32_t stream(int core, int kind, int idx, const std::string& name) {
-    auto key = std::make_tuple(core, kind, idx);
-    auto it = stream_ids_.find(key);
-    if (it != stream_ids_.end()) return it->second;
-    uint32_t id = uint32_t(g_.stream_len.size());
-    stream_ids_[key] = id;
-    g_.stream_len.push_back(0);
-    g_.stream_name.push_back(name);
-    return id;
-  }
-  uint32_t add_node(Node n, uint32_t st) {
-    if (g_.nodes.size() >= o_.max_nodes)
-      throw Outside(fmt::format("more than {} unrolled instructions and transfers", o_.max_nodes));
-    if (st != kNoStream) {
-      n.stream = st;
-      n.pos = ++g_.stream_len[st];
-    }
-    g_.nodes.push_back(std::move(n));
-    g_.preds.emplace_back();
-    return uint32_t(g_.nodes.size() - 1);
-  }
-  void build();
+  void build(); // the graph (Unroller), and the clocks' room
   // ---- happens-before ------------------------------------------------------------------------
   bool topo_and_clocks();
   bool after(uint32_t node, const Anchor* a, uint32_t na) const {

@@ -1,9 +1,21 @@
-// nisa check, part 2: happens-before (vector clocks, edges derived from semaphore counts).
+// nisa check, part 1: happens-before (vector clocks, edges derived from semaphore counts).
 #include "interp/check/check_internal.h"
+#include "interp/check/check_unroll.h"
 
 namespace nisa::interp::check_detail {
 
 // ---- happens-before ----------------------------------------------------------------------------
+
+void Checker::build() {
+  Unroller(m_, o_, names_, g_).run();
+  S_ = g_.streams();
+  if (uint64_t(g_.nodes.size()) * S_ * 4 > o_.max_vc_bytes)
+    throw Outside(fmt::format("{} nodes x {} streams of vector clocks exceed {} bytes",
+                              g_.nodes.size(), S_, o_.max_vc_bytes));
+  best_.assign(g_.waits.size(), {});
+  for (size_t i = 0; i < g_.waits.size(); ++i)
+    best_[i].assign(g_.sem_of(g_.waits[i]).lists.size(), 0);
+}
 
 bool Checker::topo_and_clocks() {
   const size_t N = g_.nodes.size();
