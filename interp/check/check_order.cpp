@@ -1,28 +1,46 @@
-// nisa check, part 1: happens-before (vector clocks, edges derived from semaphore counts).
-#include "interp/check/check_internal.h"
-#include "interp/check/check_unroll.h"
+// nisa check: happens-before (check_order.h).
+#include "interp/check/check_order.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
 
 namespace nisa::interp::check_detail {
 
-// ---- happens-before ----------------------------------------------------------------------------
-
-void Checker::build() {
-  Unroller(m_, o_, names_, g_).run();
-  S_ = g_.streams();
-  if (uint64_t(g_.nodes.size()) * S_ * 4 > o_.max_vc_bytes)
+Order::Order(const CheckOptions& o, const Graph& g) : g_(g), S_(g.streams()) {
+  if (uint64_t(g_.nodes.size()) * S_ * 4 > o.max_vc_bytes)
     throw Outside(fmt::format("{} nodes x {} streams of vector clocks exceed {} bytes",
-                              g_.nodes.size(), S_, o_.max_vc_bytes));
+                              g_.nodes.size(), S_, o.max_vc_bytes));
   best_.assign(g_.waits.size(), {});
   for (size_t i = 0; i < g_.waits.size(); ++i)
     best_[i].assign(g_.sem_of(g_.waits[i]).lists.size(), 0);
 }
 
-bool Checker::topo_and_clocks() {
+bool Order::solve(int& rounds) {
+  for (;;) {
+    ++rounds;
+    if (!topo_and_clocks()) return false;
+    if (!derive_edges()) return true;
+  }
+}
+
+uint64_t Order::sem_edges() const {
+  uint64_t n = 0;
+  for (const auto& b : best_)
+    for (uint32_t v : b) n += v ? 1 : 0;
+  return n;
+}
+
+bool Order::ordered(uint32_t a, uint32_t b) const {
+  Anchor aa{g_.nodes[a].stream, g_.nodes[a].pos}, bb{g_.nodes[b].stream, g_.nodes[b].pos};
+  return after(b, &aa, 1) || after(a, &bb, 1);
+}
+
+bool Order::topo_and_clocks() {
   const size_t N = g_.nodes.size();
   std::vector<std::vector<uint32_t>> extra(N);
-  const size_t nsems = m_.sems.size();
   for (size_t i = 0; i < g_.waits.size(); ++i) {
-    const SemInfo& si = g_.sems[size_t(g_.waits[i].core) * nsems + g_.waits[i].w.sem];
+    const SemInfo& si = g_.sem_of(g_.waits[i]);
     for (size_t k = 0; k < best_[i].size(); ++k)
       if (best_[i][k]) extra[g_.waits[i].site].push_back(si.lists[k].nodes[best_[i][k] - 1]);
   }
@@ -51,12 +69,11 @@ bool Checker::topo_and_clocks() {
     for (uint32_t s : succ[n])
       if (--indeg[s] == 0) topo_.push_back(s);
   }
-  cycle_ = topo_.size() != N;
-  return !cycle_;
+  return topo_.size() == N;
 }
 
-uint64_t Checker::max_count(const SemInfo& si, uint32_t site, const std::vector<Anchor>& sa,
-                            const Anchor* x) const {
+uint64_t Order::max_count(const SemInfo& si, uint32_t site, const std::vector<Anchor>& sa,
+                          const Anchor* x) const {
   // per list: how many signals may have completed (not after the site, not after x)
   uint64_t best = 0;
   std::vector<size_t> cut(si.lists.size());
@@ -102,13 +119,12 @@ uint64_t Checker::max_count(const SemInfo& si, uint32_t site, const std::vector<
   return best;
 }
 
-bool Checker::derive_edges() {
+bool Order::derive_edges() {
   bool changed = false;
-  const size_t nsems = m_.sems.size();
   std::vector<Anchor> sa;
   for (size_t i = 0; i < g_.waits.size(); ++i) {
     const WaitRec& w = g_.waits[i];
-    const SemInfo& si = g_.sems[size_t(w.core) * nsems + w.w.sem];
+    const SemInfo& si = g_.sem_of(w);
     if (si.lists.empty() || w.w.value == 0) continue;
     g_.site_anchors(w.site, sa);
     for (size_t k = 0; k < si.lists.size(); ++k) {
