@@ -1,25 +1,55 @@
-// nisa check, part 2: happens-before (vector clocks, edges derived from semaphore counts).
-#include "interp/check/check_internal.h"
+// nisa check: happens-before (check_order.h).
+#include "interp/check/check_order.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
 
 namespace nisa::interp::check_detail {
 
-// ---- happens-before ----------------------------------------------------------------------------
+Order::Order(const CheckOptions& o, const Graph& g) : g_(g), S_(g.streams()) {
+  if (uint64_t(g_.nodes.size()) * S_ * 4 > o.max_vc_bytes)
+    throw Outside(fmt::format("{} nodes x {} streams of vector clocks exceed {} bytes",
+                              g_.nodes.size(), S_, o.max_vc_bytes));
+  best_.assign(g_.waits.size(), {});
+  for (size_t i = 0; i < g_.waits.size(); ++i)
+    best_[i].assign(g_.sem_of(g_.waits[i]).lists.size(), 0);
+}
 
-bool Checker::topo_and_clocks() {
-  const size_t N = nodes_.size();
+bool Order::solve(int& rounds) {
+  for (;;) {
+    ++rounds;
+    if (!topo_and_clocks()) return false;
+    if (!derive_edges()) return true;
+  }
+}
+
+uint64_t Order::sem_edges() const {
+  uint64_t n = 0;
+  for (const auto& b : best_)
+    for (uint32_t v : b) n += v ? 1 : 0;
+  return n;
+}
+
+bool Order::ordered(uint32_t a, uint32_t b) const {
+  Anchor aa{g_.nodes[a].stream, g_.nodes[a].pos}, bb{g_.nodes[b].stream, g_.nodes[b].pos};
+  return after(b, &aa, 1) || after(a, &bb, 1);
+}
+
+bool Order::topo_and_clocks() {
+  const size_t N = g_.nodes.size();
   std::vector<std::vector<uint32_t>> extra(N);
-  const size_t nsems = m_.sems.size();
-  for (size_t i = 0; i < waits_.size(); ++i) {
-    const SemInfo& si = sems_[size_t(waits_[i].core) * nsems + waits_[i].w.sem];
+  for (size_t i = 0; i < g_.waits.size(); ++i) {
+    const SemInfo& si = g_.sem_of(g_.waits[i]);
     for (size_t k = 0; k < best_[i].size(); ++k)
-      if (best_[i][k]) extra[waits_[i].site].push_back(si.lists[k].nodes[best_[i][k] - 1]);
+      if (best_[i][k]) extra[g_.waits[i].site].push_back(si.lists[k].nodes[best_[i][k] - 1]);
   }
   std::vector<uint32_t> indeg(N, 0);
   std::vector<std::vector<uint32_t>> succ(N);
   for (size_t i = 0; i < N; ++i) {
-    for (uint32_t p : preds_[i]) succ[p].push_back(uint32_t(i));
+    for (uint32_t p : g_.preds[i]) succ[p].push_back(uint32_t(i));
     for (uint32_t p : extra[i]) succ[p].push_back(uint32_t(i));
-    indeg[i] = uint32_t(preds_[i].size() + extra[i].size());
+    indeg[i] = uint32_t(g_.preds[i].size() + extra[i].size());
   }
   topo_.clear();
   topo_.reserve(N);
@@ -33,18 +63,17 @@ bool Checker::topo_and_clocks() {
       const uint32_t* u = &vc_[size_t(p) * S_];
       for (uint32_t s = 0; s < S_; ++s) v[s] = std::max(v[s], u[s]);
     };
-    for (uint32_t p : preds_[n]) join(p);
+    for (uint32_t p : g_.preds[n]) join(p);
     for (uint32_t p : extra[n]) join(p);
-    if (nodes_[n].stream != kNoStream) v[nodes_[n].stream] = nodes_[n].pos;
+    if (g_.nodes[n].stream != kNoStream) v[g_.nodes[n].stream] = g_.nodes[n].pos;
     for (uint32_t s : succ[n])
       if (--indeg[s] == 0) topo_.push_back(s);
   }
-  cycle_ = topo_.size() != N;
-  return !cycle_;
+  return topo_.size() == N;
 }
 
-uint64_t Checker::max_count(const SemInfo& si, uint32_t site, const std::vector<Anchor>& sa,
-                            const Anchor* x) const {
+uint64_t Order::max_count(const SemInfo& si, uint32_t site, const std::vector<Anchor>& sa,
+                          const Anchor* x) const {
   // per list: how many signals may have completed (not after the site, not after x)
   uint64_t best = 0;
   std::vector<size_t> cut(si.lists.size());
@@ -68,7 +97,7 @@ uint64_t Checker::max_count(const SemInfo& si, uint32_t site, const std::vector<
   const uint32_t* sv = &vc_[size_t(site) * S_];
   bool init_ok = true;
   for (const SetRec& L : si.sets)
-    if (sv[nodes_[L.node].stream] >= nodes_[L.node].pos) init_ok = false;
+    if (sv[g_.nodes[L.node].stream] >= g_.nodes[L.node].pos) init_ok = false;
   if (init_ok) {
     uint64_t v = si.init;
     for (size_t k = 0; k < si.lists.size(); ++k) v += si.lists[k].prefix[cut[k]];
@@ -90,15 +119,14 @@ uint64_t Checker::max_count(const SemInfo& si, uint32_t site, const std::vector<
   return best;
 }
 
-bool Checker::derive_edges() {
+bool Order::derive_edges() {
   bool changed = false;
-  const size_t nsems = m_.sems.size();
   std::vector<Anchor> sa;
-  for (size_t i = 0; i < waits_.size(); ++i) {
-    const WaitRec& w = waits_[i];
-    const SemInfo& si = sems_[size_t(w.core) * nsems + w.w.sem];
+  for (size_t i = 0; i < g_.waits.size(); ++i) {
+    const WaitRec& w = g_.waits[i];
+    const SemInfo& si = g_.sem_of(w);
     if (si.lists.empty() || w.w.value == 0) continue;
-    site_anchors(w.site, sa);
+    g_.site_anchors(w.site, sa);
     for (size_t k = 0; k < si.lists.size(); ++k) {
       const SigList& l = si.lists[k];
       // largest j (0-based) with max_count(without signal j) < value; monotone in j

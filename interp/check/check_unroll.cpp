@@ -1,471 +1,291 @@
-// nisa check, part 1: access extents without memory, and the streams unrolled into nodes.
-#include "interp/check/check_internal.h"
-#include "interp/core/mem_operands.h"
+// nisa check: the streams unrolled into the graph's nodes (check_unroll.h).
+#include "interp/check/check_unroll.h"
+
+#include <algorithm>
+
+#include "interp/check/check_extents.h"
+#include "interp/check/check_registers.h"
+#include "isa/exec_kind.h"
 #include "isa/legality.h"
 
 namespace nisa::interp::check_detail {
 
-// ---- access extents without memory -------------------------------------------------------------
-
-void Checker::regions(int core, const Inst& in, const int32_t* regs, uint64_t unknown,
-                      std::vector<Region>& out) const {
-  const int rank = core / o_.lnc;
-  for_each_mem_operand(in, [&](const OperandDesc&, const Operand& o, bool is_write) {
-    const AccessPattern& ap = o.ap;
-    if (ap.space == MemSpace::none || ap.ndims < 1 || ap.ndims > kMaxFreeDims) return;
-    bool hull_dyn = false;
-    const i128 eb = dtype_bytes(ap.dtype);
-    const ApSpan span = ap_free_span(ap);
-    i128 lo = span.lo, hi = span.hi;
-    // The dynamic part: a known register, or every value in [0, limit) for an unknown
-    // register or a vector index (each row may take any of them).
-    std::vector<i128> dyn{0};
-    bool unbounded = false;
-    auto any_of_limit = [&]() {
-      if (ap.dyn_limit == 0) {
-        unbounded = true;
-        return;
-      }
-      dyn.clear();
-      if (ap.dyn_limit > 1024) { // too many: their hull
-        dyn.push_back(0);
-        dyn.push_back(i128(ap.dyn_limit - 1) * ap.dyn_mult);
-        hull_dyn = true;
-        return;
-      }
-      for (uint32_t d = 0; d < ap.dyn_limit; ++d) dyn.push_back(i128(d) * ap.dyn_mult);
-    };
-    if (ap.dyn == DynKind::reg) {
-      if (ap.dyn_reg < kNumRegs && !((unknown >> ap.dyn_reg) & 1))
-        dyn[0] = i128(regs[ap.dyn_reg]) * ap.dyn_mult;
-      else
-        any_of_limit();
-    } else if (ap.dyn == DynKind::vec) {
-      any_of_limit();
-      Region ix; // the index tile is read
-      ix.kind = MemKind::sbuf, ix.unit = uint16_t(core), ix.write = false;
-      ix.p0 = ap.vidx.part_start;
-      ix.p1 = std::min<uint32_t>(kNumPartitions, uint32_t(ap.vidx.part_start) + ap.part_count);
-      ix.b0 = ap.vidx.offset, ix.b1 = uint64_t(ap.vidx.offset) + dtype_bytes(ap.vidx.dtype);
-      if (ix.p1 > ix.p0) out.push_back(ix);
-    }
-    auto clampu = [](i128 v) -> uint64_t {
-      if (v < 0) return 0;
-      if (v > i128(INT64_MAX)) return uint64_t(INT64_MAX);
-      return uint64_t(v);
-    };
-    const i128 off = i128(ap.offset);
-    Region r;
-    r.write = is_write;
-    const bool on_chip = ap.space == MemSpace::sbuf || ap.space == MemSpace::psum;
-    if (on_chip) {
-      r.kind = ap.space == MemSpace::sbuf ? MemKind::sbuf : MemKind::psum;
-      r.unit = uint16_t(core);
-      r.p0 = ap.part_start;
-      r.p1 = std::min<uint32_t>(kNumPartitions, uint32_t(ap.part_start) + ap.part_count);
-      if (r.p1 <= r.p0) return;
-    } else {
-      r.kind = MemKind::hbm, r.unit = uint16_t(rank), r.p0 = 0, r.p1 = 1;
-    }
-    if (unbounded) {
-      r.b0 = 0, r.b1 = uint64_t(INT64_MAX);
-      out.push_back(r);
-      return;
-    }
-    // Shifts (elements): every row of an HBM pattern, plus every dynamic value.
-    const uint32_t nrows = std::max<uint32_t>(1, ap.part_count);
-    const uint32_t erows = on_chip ? 1 : nrows;
-    const bool grid_ok = !hull_dyn && !on_chip && nrows > 1 && dyn.size() > 1 && ap.dyn_mult > 0 &&
-                         ap.part_stride % ap.dyn_mult == 0;
-    if (!grid_ok && (hull_dyn || uint64_t(erows) * dyn.size() > 1024)) { // their hull
-      const i128 pr = i128(ap.part_stride) * (erows - 1);
-      const i128 mn = std::min<i128>(0, pr) + std::min(dyn.front(), dyn.back());
-      const i128 mx = std::max<i128>(0, pr) + std::max(dyn.front(), dyn.back());
-      r.b0 = clampu(off + (mn + lo) * eb), r.b1 = clampu(off + (mx + hi + 1) * eb);
-      if (r.b1 > r.b0) out.push_back(r);
-      return;
-    }
-    std::vector<i128> rows{0};
-    if (!on_chip && nrows > 1) {
-      rows.clear();
-      for (uint32_t p = 0; p < nrows; ++p) rows.push_back(i128(p) * ap.part_stride);
-    }
-    std::vector<std::pair<i128, i128>> iv; // byte intervals
-    // Rows and dynamic values on one grid (the row stride a multiple of the dynamic step, as
-    // in a gather of whole rows): the distinct shifts, not their product.
-    const i128 ps_el = i128(ap.part_stride);
-    const i128 mult = ap.dyn_mult;
-    if (!hull_dyn && !on_chip && nrows > 1 && dyn.size() > 1 && mult > 0 && ps_el % mult == 0 &&
-        rows.size() * dyn.size() > 1024) {
-      const i128 q = ps_el / mult;
-      const i128 qa = q < 0 ? -q : q;
-      const i128 span = qa * (nrows - 1) + i128(dyn.size());
-      if (span <= (i128(1) << 16)) {
-        std::vector<uint8_t> hit(size_t(span), 0);
-        const i128 base = q < 0 ? qa * (nrows - 1) : 0;
-        for (uint32_t p = 0; p < nrows; ++p)
-          for (size_t d = 0; d < dyn.size(); ++d) {
-            const i128 k = base + q * p + i128(d);
-            if (hit[size_t(k)]) break; // the rest of this row's run is marked already
-            hit[size_t(k)] = 1;
-          }
-        rows.clear();
-        dyn.assign(1, 0);
-        for (size_t k = 0; k < hit.size(); ++k)
-          if (hit[k]) rows.push_back((i128(k) - base) * mult);
-      }
-    }
-    if (hull_dyn || rows.size() * dyn.size() > 1024) {
-      i128 mn = 0, mx = 0;
-      bool first = true;
-      for (i128 a : {rows.front(), rows.back()})
-        for (i128 d : {dyn.front(), dyn.back()}) {
-          mn = first ? a + d : std::min(mn, a + d);
-          mx = first ? a + d : std::max(mx, a + d);
-          first = false;
-        }
-      iv.push_back({off + (mn + lo) * eb, off + (mx + hi + 1) * eb});
-    } else {
-      for (i128 a : rows)
-        for (i128 d : dyn) iv.push_back({off + (a + d + lo) * eb, off + (a + d + hi + 1) * eb});
-      std::sort(iv.begin(), iv.end());
-      size_t w = 0;
-      for (size_t i = 1; i < iv.size(); ++i) {
-        if (iv[i].first <= iv[w].second)
-          iv[w].second = std::max(iv[w].second, iv[i].second);
-        else
-          iv[++w] = iv[i];
-      }
-      iv.resize(w + 1);
-    }
-    for (auto [b0, b1] : iv) {
-      r.b0 = clampu(b0), r.b1 = clampu(b1);
-      if (r.b1 > r.b0) out.push_back(r);
-    }
-  });
+uint32_t Unroller::stream(int core, int kind, int idx, const std::string& name) {
+  auto key = std::make_tuple(core, kind, idx);
+  auto it = stream_ids_.find(key);
+  if (it != stream_ids_.end()) return it->second;
+  uint32_t id = uint32_t(g_.stream_len.size());
+  stream_ids_[key] = id;
+  g_.stream_len.push_back(0);
+  g_.stream_name.push_back(name);
+  return id;
 }
 
-// ---- unrolling ---------------------------------------------------------------------------------
-
-void Checker::build() {
-  ncores_ = o_.lnc * o_.ranks;
-  const size_t nsems = m_.sems.size();
-  sems_.assign(size_t(ncores_) * nsems, {});
-  for (int c = 0; c < ncores_; ++c)
-    for (size_t s = 0; s < nsems; ++s) sems_[size_t(c) * nsems + s].init = m_.sems[s].init;
-
-  // Rendezvous keys -> the participants' join, per rank.
-  struct Party {
-    uint32_t join = UINT32_MAX;
-    std::vector<std::pair<int, uint32_t>> who; // (core, participant node)
-    std::vector<int> members;
-  };
-  std::map<std::tuple<int, int, int64_t, int>, Party> rdv; // (rank, kind, key, k-th)
-  std::map<std::tuple<int, int64_t>, int> rdv_count;       // (core, kind*big + key) -> count
-  std::map<std::tuple<int, int, int64_t>, int> sr_engine;  // (core, pipe) -> engine
-  // Collectives: (chan, group, members, k-th) -> party.
-  std::map<std::tuple<int, int64_t, std::vector<int>, int>, Party> ccp;
-  std::map<std::tuple<int, int, int64_t, std::vector<int>>, int> cc_count;
-  std::vector<Region> tmp;
-
-  for (int c = 0; c < ncores_; ++c) {
-    const int rank = c / o_.lnc, cid = c % o_.lnc;
-    std::map<std::pair<int, int>, uint32_t> last_xfer; // (engine, queue) -> node
-    std::map<int, uint32_t> last_cc;                   // channel -> completion node
-    for (int e = 0; e < kNumEngines; ++e) {
-      const auto& code = m_.streams[size_t(e)];
-      if (code.empty()) continue;
-      const Engine eng = Engine(e);
-      const uint32_t st = stream(c, 0, e, fmt::format("{} {}", core_name(c), name_of(eng)));
-      int32_t regs[kNumRegs] = {};
-      uint64_t unknown = 0;
-      uint32_t prev = UINT32_MAX; // previous node of the engine stream
-      int64_t pc = 0;
-      const int64_t len = int64_t(code.size());
-      auto reg_val = [&](const Operand& o, bool& unk) -> int32_t {
-        if (!o.is_reg) return int32_t(o.i);
-        if (o.i < 0 || o.i >= kNumRegs) throw Outside("bad register");
-        unk |= (unknown >> o.i) & 1;
-        return regs[o.i];
-      };
-      while (pc < len) {
-        if (nodes_.size() + 4 >= o_.max_nodes)
-          throw Outside(fmt::format("more than {} unrolled instructions and transfers, the last at "
-                                    "{} on {} {} (an endless loop?)",
-                                    o_.max_nodes, loc(eng, pc), core_name(c), name_of(eng)));
-        const Inst& in = code[size_t(pc)];
-        ++insts_;
-        const InstDesc& d = desc(in.op);
-        int64_t next = pc + 1;
-        Node n;
-        n.core = c, n.eng = eng, n.pc = int32_t(pc), n.in = &in;
-        tmp.clear();
-        const ExecKind kind = exec_kind(d);
-        const bool is_dma = kind == ExecKind::dma, is_cc = kind == ExecKind::collective;
-        const bool is_barrier = kind == ExecKind::barrier, is_sr = kind == ExecKind::send_recv;
-        // What faults when it is reached is not a schedule question: the run stops there.
-        if (!gen_allows(d.gens, o_.target))
-          throw Outside(fmt::format("{}: '{}' is not available on {} (a fault when reached)",
-                                    loc(eng, pc), d.mnemonic, name_of(o_.target)));
-        // The static rules every run checks (isa/legality.h): a fault when reached, too.
-        if (auto e = legality_error(in, o_.target))
-          throw Outside(
-              fmt::format("{}: {} (a fault when reached)", loc(eng, pc), legality_text(in, *e)));
-        if ((is_barrier || is_sr) && o_.lnc != 2)
-          throw Outside(fmt::format("{}: '{}' needs two cores (--lnc 2; a fault when reached)",
-                                    loc(eng, pc), d.mnemonic));
-        if (!is_dma && !is_cc) regions(c, in, regs, unknown, tmp);
-        // registers and branches
-        auto rd = [&](int32_t v, bool unk) {
-          int64_t r = in.ops[op::reg_write::rd].i;
-          if (r < 0 || r >= kNumRegs) throw Outside("bad register");
-          regs[r] = v;
-          unknown = unk ? (unknown | (uint64_t(1) << r)) : (unknown & ~(uint64_t(1) << r));
-        };
-        auto target = [&](const Operand& t) {
-          if (t.i < 0 || t.i > len)
-            throw Outside(
-                fmt::format("{}: branch target {} outside the stream", loc(eng, pc), t.i));
-          return t.i;
-        };
-        auto cond_reg = [&](int64_t r) -> int32_t {
-          if (r < 0 || r >= kNumRegs) throw Outside("bad register");
-          if ((unknown >> r) & 1)
-            throw Outside(fmt::format(
-                "{}: '{}' on {} branches on r{}, which holds a value loaded from memory: the "
-                "control flow depends on data",
-                loc(eng, pc), d.mnemonic, core_name(c), r));
-          return regs[r];
-        };
-        if (is_reg_alu(in.op)) { // rd = rs op rt (isa/exec_kind.h reg_alu)
-          bool unk = false;
-          Operand rs = in.ops[op::reg_alu::rs];
-          rs.is_reg = true;
-          const int32_t a = reg_val(rs, unk), b = reg_val(in.ops[op::reg_alu::rt], unk);
-          rd(reg_alu(in.op, a, b), unk);
-        } else
-          switch (in.op) {
-          case Opcode::li: rd(int32_t(in.ops[op::li::imm].i), false); break;
-          case Opcode::sysreg: {
-            int32_t v = 0;
-            switch (static_cast<SysReg>(in.ops[op::sysreg::which].i)) {
-            case SysReg::program_id: v = cid; break;
-            case SysReg::num_programs: v = o_.lnc; break;
-            case SysReg::rank_id: v = rank; break;
-            case SysReg::num_ranks: v = o_.ranks; break;
-            case SysReg::nc_version: v = static_cast<int32_t>(o_.target); break;
-            default: throw Outside("unknown system register");
-            }
-            rd(v, false);
-            break;
-          }
-          case Opcode::ring_rank: {
-            bool unk = false;
-            int32_t step = reg_val(in.ops[op::ring_rank::step], unk);
-            int64_t g = in.ops[op::ring_rank::group].i;
-            if (g < 0 || size_t(g) >= m_.groups.size()) throw Outside("undeclared replica group");
-            bool found = false;
-            for (const auto& list : m_.groups[size_t(g)].groups)
-              for (size_t i = 0; i < list.size() && !found; ++i)
-                if (list[i] == uint32_t(rank)) {
-                  int64_t nn = int64_t(list.size());
-                  int64_t p = ((int64_t(i) - step) % nn + nn) % nn;
-                  rd(int32_t(list[size_t(p)]), unk);
-                  found = true;
-                }
-            if (!found)
-              throw Outside(fmt::format("{}: ring_rank: rank {} is in no list of its "
-                                        "replica group (a fault)",
-                                        loc(eng, pc), rank));
-            break;
-          }
-          case Opcode::ld: rd(0, true); break;
-          case Opcode::br: next = target(in.ops[op::br::target]); break;
-          case Opcode::bnz:
-            if (cond_reg(in.ops[op::bnz::rs].i) != 0) next = target(in.ops[op::bnz::target]);
-            break;
-          case Opcode::bz:
-            if (cond_reg(in.ops[op::bz::rs].i) == 0) next = target(in.ops[op::bz::target]);
-            break;
-          case Opcode::blt: {
-            const Operand& rt = in.ops[op::blt::rt];
-            int32_t a = cond_reg(in.ops[op::blt::rs].i);
-            int32_t b = rt.is_reg ? cond_reg(rt.i) : int32_t(rt.i);
-            if (a < b) next = target(in.ops[op::blt::target]);
-            break;
-          }
-          case Opcode::halt: next = len; break;
-          default: break;
-          }
-        // the node(s)
-        if (is_barrier || is_sr) {
-          n.kind = NK::inst;
-          n.sigs = true;
-          uint32_t me = add_node(n, st);
-          int64_t key = is_barrier ? e : in.ops[op::send_recv::pipe].i;
-          int kind = is_barrier ? 0 : 1;
-          if (is_sr) {
-            auto [it, fresh] = sr_engine.try_emplace({c, 1, key}, e);
-            if (!fresh && it->second != e)
-              throw Outside(fmt::format("{}: send_recv pipe {} is used by two engines of {}: "
-                                        "which one meets the peer depends on the schedule",
-                                        loc(eng, pc), key, core_name(c)));
-          }
-          int k = rdv_count[{c, int64_t(kind) * (int64_t(1) << 40) + key}]++;
-          Party& p = rdv[{rank, kind, key, k}];
-          if (p.join == UINT32_MAX) {
-            Node j;
-            j.kind = NK::join, j.core = c, j.eng = eng, j.pc = int32_t(pc), j.in = &in;
-            p.join = add_node(j, kNoStream);
-          }
-          p.who.push_back({c, me});
-          if (prev != UINT32_MAX) preds_[p.join].push_back(prev);
-          preds_[me].push_back(p.join);
-          if (is_sr) {
-            for (Region& g : tmp) accs_.push_back({g, me});
-          }
-          for (const Wait& w : in.waits) waits_.push_back({p.join, me, c, w});
-          prev = me;
-        } else if (is_dma) {
-          n.kind = NK::inst;
-          uint32_t trig = add_node(n, st);
-          if (prev != UINT32_MAX) preds_[trig].push_back(prev);
-          for (const Wait& w : in.waits) waits_.push_back({trig, trig, c, w});
-          int q = int(dma_queue(in));
-          uint32_t qs = stream(c, 1, e * 64 + q,
-                               fmt::format("{} q{} (from {})", core_name(c), q, name_of(eng)));
-          Node x = n;
-          x.kind = NK::xfer, x.queue = int16_t(q), x.sigs = true;
-          regions(c, in, regs, unknown, tmp);
-          x.acc0 = uint32_t(accs_.size());
-          uint32_t xn = add_node(x, qs);
-          for (Region& g : tmp) accs_.push_back({g, xn});
-          nodes_[xn].acc0 = uint32_t(accs_.size() - tmp.size());
-          nodes_[xn].nacc = uint32_t(tmp.size());
-          preds_[xn].push_back(trig);
-          auto lk = last_xfer.find({e, q});
-          if (lk != last_xfer.end()) preds_[xn].push_back(lk->second);
-          last_xfer[{e, q}] = xn;
-          prev = trig;
-        } else if (is_cc) {
-          uint32_t trig = add_node(n, st);
-          if (prev != UINT32_MAX) preds_[trig].push_back(prev);
-          for (const Wait& w : in.waits) waits_.push_back({trig, trig, c, w});
-          const int ch = int(cc_channel(in));
-          if (ch < 0 || ch >= kNumCcChannels) throw Outside("bad collective channel (a fault)");
-          std::vector<int> members;
-          int64_t g = in.ops[op::collective::group].i;
-          if (g < 0 || size_t(g) >= m_.groups.size()) throw Outside("undeclared replica group");
-          const ReplicaGroupDecl& grp = m_.groups[size_t(g)];
-          if (in.op == Opcode::collective_permute) {
-            for (const auto& pr : grp.groups)
-              for (uint32_t r : pr)
-                if (std::find(members.begin(), members.end(), int(r)) == members.end())
-                  members.push_back(int(r));
-            std::sort(members.begin(), members.end());
-            if (std::find(members.begin(), members.end(), rank) == members.end()) members.clear();
-          } else {
-            for (const auto& list : grp.groups)
-              if (std::find(list.begin(), list.end(), uint32_t(rank)) != list.end())
-                for (uint32_t r : list) members.push_back(int(r));
-          }
-          if (members.empty())
-            throw Outside(fmt::format("{}: rank {} is in no list of replica group '{}' (a fault)",
-                                      loc(eng, pc), rank, grp.name));
-          for (int& r : members) {
-            if (r >= o_.ranks)
-              throw Outside(fmt::format("{}: replica group '{}' names rank {} but there are {} "
-                                        "ranks (a fault)",
-                                        loc(eng, pc), grp.name, r, o_.ranks));
-            r = r * o_.lnc + cid;
-          }
-          int k = cc_count[{c, ch, g, members}]++;
-          Party& p = ccp[{ch, g, members, k}];
-          if (p.join == UINT32_MAX) {
-            Node j;
-            j.kind = NK::join, j.core = c, j.eng = eng, j.pc = int32_t(pc), j.in = &in;
-            p.join = add_node(j, kNoStream);
-            p.members = members;
-          }
-          uint32_t cs = stream(c, 2, ch, fmt::format("{} cc ch{}", core_name(c), ch));
-          Node done = n;
-          done.kind = NK::ccdone, done.queue = int16_t(kNumDmaQueues + ch), done.sigs = true;
-          uint32_t dn = add_node(done, cs);
-          // the previous transfer on this channel of this core precedes the join
-          auto lc = last_cc.find(ch);
-          if (lc != last_cc.end()) preds_[p.join].push_back(lc->second);
-          last_cc[ch] = dn;
-          preds_[p.join].push_back(trig);
-          preds_[dn].push_back(p.join);
-          p.who.push_back({c, dn});
-          regions(c, in, regs, unknown, tmp);
-          for (Region& g2 : tmp) accs_.push_back({g2, dn});
-          prev = trig;
-        } else {
-          n.kind = NK::inst;
-          n.sigs = in.op != Opcode::sem_set;
-          n.set = in.op == Opcode::sem_set;
-          uint32_t me = add_node(n, st);
-          if (prev != UINT32_MAX) preds_[me].push_back(prev);
-          nodes_[me].acc0 = uint32_t(accs_.size());
-          nodes_[me].nacc = uint32_t(tmp.size());
-          for (Region& g : tmp) accs_.push_back({g, me});
-          for (const Wait& w : in.waits) waits_.push_back({me, me, c, w});
-          prev = me;
-        }
-        pc = next;
-      }
-    }
+uint32_t Unroller::add_node(Node n, uint32_t st) {
+  if (g_.nodes.size() >= o_.max_nodes)
+    throw Outside(fmt::format("more than {} unrolled instructions and transfers", o_.max_nodes));
+  if (st != kNoStream) {
+    n.stream = st;
+    n.pos = ++g_.stream_len[st];
   }
-  // Joins: participants, completeness, accesses (collectives and send_recv move data at the
-  // join: their accesses are gathered on it).
+  g_.nodes.push_back(std::move(n));
+  g_.preds.emplace_back();
+  return uint32_t(g_.nodes.size() - 1);
+}
+
+uint32_t Unroller::join_node(Party& p, const Node& n, const Inst& in) {
+  if (p.join == UINT32_MAX) {
+    Node j;
+    j.kind = NK::join, j.core = n.core, j.eng = n.eng, j.pc = n.pc, j.in = &in;
+    p.join = add_node(j, kNoStream);
+  }
+  return p.join;
+}
+
+void Unroller::run() {
+  g_.ncores = o_.lnc * o_.ranks;
+  g_.nsems = m_.sems.size();
+  g_.sems.assign(size_t(g_.ncores) * g_.nsems, {});
+  for (int c = 0; c < g_.ncores; ++c)
+    for (size_t s = 0; s < g_.nsems; ++s) g_.sems[size_t(c) * g_.nsems + s].init = m_.sems[s].init;
+  for (int c = 0; c < g_.ncores; ++c) {
+    last_xfer_.clear();
+    last_cc_.clear();
+    for (int e = 0; e < kNumEngines; ++e)
+      if (!m_.streams[size_t(e)].empty()) walk(c, e);
+  }
+  finish_joins();
+  gather_accesses();
+  sem_histories();
+}
+
+void Unroller::walk(int c, int e) {
+  const auto& code = m_.streams[size_t(e)];
+  const Engine eng = Engine(e);
+  Walk w{c, c / o_.lnc, c % o_.lnc, e, eng, 0};
+  w.st = stream(c, 0, e, fmt::format("{} {}", names_.core_name(c), name_of(eng)));
+  const int64_t len = int64_t(code.size());
+  Registers regs(m_, o_, names_, c, eng, len);
+  int64_t pc = 0;
+  while (pc < len) {
+    if (g_.nodes.size() + 4 >= o_.max_nodes)
+      throw Outside(fmt::format("more than {} unrolled instructions and transfers, the last at "
+                                "{} on {} {} (an endless loop?)",
+                                o_.max_nodes, names_.loc(eng, pc), names_.core_name(c),
+                                name_of(eng)));
+    const Inst& in = code[size_t(pc)];
+    ++g_.insts;
+    const InstDesc& d = desc(in.op);
+    Node n;
+    n.core = c, n.eng = eng, n.pc = int32_t(pc), n.in = &in;
+    tmp_.clear();
+    const ExecKind kind = exec_kind(d);
+    const bool is_dma = kind == ExecKind::dma, is_cc = kind == ExecKind::collective;
+    const bool is_barrier = kind == ExecKind::barrier, is_sr = kind == ExecKind::send_recv;
+    // What faults when it is reached is not a schedule question: the run stops there.
+    if (!gen_allows(d.gens, o_.target))
+      throw Outside(fmt::format("{}: '{}' is not available on {} (a fault when reached)",
+                                names_.loc(eng, pc), d.mnemonic, name_of(o_.target)));
+    // The static rules every run checks (isa/legality.h): a fault when reached, too.
+    if (auto err = legality_error(in, o_.target))
+      throw Outside(fmt::format("{}: {} (a fault when reached)", names_.loc(eng, pc),
+                                legality_text(in, *err)));
+    if ((is_barrier || is_sr) && o_.lnc != 2)
+      throw Outside(fmt::format("{}: '{}' needs two cores (--lnc 2; a fault when reached)",
+                                names_.loc(eng, pc), d.mnemonic));
+    if (!is_dma && !is_cc) access_regions(c, o_.lnc, in, regs.values(), regs.unknown(), tmp_);
+    const int64_t next = regs.step(in, pc);
+    if (is_barrier || is_sr)
+      rendezvous(w, n, in, is_barrier);
+    else if (is_dma)
+      dma(w, n, in, regs);
+    else if (is_cc)
+      collective(w, n, in, regs);
+    else
+      plain(w, n, in);
+    pc = next;
+  }
+}
+
+void Unroller::rendezvous(Walk& w, const Node& n0, const Inst& in, bool is_barrier) {
+  const int c = w.core;
+  Node n = n0;
+  n.kind = NK::inst;
+  n.sigs = true;
+  uint32_t me = add_node(n, w.st);
+  int64_t key = is_barrier ? w.e : in.ops[op::send_recv::pipe].i;
+  int kind = is_barrier ? 0 : 1;
+  if (!is_barrier) {
+    auto [it, fresh] = sr_engine_.try_emplace({c, 1, key}, w.e);
+    if (!fresh && it->second != w.e)
+      throw Outside(fmt::format("{}: send_recv pipe {} is used by two engines of {}: "
+                                "which one meets the peer depends on the schedule",
+                                names_.loc(w.eng, n.pc), key, names_.core_name(c)));
+  }
+  int k = rdv_count_[{c, int64_t(kind) * (int64_t(1) << 40) + key}]++;
+  Party& p = rdv_[{w.rank, kind, key, k}];
+  join_node(p, n, in);
+  p.who.push_back({c, me});
+  if (w.prev != UINT32_MAX) g_.preds[p.join].push_back(w.prev);
+  g_.preds[me].push_back(p.join);
+  if (!is_barrier) {
+    for (Region& r : tmp_) g_.accs.push_back({r, me});
+  }
+  for (const Wait& wt : in.waits) g_.waits.push_back({p.join, me, c, wt});
+  w.prev = me;
+}
+
+void Unroller::dma(Walk& w, const Node& n0, const Inst& in, const Registers& regs) {
+  const int c = w.core;
+  Node n = n0;
+  n.kind = NK::inst;
+  uint32_t trig = add_node(n, w.st);
+  if (w.prev != UINT32_MAX) g_.preds[trig].push_back(w.prev);
+  for (const Wait& wt : in.waits) g_.waits.push_back({trig, trig, c, wt});
+  int q = int(dma_queue(in));
+  uint32_t qs = stream(c, 1, w.e * 64 + q,
+                       fmt::format("{} q{} (from {})", names_.core_name(c), q, name_of(w.eng)));
+  Node x = n;
+  x.kind = NK::xfer, x.queue = int16_t(q), x.sigs = true;
+  access_regions(c, o_.lnc, in, regs.values(), regs.unknown(), tmp_);
+  x.acc0 = uint32_t(g_.accs.size());
+  uint32_t xn = add_node(x, qs);
+  for (Region& r : tmp_) g_.accs.push_back({r, xn});
+  g_.nodes[xn].acc0 = uint32_t(g_.accs.size() - tmp_.size());
+  g_.nodes[xn].nacc = uint32_t(tmp_.size());
+  g_.preds[xn].push_back(trig);
+  auto lk = last_xfer_.find({w.e, q});
+  if (lk != last_xfer_.end()) g_.preds[xn].push_back(lk->second);
+  last_xfer_[{w.e, q}] = xn;
+  w.prev = trig;
+}
+
+void Unroller::collective(Walk& w, const Node& n, const Inst& in, const Registers& regs) {
+  const int c = w.core, rank = w.rank;
+  uint32_t trig = add_node(n, w.st);
+  if (w.prev != UINT32_MAX) g_.preds[trig].push_back(w.prev);
+  for (const Wait& wt : in.waits) g_.waits.push_back({trig, trig, c, wt});
+  const int ch = int(cc_channel(in));
+  if (ch < 0 || ch >= kNumCcChannels) throw Outside("bad collective channel (a fault)");
+  std::vector<int> members;
+  int64_t g = in.ops[op::collective::group].i;
+  if (g < 0 || size_t(g) >= m_.groups.size()) throw Outside("undeclared replica group");
+  const ReplicaGroupDecl& grp = m_.groups[size_t(g)];
+  if (in.op == Opcode::collective_permute) {
+    for (const auto& pr : grp.groups)
+      for (uint32_t r : pr)
+        if (std::find(members.begin(), members.end(), int(r)) == members.end())
+          members.push_back(int(r));
+    std::sort(members.begin(), members.end());
+    if (std::find(members.begin(), members.end(), rank) == members.end()) members.clear();
+  } else {
+    for (const auto& list : grp.groups)
+      if (std::find(list.begin(), list.end(), uint32_t(rank)) != list.end())
+        for (uint32_t r : list) members.push_back(int(r));
+  }
+  if (members.empty())
+    throw Outside(fmt::format("{}: rank {} is in no list of replica group '{}' (a fault)",
+                              names_.loc(w.eng, n.pc), rank, grp.name));
+  for (int& r : members) {
+    if (r >= o_.ranks)
+      throw Outside(fmt::format("{}: replica group '{}' names rank {} but there are {} "
+                                "ranks (a fault)",
+                                names_.loc(w.eng, n.pc), grp.name, r, o_.ranks));
+    r = r * o_.lnc + w.cid;
+  }
+  int k = cc_count_[{c, ch, g, members}]++;
+  Party& p = ccp_[{ch, g, members, k}];
+  if (p.join == UINT32_MAX) {
+    join_node(p, n, in);
+    p.members = members;
+  }
+  uint32_t cs = stream(c, 2, ch, fmt::format("{} cc ch{}", names_.core_name(c), ch));
+  Node done = n;
+  done.kind = NK::ccdone, done.queue = int16_t(kNumDmaQueues + ch), done.sigs = true;
+  uint32_t dn = add_node(done, cs);
+  // the previous transfer on this channel of this core precedes the join
+  auto lc = last_cc_.find(ch);
+  if (lc != last_cc_.end()) g_.preds[p.join].push_back(lc->second);
+  last_cc_[ch] = dn;
+  g_.preds[p.join].push_back(trig);
+  g_.preds[dn].push_back(p.join);
+  p.who.push_back({c, dn});
+  access_regions(c, o_.lnc, in, regs.values(), regs.unknown(), tmp_);
+  for (Region& r : tmp_) g_.accs.push_back({r, dn});
+  w.prev = trig;
+}
+
+void Unroller::plain(Walk& w, const Node& n0, const Inst& in) {
+  Node n = n0;
+  n.kind = NK::inst;
+  n.sigs = in.op != Opcode::sem_set;
+  n.set = in.op == Opcode::sem_set;
+  uint32_t me = add_node(n, w.st);
+  if (w.prev != UINT32_MAX) g_.preds[me].push_back(w.prev);
+  g_.nodes[me].acc0 = uint32_t(g_.accs.size());
+  g_.nodes[me].nacc = uint32_t(tmp_.size());
+  for (Region& r : tmp_) g_.accs.push_back({r, me});
+  for (const Wait& wt : in.waits) g_.waits.push_back({me, me, w.core, wt});
+  w.prev = me;
+}
+
+// Joins: participants, completeness.
+void Unroller::finish_joins() {
   auto finish = [&](Party& p, const std::vector<int>& members) {
-    Node& j = nodes_[p.join];
-    j.anc0 = uint32_t(anchors_.size());
-    for (auto& [c, w] : p.who) anchors_.push_back({nodes_[w].stream, nodes_[w].pos});
+    Node& j = g_.nodes[p.join];
+    j.anc0 = uint32_t(g_.anchors.size());
+    for (auto& [c, w] : p.who) g_.anchors.push_back({g_.nodes[w].stream, g_.nodes[w].pos});
     j.nanc = uint32_t(p.who.size());
     for (int mc : members) {
       bool found = false;
       for (auto& [c, w] : p.who) found |= c == mc;
       if (!found) {
         j.incomplete = true;
-        j.missing += (j.missing.empty() ? "" : ", ") + core_name(mc);
+        j.missing += (j.missing.empty() ? "" : ", ") + names_.core_name(mc);
       }
     }
   };
-  for (auto& [key, p] : rdv) {
+  for (auto& [key, p] : rdv_) {
     std::vector<int> members;
     int rank = std::get<0>(key);
     for (int k = 0; k < o_.lnc; ++k) members.push_back(rank * o_.lnc + k);
     finish(p, members);
   }
-  for (auto& [key, p] : ccp) finish(p, p.members);
-  // Move the accesses of rendezvous and collectives onto their joins.
-  std::vector<std::vector<Acc>> at(nodes_.size());
-  std::vector<Acc> keep;
-  std::vector<uint32_t> join_of(nodes_.size(), UINT32_MAX);
-  for (auto& [key, p] : rdv)
+  for (auto& [key, p] : ccp_) finish(p, p.members);
+}
+
+// Collectives and send_recv move data at the join: their accesses are gathered on it. Every
+// node's accesses in one run of `accs`.
+void Unroller::gather_accesses() {
+  const size_t N = g_.nodes.size();
+  std::vector<std::vector<Acc>> at(N);
+  std::vector<uint32_t> join_of(N, UINT32_MAX);
+  for (auto& [key, p] : rdv_)
     for (auto& [c, w] : p.who) join_of[w] = p.join;
-  for (auto& [key, p] : ccp)
+  for (auto& [key, p] : ccp_)
     for (auto& [c, w] : p.who) join_of[w] = p.join;
-  for (const Acc& a : accs_) {
+  for (const Acc& a : g_.accs) {
     uint32_t holder = join_of[a.who] != UINT32_MAX ? join_of[a.who] : a.who;
     at[holder].push_back(a);
   }
-  accs_.clear();
-  for (size_t i = 0; i < nodes_.size(); ++i) {
-    nodes_[i].acc0 = uint32_t(accs_.size());
-    nodes_[i].nacc = uint32_t(at[i].size());
-    accs_.insert(accs_.end(), at[i].begin(), at[i].end());
+  g_.accs.clear();
+  for (size_t i = 0; i < N; ++i) {
+    g_.nodes[i].acc0 = uint32_t(g_.accs.size());
+    g_.nodes[i].nacc = uint32_t(at[i].size());
+    g_.accs.insert(g_.accs.end(), at[i].begin(), at[i].end());
   }
-  // Semaphore histories.
-  for (uint32_t i = 0; i < nodes_.size(); ++i) {
-    const Node& n = nodes_[i];
+}
+
+// Semaphore histories: the signals of each (core, sem) by stream, and its sem_sets.
+void Unroller::sem_histories() {
+  const size_t nsems = g_.nsems;
+  for (uint32_t i = 0; i < g_.nodes.size(); ++i) {
+    const Node& n = g_.nodes[i];
     if (!n.in) continue;
     if (n.set) {
       int64_t s = n.in->ops[op::sem_set::sem].i;
       if (s < 0 || size_t(s) >= nsems) throw Outside("sem_set of an undeclared semaphore");
-      sems_[size_t(n.core) * nsems + size_t(s)].sets.push_back(
+      g_.sems[size_t(n.core) * nsems + size_t(s)].sets.push_back(
           {i, uint32_t(n.in->ops[op::sem_set::value].i)});
     }
     if (!n.sigs || n.kind == NK::join) continue;
@@ -474,7 +294,7 @@ void Checker::build() {
       continue;
     for (const Signal& s : n.in->signals) {
       if (s.sem >= nsems) throw Outside("signal of an undeclared semaphore (a fault)");
-      SemInfo& si = sems_[size_t(n.core) * nsems + s.sem];
+      SemInfo& si = g_.sems[size_t(n.core) * nsems + s.sem];
       auto it = si.by_stream.find(n.stream);
       if (it == si.by_stream.end()) {
         it = si.by_stream.emplace(n.stream, si.lists.size()).first;
@@ -490,17 +310,8 @@ void Checker::build() {
       l.prefix.push_back(l.prefix.back() + s.delta);
     }
   }
-  for (const WaitRec& w : waits_)
+  for (const WaitRec& w : g_.waits)
     if (w.w.sem >= nsems) throw Outside("wait on an undeclared semaphore (a fault)");
-  S_ = uint32_t(stream_len_.size());
-  if (uint64_t(nodes_.size()) * S_ * 4 > o_.max_vc_bytes)
-    throw Outside(fmt::format("{} nodes x {} streams of vector clocks exceed {} bytes",
-                              nodes_.size(), S_, o_.max_vc_bytes));
-  best_.assign(waits_.size(), {});
-  for (size_t i = 0; i < waits_.size(); ++i) {
-    const SemInfo& si = sems_[size_t(waits_[i].core) * nsems + waits_[i].w.sem];
-    best_[i].assign(si.lists.size(), 0);
-  }
 }
 
 } // namespace nisa::interp::check_detail
