@@ -150,7 +150,7 @@ json disassemble(const dbg::Model& model, const json& a) {
   const std::string ref = a.at("memoryReference");
   const auto colon = ref.find(':');
   const int e = colon == std::string::npos ? -1 : dbg::agent_index(ref.substr(0, colon));
-  if (e < 0 || e >= kNumEngines) throw std::runtime_error("memoryReference: expected ENGINE:PC");
+  if (e < 0 || e >= kNumEngines) throw InputError("memoryReference: expected ENGINE:PC");
   const int64_t pc0 =
       std::stoll(ref.substr(colon + 1)) + a.value("offset", 0) + a.value("instructionOffset", 0);
   const int64_t n = a.at("instructionCount");
@@ -186,7 +186,7 @@ json read_memory(const dbg::Model& model, const json& a) {
     if (int64_t(bytes.size()) < count) body["unreadableBytes"] = count - int64_t(bytes.size());
     return body;
   } catch (const dbg::Error& e) {
-    throw std::runtime_error(fmt::format("error: {}", e.what()));
+    throw InputError(fmt::format("error: {}", e.what()));
   }
 }
 
@@ -242,7 +242,7 @@ private:
     if (!s.empty()) event("output", {{"category", "console"}, {"output", s}});
   }
   dbg::Model& model() {
-    if (!session_) throw std::runtime_error("not launched");
+    if (!session_) throw InputError("not launched");
     return session_->model();
   }
   const interp::Machine& m() { return model().machine(); }
@@ -351,7 +351,7 @@ private:
     }
   }
   void resume(const std::function<dbg::Stop()>& f, const std::string& reason) {
-    if (ended_) throw std::runtime_error("the kernel has finished");
+    if (ended_) throw InputError("the kernel has finished");
     if (finished_) {
       finish();
       return;
@@ -395,11 +395,11 @@ private:
     std::string kernel;
     // Errors of the arguments go to stderr as `nisa debug` prints them, and fail the request.
     if (auto rc = parse_args("dap", int(argv.size()), argv.data(), opts, kernel, "no program", vm))
-      throw std::runtime_error("bad launch arguments (see stderr)");
+      throw InputError("bad launch arguments (see stderr)");
     interp::RunConfig cfg;
-    if (!margs.apply("dap", vm, cfg)) throw std::runtime_error("bad launch arguments (see stderr)");
+    if (!margs.apply("dap", vm, cfg)) throw InputError("bad launch arguments (see stderr)");
     mod_ = margs.load_kernel("dap", kernel, cfg);
-    if (!mod_) throw std::runtime_error("the kernel did not load (diagnostics on stderr)");
+    if (!mod_) throw InputError("the kernel did not load (diagnostics on stderr)");
     session_ = std::make_unique<dbg::Session>(*mod_, cfg, text_);
   }
 
@@ -528,7 +528,7 @@ private:
       event("terminated");
       return json::object();
     }
-    throw std::runtime_error("unsupported request '" + cmd + "'");
+    throw InputError("unsupported request '" + cmd + "'");
   }
 };
 

@@ -8,9 +8,11 @@
 
 #include "cli/commands.h"
 #include "interp/dist/procs.h"
+#include "isa/error.h"
 
 #include <exception>
 #include <fcntl.h>
+#include <new>
 #include <unistd.h>
 
 namespace {
@@ -78,6 +80,23 @@ int mpi_main(std::string_view sub, int argc, char** argv, int job) {
   }
 }
 
+// The command line's error boundary (docs/decisions.md "Errors"): a subcommand reports what
+// it expects itself; anything that still reaches here is printed with the subcommand's name
+// and exits 1, never as an abort.
+int run_command(std::string_view name, int (*fn)(int, char**), int argc, char** argv) {
+  try {
+    return fn(argc, argv);
+  } catch (const nisa::Error& e) {
+    std::fprintf(stderr, "nisa %.*s: %s\n", int(name.size()), name.data(), e.what());
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "nisa %.*s: out of memory\n", int(name.size()), name.data());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "nisa %.*s: internal error: %s\n", int(name.size()), name.data(),
+                 e.what());
+  }
+  return 1;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -100,7 +119,7 @@ int main(int argc, char** argv) {
   const int job = nisa::interp::mpi_job_size();
   if (job > 1) return mpi_main(sub, argc, argv, job);
   for (const auto& c : kCommands)
-    if (sub == c.name) return c.fn(argc - 1, argv + 1);
+    if (sub == c.name) return run_command(c.name, c.fn, argc - 1, argv + 1);
   std::fprintf(stderr, "nisa: unknown command '%s'\n", argv[1]);
   usage(stderr);
   return 1;

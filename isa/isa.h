@@ -225,9 +225,9 @@ struct Inst {
 // The start-partition rule of the compute engines' SBUF/PSUM accesses (docs/machine.md "Start
 // partitions"): an access of more than 64 partitions starts at 0, of 33..64 at 0 or 64, of at most
 // 32 at a multiple of 32. It applies to every access-pattern operand of an instruction of a compute
-// cost class (not DMA, collectives or the sequencer's ld/st). Returns the error text, or "".
+// cost class (not DMA, collectives or the sequencer's ld/st). Returns why an access breaks it.
 bool start_partition_rule_applies(const InstDesc& d);
-std::string start_partition_error(uint32_t part_start, uint32_t part_count);
+std::optional<std::string> start_partition_error(uint32_t part_start, uint32_t part_count);
 
 // An instruction with every operand at its default (required ones zero/empty).
 Inst make_inst(Opcode op, Engine engine);

@@ -484,8 +484,7 @@ std::optional<std::string> ap_operand_error(const Inst& in, size_t k, const Acce
   if (in.engine == Engine::pool && ap.space == MemSpace::psum)
     return "pool (GpSimd) cannot access psum";
   if (start_partition_rule_applies(d) && ap.space != MemSpace::hbm) {
-    std::string e = start_partition_error(ap.part_start, ap.part_count);
-    if (!e.empty()) return e;
+    if (auto e = start_partition_error(ap.part_start, ap.part_count)) return e;
   }
   return std::nullopt;
 }

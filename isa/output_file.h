@@ -13,10 +13,13 @@
 #include <utility>
 #include <vector>
 
+#include "isa/error.h"
+
 namespace nisa {
 
-struct OutputError : std::runtime_error {
-  using std::runtime_error::runtime_error;
+// A file could not be created or written (a HostError: exit 1).
+struct OutputError : HostError {
+  using HostError::HostError;
 };
 
 class OutputFile {

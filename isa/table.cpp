@@ -168,7 +168,7 @@ bool start_partition_rule_applies(const InstDesc& d) {
   }
 }
 
-std::string start_partition_error(uint32_t s, uint32_t n) {
+std::optional<std::string> start_partition_error(uint32_t s, uint32_t n) {
   const char* allowed = nullptr;
   if (n > 64 && s != 0)
     allowed = "0";
@@ -176,7 +176,7 @@ std::string start_partition_error(uint32_t s, uint32_t n) {
     allowed = "0 or 64";
   else if (n <= 32 && s % 32 != 0)
     allowed = "0, 32, 64 or 96";
-  if (!allowed) return "";
+  if (!allowed) return std::nullopt;
   return "starts at partition " + std::to_string(s) + ", but an access of " + std::to_string(n) +
          " partitions must start at partition " + allowed;
 }

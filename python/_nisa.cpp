@@ -25,6 +25,7 @@
 #include "interp/run/npy.h"
 #include "interp/run/run.h"
 #include "interp/sched/scheduler.h"
+#include "isa/error.h"
 #include "isa/object.h"
 
 namespace py = pybind11;
@@ -337,6 +338,18 @@ py::list tensors(const Kernel& k) {
 
 PYBIND11_MODULE(_nisa, m) {
   m.doc() = "nisa: assemble and run .nasm kernels on the modelled machine (see nisa/__init__.py)";
+  // The Python boundary of the library's errors (docs/decisions.md "Errors"): bad input is a
+  // ValueError (nisa/__init__.py raises it as nisa.InputError), what the host could not do
+  // an OSError, any other nisa::Error a RuntimeError.
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const nisa::InputError& e) {
+      PyErr_SetString(PyExc_ValueError, e.what());
+    } catch (const nisa::HostError& e) {
+      PyErr_SetString(PyExc_OSError, e.what());
+    }
+  });
   py::class_<Kernel>(m, "_Kernel")
       .def_property_readonly("path", [](const Kernel& k) { return k.path; })
       .def_property_readonly("target",

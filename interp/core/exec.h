@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "isa/error.h"
 #include "isa/isa.h"
 
 namespace nisa::interp {
@@ -18,8 +19,8 @@ struct Machine;
 
 // A run-time fault: stops the machine; reported with the instruction and its source line
 // (exit code 3). Semantics throw it; the scheduler catches it.
-struct Fault : std::runtime_error {
-  using std::runtime_error::runtime_error;
+struct Fault : Error {
+  using Error::Error;
 };
 
 // A resolved access pattern: element (p, i0..i3) is at

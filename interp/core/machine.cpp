@@ -34,7 +34,7 @@ HostBuffer::HostBuffer(size_t bytes, size_t shift) : n_(bytes), shift_(shift) {
   const size_t len = (bytes + shift + 4095) & ~size_t(4095); // whole pages
   const size_t map = len >= kHuge ? len + kHuge : len;
   void* p = mmap(nullptr, map, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (p == MAP_FAILED) throw std::runtime_error(fmt::format("cannot allocate {} bytes", bytes));
+  if (p == MAP_FAILED) throw HostError(fmt::format("cannot allocate {} bytes", bytes));
   uint8_t* base = static_cast<uint8_t*>(p);
   if (map != len) {
     uint8_t* aligned =
@@ -61,11 +61,11 @@ int poison_file(size_t bytes) {
   size_t& size = poison_size;
   if (fd < 0) {
     fd = memfd_create("nisa-poison", MFD_CLOEXEC);
-    if (fd < 0) throw std::runtime_error("cannot create the poison file (memfd_create)");
+    if (fd < 0) throw HostError("cannot create the poison file (memfd_create)");
   }
   if (bytes > size) {
     if (ftruncate(fd, off_t(bytes)) != 0)
-      throw std::runtime_error(fmt::format("cannot size the poison file to {} bytes", bytes));
+      throw HostError(fmt::format("cannot size the poison file to {} bytes", bytes));
     // One page of poison written over and over (pwritev): a staging buffer of the whole size
     // would cost its own first touch (~1.5 ms for 2 MiB here), more than the write.
     static const auto page = [] {
@@ -80,7 +80,7 @@ int poison_file(size_t bytes) {
       iov[n - 1].iov_len = std::min<size_t>(4096, left - (n - 1) * 4096);
       ssize_t w = pwritev(fd, iov.data(), int(n), off_t(at));
       iov[n - 1].iov_len = 4096;
-      if (w <= 0) throw std::runtime_error("cannot fill the poison file");
+      if (w <= 0) throw HostError("cannot fill the poison file");
       at += size_t(w);
     }
     size = bytes;
@@ -98,13 +98,13 @@ HostBuffer HostBuffer::lazy_poison(size_t bytes) {
   // The range reserved at once, then the poison file mapped over it chunk by chunk (private:
   // a write copies the page, a read shares the file's).
   void* p = mmap(nullptr, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (p == MAP_FAILED) throw std::runtime_error(fmt::format("cannot map {} bytes", bytes));
+  if (p == MAP_FAILED) throw HostError(fmt::format("cannot map {} bytes", bytes));
   uint8_t* base = static_cast<uint8_t*>(p);
   for (size_t at = 0; at < len; at += kPoisonChunk) {
     const size_t n = std::min(kPoisonChunk, len - at);
     if (mmap(base + at, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED, fd, 0) == MAP_FAILED) {
       munmap(base, len);
-      throw std::runtime_error(fmt::format("cannot map {} bytes", bytes));
+      throw HostError(fmt::format("cannot map {} bytes", bytes));
     }
   }
   b.p_ = base;
@@ -120,20 +120,19 @@ HostBuffer HostBuffer::file_backed(size_t bytes, const std::string& dir) {
   // An unnamed file (O_TMPFILE): nothing is left behind, whatever ends the process.
   int fd = open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
   if (fd < 0)
-    throw std::runtime_error(
+    throw HostError(
         fmt::format("--hbm-spill: cannot create a file in '{}': {}", dir, std::strerror(errno)));
   // Reserve the blocks now, so that a full disk is an error here and not a SIGBUS later.
   if (int e = posix_fallocate(fd, 0, off_t(len)); e != 0) {
     close(fd);
-    throw std::runtime_error(fmt::format("--hbm-spill: cannot reserve {} bytes in '{}': {}", len,
-                                         dir, std::strerror(e)));
+    throw HostError(fmt::format("--hbm-spill: cannot reserve {} bytes in '{}': {}", len, dir,
+                                std::strerror(e)));
   }
   void* p = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   const int err = errno;
   close(fd); // the mapping keeps the file
   if (p == MAP_FAILED)
-    throw std::runtime_error(
-        fmt::format("--hbm-spill: cannot map {} bytes: {}", bytes, std::strerror(err)));
+    throw HostError(fmt::format("--hbm-spill: cannot map {} bytes: {}", bytes, std::strerror(err)));
   b.p_ = static_cast<uint8_t*>(p);
   b.n_ = bytes;
   return b;
@@ -179,19 +178,19 @@ uint64_t Machine::hbm_size(const Module& m, const MachineOptions& o) {
   for (const TensorDecl& t : m.tensors) {
     // Objects are checked on loading and the assembler places nothing past these limits, but
     // a Module may come from anywhere: check again, without overflow.
-    if (auto err = tensor_extent_error(t)) throw std::runtime_error(*err);
+    if (auto err = tensor_extent_error(t)) throw InputError(*err);
     if (t.space == MemSpace::hbm) {
       hbm = std::max(hbm, t.address + *checked_tensor_bytes(t));
     } else if (t.space == MemSpace::sbuf || t.space == MemSpace::psum) {
       const uint64_t cap = t.space == MemSpace::sbuf ? tp.sbuf_part_bytes : tp.psum_part_bytes;
       const uint64_t per_part = *checked_row_bytes(t); // < kMaxOnChipExtent - address
       if (t.part_start + uint64_t(t.shape[0]) > tp.partitions || t.address + per_part > cap)
-        throw std::runtime_error(fmt::format("tensor '{}' does not fit the {} of {}", t.name,
-                                             name_of(t.space), tp.name));
+        throw InputError(fmt::format("tensor '{}' does not fit the {} of {}", t.name,
+                                     name_of(t.space), tp.name));
     }
     if (t.role != Role::scratch && t.space != MemSpace::hbm)
-      throw std::runtime_error(fmt::format("kernel {} '{}' must be an hbm tensor, not {}",
-                                           name_of(t.role), t.name, name_of(t.space)));
+      throw InputError(fmt::format("kernel {} '{}' must be an hbm tensor, not {}", name_of(t.role),
+                                   t.name, name_of(t.space)));
   }
   hbm = (hbm + 4095) & ~uint64_t(4095); // < 2^48 + 4096: no wrap
   if (hbm > o.max_hbm) {
@@ -200,7 +199,7 @@ uint64_t Machine::hbm_size(const Module& m, const MachineOptions& o) {
       if (t.space == MemSpace::hbm && (!last || t.address + *checked_tensor_bytes(t) >
                                                     last->address + *checked_tensor_bytes(*last)))
         last = &t;
-    throw std::runtime_error(fmt::format(
+    throw InputError(fmt::format(
         "the kernel needs {} bytes of HBM per rank (tensor '{}' ends at byte {}), more than "
         "the limit of {} bytes (--max-hbm)",
         hbm, last ? last->name : "?", last ? last->address + *checked_tensor_bytes(*last) : 0,
@@ -263,7 +262,7 @@ HostBuffer onchip_buffer(const Module& m, MemSpace space, uint64_t parts, uint64
     return HostBuffer(bytes);
   try {
     return HostBuffer::lazy_poison(bytes);
-  } catch (const std::runtime_error&) {
+  } catch (const HostError&) {
     return HostBuffer(bytes);
   }
 }
@@ -273,12 +272,11 @@ HostBuffer onchip_buffer(const Module& m, MemSpace space, uint64_t parts, uint64
 Machine::Machine(const Module& m, const MachineOptions& o, InputFill fill) : mod(&m), opt(o) {
   tp = &target_params(o.target);
   if (o.lnc != 1 && o.lnc != 2)
-    throw std::runtime_error(fmt::format("--lnc must be 1 or 2, not {}", o.lnc));
+    throw InputError(fmt::format("--lnc must be 1 or 2, not {}", o.lnc));
   if (o.lnc == 2 && !tp->lnc2)
-    throw std::runtime_error(
-        fmt::format("--lnc 2 is not available on {} (gen{})", tp->name, tp->gen));
+    throw InputError(fmt::format("--lnc 2 is not available on {} (gen{})", tp->name, tp->gen));
   if (o.ranks < 1 || o.ranks > kMaxRanks)
-    throw std::runtime_error(fmt::format("--ranks must be in 1..{}, not {}", kMaxRanks, o.ranks));
+    throw InputError(fmt::format("--ranks must be in 1..{}, not {}", kMaxRanks, o.ranks));
 
   const uint64_t hbm = hbm_size(m, o);
   const bool spilled = spill_hbm(hbm, o);

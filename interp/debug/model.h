@@ -15,12 +15,13 @@
 #include "interp/observe/race.h"
 #include "interp/observe/trace.h"
 #include "interp/run/run.h"
+#include "isa/error.h"
 
 namespace nisa::interp::debug {
 
 // A user error (a bad spec, a number out of range, ...): the operation did nothing.
-struct Error : std::runtime_error {
-  using std::runtime_error::runtime_error;
+struct Error : InputError {
+  using InputError::InputError;
 };
 // A well-formed number outside the range the operation accepts.
 struct RangeError : Error {

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "isa/error.h"
+
 namespace nisa::interp {
 
 class Procs {
@@ -72,7 +74,7 @@ struct Bytes {
   }
   template <class T> T get() {
     T v{};
-    if (at + sizeof v > b.size()) throw std::runtime_error("MPI: a short record");
+    if (at + sizeof v > b.size()) throw Error("MPI: a short record");
     std::copy(b.begin() + long(at), b.begin() + long(at + sizeof v),
               reinterpret_cast<uint8_t*>(&v));
     at += sizeof v;
@@ -80,7 +82,7 @@ struct Bytes {
   }
   std::string get_str() {
     uint64_t n = get<uint64_t>();
-    if (n > b.size() - at) throw std::runtime_error("MPI: a short record");
+    if (n > b.size() - at) throw Error("MPI: a short record");
     std::string s(b.begin() + long(at), b.begin() + long(at + n));
     at += n;
     return s;

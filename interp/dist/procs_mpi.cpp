@@ -33,7 +33,7 @@ public:
   std::vector<std::vector<uint8_t>> allgather(const std::vector<uint8_t>& mine) override {
     // Sizes first (records are small: arrivals, reports; a limit of 2 GiB per process).
     if (mine.size() > size_t(std::numeric_limits<int>::max()))
-      throw std::runtime_error("MPI: a record of more than 2 GiB");
+      throw Error("MPI: a record of more than 2 GiB");
     int n = int(mine.size());
     std::vector<int> counts(static_cast<size_t>(size_)), displs(static_cast<size_t>(size_));
     MPI_Allgather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, MPI_COMM_WORLD);
@@ -42,7 +42,7 @@ public:
       displs[size_t(p)] = int(total);
       total += counts[size_t(p)];
       if (total > std::numeric_limits<int>::max())
-        throw std::runtime_error("MPI: records of more than 2 GiB in all");
+        throw Error("MPI: records of more than 2 GiB in all");
     }
     std::vector<uint8_t> all(static_cast<size_t>(total));
     MPI_Allgatherv(mine.data(), n, MPI_BYTE, all.data(), counts.data(), displs.data(), MPI_BYTE,

@@ -36,7 +36,7 @@ uint32_t parse_trace_engines(const std::string& list) {
     for (int e = 0; e < kNumEngines; ++e)
       if (name_of(Engine(e)) == w) mask |= 1u << e, found = true;
     if (!found)
-      throw std::runtime_error(fmt::format(
+      throw InputError(fmt::format(
           "--trace-engines: unknown engine '{}' (pe, act, dve, pool, sp, cc, q0..q15, dma)", w));
   }
   return mask;

@@ -29,7 +29,7 @@ struct TraceFilter {
   uint32_t engines = ~0u;     // bit e: engine e; bit kNumEngines + q: queue q
   bool keeps(const TraceRecord& r) const;
 };
-// "dve,sp,q0,dma" (dma: every queue) -> the engines mask; throws std::runtime_error.
+// "dve,sp,q0,dma" (dma: every queue) -> the engines mask; throws InputError.
 uint32_t parse_trace_engines(const std::string& list);
 
 std::string trace_header(const Machine& m);

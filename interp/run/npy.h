@@ -15,11 +15,13 @@
 
 #include "interp/core/mapped_inputs.h"
 #include "isa/dtype.h"
+#include "isa/error.h"
 
 namespace nisa::interp {
 
-struct NpyError : std::runtime_error {
-  using std::runtime_error::runtime_error;
+// A .npy file that is not what nisa reads (an InputError: exit 1).
+struct NpyError : InputError {
+  using InputError::InputError;
 };
 
 // A parsed file: its descriptor as written, shape, and the element bytes in C order,

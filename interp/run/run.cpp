@@ -42,13 +42,13 @@ std::vector<InputData> read_inputs(const Module& mod, int ranks,
     for (const TensorDecl& d : mod.tensors)
       if (d.name == io.name) t = &d;
     if (!t)
-      throw std::runtime_error(
+      throw InputError(
           fmt::format("--in {}: the kernel has no tensor '{}'", elide(io.name), elide(io.name)));
     if (t->role != Role::input)
-      throw std::runtime_error(fmt::format("--in {}: tensor '{}' is {}, not an input", io.name,
-                                           io.name, name_of(t->role)));
+      throw InputError(fmt::format("--in {}: tensor '{}' is {}, not an input", io.name, io.name,
+                                   name_of(t->role)));
     if (!bound.insert(io.name).second)
-      throw std::runtime_error(fmt::format("--in {}: bound twice", io.name));
+      throw InputError(fmt::format("--in {}: bound twice", io.name));
     InputData in{t, false, nullptr};
     // The header is checked against the declaration before any data is read.
     try {
@@ -75,7 +75,7 @@ std::vector<InputData> read_inputs(const Module& mod, int ranks,
   }
   for (const TensorDecl& t : mod.tensors)
     if (t.role == Role::input && !bound.count(t.name))
-      throw std::runtime_error(
+      throw InputError(
           fmt::format("input '{}' is not bound (use --in {}=FILE.npy)", t.name, t.name));
   return out;
 }
@@ -107,8 +107,7 @@ std::vector<uint16_t> input_hbm_shifts(int ranks, const std::vector<InputData>& 
 void bind_inputs(Machine& m, std::vector<InputData>& inputs, bool map_pages) {
   for (InputData& in : inputs) {
     const TensorDecl& t = *in.tensor;
-    if (!in.file)
-      throw std::runtime_error(fmt::format("input '{}': its file was read already", t.name));
+    if (!in.file) throw InputError(fmt::format("input '{}': its file was read already", t.name));
     // Under MPI only this process's ranks: other slices are skipped (null pieces).
     std::vector<uint8_t*> pieces;
     if (in.per_rank)
@@ -197,7 +196,7 @@ std::vector<std::unique_ptr<OutputFile>> stage_outputs_mpi(const Machine& m, Pro
       }
     }
   }
-  if (!error.empty()) throw std::runtime_error(error);
+  if (!error.empty()) throw OutputError(error);
   return files;
 }
 
@@ -209,11 +208,11 @@ std::vector<std::unique_ptr<OutputFile>> stage_outputs(const Machine& m,
   for (const IoSpec& io : outputs) {
     const TensorDecl* t = m.find_tensor(io.name);
     if (!t)
-      throw std::runtime_error(
+      throw InputError(
           fmt::format("--out {}: the kernel has no tensor '{}'", elide(io.name), elide(io.name)));
     if (t->space != MemSpace::hbm)
-      throw std::runtime_error(fmt::format("--out {}: tensor '{}' is in {}, not hbm", io.name,
-                                           io.name, name_of(t->space)));
+      throw InputError(fmt::format("--out {}: tensor '{}' is in {}, not hbm", io.name, io.name,
+                                   name_of(t->space)));
     if (m.opt.procs) continue; // checked here, written below
     const uint64_t n = Machine::tensor_bytes(*t);
     std::vector<std::pair<const uint8_t*, uint64_t>> parts; // each rank's tensor, in place
@@ -274,10 +273,9 @@ int run_module(const Module& mod, const RunConfig& cfg, std::ostream& out, std::
       for (const TensorDecl& d : mod.tensors)
         if (d.name == io.name) t = &d;
       if (!t)
-        throw std::runtime_error(
-            fmt::format("--out {}: the kernel has no tensor '{}'", io.name, io.name));
+        throw InputError(fmt::format("--out {}: the kernel has no tensor '{}'", io.name, io.name));
       if (t->space != MemSpace::hbm)
-        throw std::runtime_error(
+        throw InputError(
             fmt::format("--out {}: tensor '{}' is in {}, not hbm: only HBM tensors can be saved "
                         "(copy it to an HBM output with a DMA)",
                         io.name, io.name, name_of(t->space)));
@@ -369,7 +367,7 @@ int run_module(const Module& mod, const RunConfig& cfg, std::ostream& out, std::
     error = e.what();
   }
   try {
-    if (!error.empty()) throw std::runtime_error(error);
+    if (!error.empty()) throw OutputError(error);
     std::vector<std::unique_ptr<OutputFile>> files;
     if (trace_file) {
       trace.reset(); // flushes what it buffered

@@ -50,7 +50,7 @@ struct InputData {
 
 // Opens every input and checks each header (dtype, shape) and file size against the
 // declaration; no data is read yet. Every input tensor must be bound exactly once; unknown
-// names, non-input tensors, dtype or shape mismatches throw std::runtime_error (NpyError for
+// names, non-input tensors, dtype or shape mismatches throw InputError (NpyError for
 // file problems). With R > 1 ranks a file may also hold [R, ...shape].
 std::vector<InputData> read_inputs(const Module& mod, int ranks, const std::vector<IoSpec>& inputs);
 // Reads each input's data straight into each rank's HBM tensor (a [R, ...] file: slice r into

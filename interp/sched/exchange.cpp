@@ -70,7 +70,7 @@ bool Exchange::arrivals(bool any, std::string& fault, std::vector<CcArrivalRec>&
       for (int32_t& v : r.a.regs) v = in.get<int32_t>();
       if (r.a.core < 0 || size_t(r.a.core) >= x_.cores.size() || r.a.eng >= kNumEngines ||
           r.a.pc >= prog.prog[r.a.eng].size())
-        throw std::runtime_error("MPI: a bad collective arrival record");
+        throw Error("MPI: a bad collective arrival record");
       r.a.pi = &prog.prog[r.a.eng][r.a.pc];
       r.members.resize(in.get<uint32_t>());
       for (int& k : r.members) k = in.get<int32_t>();
@@ -99,7 +99,7 @@ void Exchange::share_sizes(CcParty& p) {
     Bytes in{std::move(b)};
     while (!in.done()) {
       const size_t i = size_t(in.get<uint64_t>());
-      if (i >= n) throw std::runtime_error("MPI: a bad collective record");
+      if (i >= n) throw Error("MPI: a bad collective record");
       CcSide& sd = p.side[i];
       sd.fault = in.get_str();
       sd.src_dtype = in.get<DType>();

@@ -186,6 +186,23 @@ TEST_F(HardCli, InputsAreCheckedBeforeHbmIsAllocated) {
       << err;
 }
 
+// Running out of memory is an error with exit code 1, never an abort: the command line's
+// boundary (cli/main.cpp, docs/decisions.md "Errors") catches std::bad_alloc. The parser
+// reserves room per source line up front, so 12M blank lines need more than the limit.
+TEST_F(HardCli, OutOfMemoryIsAnErrorNotAnAbort) {
+  std::string err;
+  write("blank.nasm", std::string(12'000'000, '\n'));
+#if defined(__SANITIZE_ADDRESS__)
+  // ASan reserves terabytes of shadow memory: bound the allocations instead.
+  const char* limit = "ASAN_OPTIONS=allocator_may_return_null=1:max_allocation_size_mb=1000 ";
+#else
+  const char* limit = "ulimit -v 2000000; ";
+#endif
+  EXPECT_EQ(nisa("asm blank.nasm -o b.nbin", err, limit), 1) << err;
+  EXPECT_NE(err.find("nisa asm: out of memory"), std::string::npos) << err;
+  EXPECT_FALSE(fs::exists(p("b.nbin")));
+}
+
 TEST_F(HardCli, HbmLimitOption) {
   std::string err;
   write("huge.nasm", ".kernel huge\n.hbm x : fp32[1 << 20, 1 << 20] input\n");
