@@ -1,7 +1,8 @@
 cmake_minimum_required(VERSION 3.20)
 # Fails when a file of a layer of interp/ includes a header of a layer it may not use
-# (interp/CMakeLists.txt lists the layers and what each may use), or when isa/ or asm/ include
-# a header of a layer above them. Run by the build: cmake -DROOT=... -DRULES="a=b,c|..." -P.
+# (interp/CMakeLists.txt lists the layers and what each may use), when isa/ or asm/ include a
+# header of a layer above them, or when a source file of isa/ asm/ interp/ cli/ python/ is over
+# 800 lines. Run by the build: cmake -DROOT=... -DRULES="a=b,c|..." -P.
 string(REPLACE "|" ";" rules "${RULES}")
 set(bad "")
 foreach(rule ${rules})
@@ -50,7 +51,20 @@ foreach(f ${files})
     list(APPEND bad "${f}: ${line} (isa/ is below asm/)")
   endforeach()
 endforeach()
+# No source file over 800 lines (split it by responsibility when it grows).
+foreach(dir isa asm interp cli python)
+  file(GLOB_RECURSE files ${ROOT}/${dir}/*.h ${ROOT}/${dir}/*.cpp ${ROOT}/${dir}/*.inc
+       ${ROOT}/${dir}/*.def ${ROOT}/${dir}/*.py)
+  foreach(f ${files})
+    file(READ ${f} text)
+    string(REGEX MATCHALL "\n" newlines "${text}")
+    list(LENGTH newlines n)
+    if(n GREATER 800)
+      list(APPEND bad "${f}: ${n} lines (at most 800: split it by responsibility)")
+    endif()
+  endforeach()
+endforeach()
 if(bad)
   list(JOIN bad "\n  " text)
-  message(FATAL_ERROR "an #include goes up a layer:\n  ${text}")
+  message(FATAL_ERROR "the layout rules are broken:\n  ${text}")
 endif()

@@ -12,14 +12,15 @@
 
 #include "interp/check/check.h"
 #include "interp/core/region.h"
+#include "isa/error.h"
 
 namespace nisa::interp::check_detail {
 
 constexpr uint32_t kNoStream = UINT32_MAX;
 
-// Why a kernel is outside what is proved (caught at the top).
-struct Outside : std::runtime_error {
-  using std::runtime_error::runtime_error;
+// Why a kernel is outside what is proved (caught at the top: exit code 6, not an error).
+struct Outside : Error {
+  using Error::Error;
 };
 
 // A place in a stream: the node at 1-based position `pos` of stream `stream`.

@@ -1,0 +1,30 @@
+# One case of the layout rules (cmake/check_layers.cmake): builds a small tree in WORK with one
+# file FILE holding TEXT (or LINES lines), runs the check on it, and fails unless the check
+# passes (EXPECT empty) or fails naming EXPECT.
+cmake_minimum_required(VERSION 3.20)
+file(REMOVE_RECURSE ${WORK})
+file(MAKE_DIRECTORY ${WORK}/interp/core ${WORK}/interp/sched ${WORK}/isa)
+file(WRITE ${WORK}/interp/core/ok.h "#include \"interp/core/other.h\"\n#include \"isa/isa.h\"\n")
+if(DEFINED LINES)
+  string(REPEAT "// a line\n" ${LINES} TEXT)
+endif()
+get_filename_component(dir ${WORK}/${FILE} DIRECTORY)
+file(MAKE_DIRECTORY ${dir})
+file(WRITE ${WORK}/${FILE} "${TEXT}")
+execute_process(COMMAND ${CMAKE_COMMAND} -DROOT=${WORK} "-DRULES=core=dist|sched=core,dist|dist="
+                        -P ${SCRIPT}
+                RESULT_VARIABLE rc ERROR_VARIABLE err OUTPUT_VARIABLE out)
+if(EXPECT STREQUAL "")
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "the check refused a tree that keeps the rules:\n${err}")
+  endif()
+else()
+  if(rc EQUAL 0)
+    message(FATAL_ERROR "the check accepted ${FILE}, which breaks a rule")
+  endif()
+  string(FIND "${err}" "${EXPECT}" at)
+  if(at EQUAL -1)
+    message(FATAL_ERROR "the check failed without naming '${EXPECT}':\n${err}")
+  endif()
+endif()
+file(REMOVE_RECURSE ${WORK})
