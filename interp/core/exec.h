@@ -11,11 +11,14 @@
 #include "isa/error.h"
 #include "isa/isa.h"
 
+namespace nisa {
+struct Module;
+}
+
 namespace nisa::interp {
 
 struct TargetParams;
 class LazyPages;
-struct Machine;
 
 // A run-time fault: stops the machine; reported with the instruction and its source line
 // (exit code 3). Semantics throw it; the scheduler catches it.
@@ -85,7 +88,11 @@ struct CoreState {
 class HostPool;
 
 struct ExecCtx {
-  Machine* machine = nullptr; // for cross-core work (send_recv, collectives)
+  // What the sequencer's system registers and ring_rank read of the run (not the machine:
+  // semantics see one core's state and this context only).
+  const Module* mod = nullptr; // the replica groups (ring_rank, collectives)
+  int lnc = 1;                 // num_programs
+  int ranks = 1;               // num_ranks
   const TargetParams* tp = nullptr;
   Target target = Target::trn2;
   uint8_t* hbm = nullptr; // this rank's HBM

@@ -7,7 +7,6 @@
 #include <fmt/format.h>
 
 #include "interp/core/host_pool.h"
-#include "interp/core/machine.h"
 #include "interp/engines/collective.h"
 #include "interp/engines/engines.h"
 #include "interp/engines/xfer.h"
@@ -226,7 +225,7 @@ void cc_apply(CcParty& p, HostPool* pool) {
 
 void run_collective(const std::vector<ExecCtx*>& cx, const std::vector<const Inst*>& in) {
   CcParty p;
-  p.mod = cx[0]->machine->mod;
+  p.mod = cx[0]->mod;
   p.in = in;
   p.side.resize(cx.size());
   p.local.assign(cx.size(), true);

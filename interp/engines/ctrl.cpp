@@ -4,9 +4,9 @@
 
 #include <fmt/format.h>
 
-#include "interp/core/machine.h"
 #include "interp/engines/engines.h"
 #include "isa/exec_kind.h"
+#include "isa/module.h"
 
 namespace nisa::interp {
 namespace {
@@ -62,9 +62,9 @@ void sem_sysreg(ExecCtx& cx, const Inst& in) {
   int32_t v = 0;
   switch (static_cast<SysReg>(in.ops[op::sysreg::which].i)) {
   case SysReg::program_id: v = cx.core_id; break;
-  case SysReg::num_programs: v = cx.machine ? cx.machine->opt.lnc : 1; break;
+  case SysReg::num_programs: v = cx.lnc; break;
   case SysReg::rank_id: v = cx.rank; break;
-  case SysReg::num_ranks: v = cx.machine ? cx.machine->opt.ranks : 1; break;
+  case SysReg::num_ranks: v = cx.ranks; break;
   case SysReg::nc_version: v = static_cast<int32_t>(cx.target); break;
   default: throw Fault(fmt::format("unknown system register {}", in.ops[op::sysreg::which].i));
   }
@@ -107,8 +107,8 @@ void sem_halt(ExecCtx& cx, const Inst&) { cx.next_pc = cx.stream_len; }
 // Ring order is the order of the rank's list in the replica group: step s processes the data of
 // the rank s positions before this one (own rank at step 0).
 void sem_ring_rank(ExecCtx& cx, const Inst& in) {
-  if (!cx.machine) throw Fault("ring_rank needs the machine's replica groups");
-  const Module& m = *cx.machine->mod;
+  if (!cx.mod) throw Fault("ring_rank needs the machine's replica groups");
+  const Module& m = *cx.mod;
   int64_t g = in.ops[op::ring_rank::group].i;
   if (g < 0 || size_t(g) >= m.groups.size())
     throw Fault(fmt::format("replica group #{} is not declared", g));

@@ -86,7 +86,9 @@ void Sched::setup() {
       E.prog = x_.program->prog[e].data();
       E.len = static_cast<int64_t>(x_.program->prog[e].size());
       ExecCtx& cx = E.cx;
-      cx.machine = &m;
+      cx.mod = m.mod;
+      cx.lnc = m.opt.lnc;
+      cx.ranks = m.opt.ranks;
       cx.tp = m.tp;
       cx.target = m.tp->target;
       cx.hbm = rs.hbm.data();
