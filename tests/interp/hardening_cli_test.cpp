@@ -191,14 +191,14 @@ TEST_F(HardCli, InputsAreCheckedBeforeHbmIsAllocated) {
 // reserves room per source line up front, so 12M blank lines need more than the limit.
 TEST_F(HardCli, OutOfMemoryIsAnErrorNotAnAbort) {
   std::string err;
-  write("blank.nasm", std::string(12'000'000, '\n'));
 #if defined(__SANITIZE_ADDRESS__)
-  // ASan reserves terabytes of shadow memory: bound the allocations instead.
-  const char* limit = "ASAN_OPTIONS=allocator_may_return_null=1:max_allocation_size_mb=1000 ";
-#else
-  const char* limit = "ulimit -v 2000000; ";
+  // ASan's throwing operator new reports a failed allocation and aborts instead of throwing
+  // std::bad_alloc (compiler-rt asan_new_delete.cpp, whatever allocator_may_return_null
+  // says), so an out-of-memory cannot be observed there; the optimised build runs this test.
+  GTEST_SKIP() << "ASan's operator new aborts rather than throwing std::bad_alloc";
 #endif
-  EXPECT_EQ(nisa("asm blank.nasm -o b.nbin", err, limit), 1) << err;
+  write("blank.nasm", std::string(12'000'000, '\n'));
+  EXPECT_EQ(nisa("asm blank.nasm -o b.nbin", err, "ulimit -v 2000000; "), 1) << err;
   EXPECT_NE(err.find("nisa asm: out of memory"), std::string::npos) << err;
   EXPECT_FALSE(fs::exists(p("b.nbin")));
 }
