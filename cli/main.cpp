@@ -40,9 +40,11 @@ void usage(std::FILE* f) {
 // cannot agree on (an exception escaping the run) ends the whole job.
 int mpi_main(std::string_view sub, int argc, char** argv, int job) {
   if (sub != "run") {
+    // Rank 0 reports and fails the job; the others leave quietly with 0, since mpirun kills
+    // the job's other processes as soon as one exits non-zero, often before rank 0 printed.
     if (std::getenv("OMPI_COMM_WORLD_RANK") &&
         std::string_view(std::getenv("OMPI_COMM_WORLD_RANK")) != "0")
-      return 1;
+      return 0;
     std::fprintf(stderr,
                  "nisa %s: not available under mpirun (%d processes): only `nisa run` spreads "
                  "ranks over MPI processes; run `nisa %s` without mpirun\n",
