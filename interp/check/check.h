@@ -18,13 +18,34 @@
 
 namespace nisa::interp {
 
+// The bounds of one check (docs/check.md "Limits"); each one hit ends the check with exit 6
+// and a message naming it and the option that raises it.
+inline constexpr uint64_t kCheckDefaultMemory = uint64_t(4096) << 20; // --max-memory
+inline constexpr uint64_t kCheckNodeBytes = 1024;     // memory per node, clocks apart (measured)
+inline constexpr uint64_t kCheckMaxNodes = 8'000'000; // node ids stay far from 2^32
+inline constexpr double kCheckDefaultSeconds = 60;    // --max-seconds
+inline constexpr int kCheckDefaultRounds = 100;       // --max-rounds (kernels_asm: 2..11)
+
+// The default --max-memory: kCheckDefaultMemory, or half of the address-space limit
+// (`ulimit -v`) when that is lower.
+uint64_t default_check_memory();
+
 struct CheckOptions {
   int lnc = 1;
   int ranks = 1;
   Target target = Target::trn2;
-  uint64_t max_nodes = 8'000'000;            // unrolled instructions and transfers in all
-  uint64_t max_vc_bytes = uint64_t(3) << 30; // vector clocks: nodes x streams x 4 bytes
+  // The process's memory (its address space; resident memory under a sanitizer) that the
+  // check may reach, in bytes; 0: default_check_memory().
+  uint64_t max_memory = 0;
+  // Unrolled instructions, transfers and joins; 0: derived from max_memory (node_limit()).
+  uint64_t max_nodes = 0;
+  double max_seconds = kCheckDefaultSeconds; // host time of the whole check; 0: no limit
+  int max_rounds = kCheckDefaultRounds;      // rounds of the fixpoint of semaphore orders
   size_t max_reports = 40;                   // unordered pairs printed (all are counted)
+
+  uint64_t memory_limit() const { return max_memory ? max_memory : default_check_memory(); }
+  // max_nodes, or memory_limit() / kCheckNodeBytes (at most kCheckMaxNodes).
+  uint64_t node_limit() const;
 };
 
 enum class CheckStatus : uint8_t { proved, races, deadlock, outside };
