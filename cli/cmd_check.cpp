@@ -58,10 +58,11 @@ int cmd_check(int argc, char** argv) {
   std::string kernel;
   MachineArgs margs;
   const std::string memory_help =
-      "stop (exit 6) when the process's memory passes MIB mebibytes; also sets the node limit "
-      "(" +
+      "stop (exit 6) when the check has added MIB mebibytes to the process's memory; also sets "
+      "the node limit (" +
       std::to_string(interp::kCheckNodeBytes) + " bytes a node; default " +
-      std::to_string(interp::default_check_memory() >> 20) + ": 4096, or half of ulimit -v)";
+      std::to_string(interp::default_check_memory(interp::memory_in_use()) >> 20) +
+      ": 4096, or half of what ulimit -v leaves)";
   const std::string ranks_help = "SPMD ranks (1.." + std::to_string(interp::kMaxRanks) + ")";
   po::options_description opts(
       "usage: nisa check KERNEL.(nasm|nbin) [-D NAME=VALUE]... [--lnc N] [--ranks R]\n\n"

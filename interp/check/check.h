@@ -26,26 +26,26 @@ inline constexpr uint64_t kCheckMaxNodes = 8'000'000; // node ids stay far from 
 inline constexpr double kCheckDefaultSeconds = 60;    // --max-seconds
 inline constexpr int kCheckDefaultRounds = 100;       // --max-rounds (kernels_asm: 2..11)
 
-// The default --max-memory: kCheckDefaultMemory, or half of the address-space limit
-// (`ulimit -v`) when that is lower.
-uint64_t default_check_memory();
+// The memory the process uses now, in bytes: its address space (what `ulimit -v` bounds), or
+// its resident memory in a sanitized build (whose shadow reserves terabytes).
+uint64_t memory_in_use();
+// The default --max-memory: kCheckDefaultMemory, or half of what the address-space limit
+// (`ulimit -v`) leaves above `in_use` when that is lower.
+uint64_t default_check_memory(uint64_t in_use);
 
 struct CheckOptions {
   int lnc = 1;
   int ranks = 1;
   Target target = Target::trn2;
-  // The process's memory (its address space; resident memory under a sanitizer) that the
-  // check may reach, in bytes; 0: default_check_memory().
+  // The memory the check may add to the process's (its address space; resident memory in a
+  // sanitized build), in bytes; 0: default_check_memory().
   uint64_t max_memory = 0;
-  // Unrolled instructions, transfers and joins; 0: derived from max_memory (node_limit()).
+  // Unrolled instructions, transfers and joins; 0: the memory limit / kCheckNodeBytes (at
+  // most kCheckMaxNodes).
   uint64_t max_nodes = 0;
   double max_seconds = kCheckDefaultSeconds; // host time of the whole check; 0: no limit
   int max_rounds = kCheckDefaultRounds;      // rounds of the fixpoint of semaphore orders
   size_t max_reports = 40;                   // unordered pairs printed (all are counted)
-
-  uint64_t memory_limit() const { return max_memory ? max_memory : default_check_memory(); }
-  // max_nodes, or memory_limit() / kCheckNodeBytes (at most kCheckMaxNodes).
-  uint64_t node_limit() const;
 };
 
 enum class CheckStatus : uint8_t { proved, races, deadlock, outside };

@@ -4,6 +4,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 
 #include <fmt/format.h>
@@ -21,14 +22,25 @@
 
 namespace nisa::interp {
 
-uint64_t default_check_memory() {
+uint64_t default_check_memory(uint64_t in_use) {
   const uint64_t as = check_detail::address_space_limit();
-  return as ? std::min(kCheckDefaultMemory, as / 2) : kCheckDefaultMemory;
+  if (!as) return kCheckDefaultMemory;
+  return std::min(kCheckDefaultMemory, as > in_use ? (as - in_use) / 2 : 0);
 }
 
-uint64_t CheckOptions::node_limit() const {
-  if (max_nodes) return max_nodes;
-  return std::max<uint64_t>(1, std::min(kCheckMaxNodes, memory_limit() / kCheckNodeBytes));
+uint64_t memory_in_use() {
+  std::FILE* f = std::fopen("/proc/self/statm", "r");
+  if (!f) return 0;
+  unsigned long long size = 0, resident = 0;
+  const int n = std::fscanf(f, "%llu %llu", &size, &resident);
+  std::fclose(f);
+  if (n != 2) return 0;
+  const uint64_t page = uint64_t(::sysconf(_SC_PAGESIZE));
+#ifdef NISA_CHECK_SANITIZED
+  return resident * page;
+#else
+  return size * page;
+#endif
 }
 
 } // namespace nisa::interp
@@ -46,21 +58,6 @@ std::string rlimit_note() {
 
 } // namespace
 
-uint64_t memory_in_use() {
-  std::FILE* f = std::fopen("/proc/self/statm", "r");
-  if (!f) return 0;
-  unsigned long long size = 0, resident = 0;
-  const int n = std::fscanf(f, "%llu %llu", &size, &resident);
-  std::fclose(f);
-  if (n != 2) return 0;
-  const uint64_t page = uint64_t(::sysconf(_SC_PAGESIZE));
-#ifdef NISA_CHECK_SANITIZED
-  return resident * page;
-#else
-  return size * page;
-#endif
-}
-
 uint64_t address_space_limit() {
   struct rlimit rl {};
   if (::getrlimit(RLIMIT_AS, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return 0;
@@ -68,8 +65,16 @@ uint64_t address_space_limit() {
 }
 
 Budget::Budget(const CheckOptions& o)
-    : o_(o), limit_(o.memory_limit()), start_(std::chrono::steady_clock::now()),
-      last_read_(start_) {}
+    : o_(o), base_(memory_in_use()),
+      limit_(o.max_memory ? o.max_memory : default_check_memory(base_)),
+      node_limit_(o.max_nodes ? o.max_nodes
+                              : std::clamp<uint64_t>(limit_ / kCheckNodeBytes, 1, kCheckMaxNodes)),
+      start_(std::chrono::steady_clock::now()), last_read_(start_) {}
+
+uint64_t Budget::used() const {
+  const uint64_t now = memory_in_use();
+  return now > base_ ? now - base_ : 0;
+}
 
 void Budget::check() {
   const auto now = std::chrono::steady_clock::now();
@@ -81,21 +86,21 @@ void Budget::check() {
                               o_.max_seconds, phase_, nodes_));
   if (now - last_read_ < std::chrono::milliseconds(10)) return;
   last_read_ = now;
-  last_memory_ = memory_in_use();
+  last_memory_ = used();
   if (last_memory_ > limit_) over_memory(last_memory_);
 }
 
 void Budget::over_memory(uint64_t used) const {
-  throw Outside(fmt::format("the check's memory reached {} MiB, past its limit of {} MiB, while "
+  throw Outside(fmt::format("the check's memory grew by {} MiB, past its limit of {} MiB, while "
                             "{} ({} nodes): raise the limit with --max-memory (MiB){}",
                             mib(used), mib(limit_), phase_, nodes_, rlimit_note()));
 }
 
 void Budget::reserve(uint64_t bytes, const std::string& what) {
   if (g_) nodes_ = g_->nodes.size();
-  last_memory_ = memory_in_use();
+  last_memory_ = used();
   if (last_memory_ + bytes > limit_)
-    throw Outside(fmt::format("{} need {} MiB, and with the {} MiB in use that is past the "
+    throw Outside(fmt::format("{} need {} MiB, and with the {} MiB the check uses that is past the "
                               "memory limit of {} MiB ({} nodes): raise the limit with "
                               "--max-memory (MiB){}",
                               what, mib(bytes), mib(last_memory_), mib(limit_), nodes_,
@@ -112,7 +117,7 @@ void Budget::round(int r) {
 }
 
 std::string Budget::out_of_memory() const {
-  return fmt::format("out of memory: {} at {} nodes ({} MiB in use at the last reading{}); "
+  return fmt::format("out of memory: {} at {} nodes (the check used {} MiB at the last reading{}); "
                      "--max-memory (now {} MiB) stops the check before that, with exit code 6",
                      phase_, nodes_, mib(last_memory_), rlimit_note(), mib(limit_));
 }

@@ -13,9 +13,6 @@ namespace nisa::interp::check_detail {
 
 struct Graph;
 
-// The memory the process uses now, in bytes: its address space (what `ulimit -v` bounds), or
-// its resident memory in a sanitized build (whose shadow reserves terabytes).
-uint64_t memory_in_use();
 // The address-space limit (`ulimit -v`) in bytes; 0 when there is none.
 uint64_t address_space_limit();
 
@@ -23,6 +20,8 @@ class Budget {
 public:
   explicit Budget(const CheckOptions& o);
 
+  uint64_t memory_limit() const { return limit_; }
+  uint64_t node_limit() const { return node_limit_; }
   void attach(const Graph& g) { g_ = &g; }
   void attach_none() { g_ = nullptr; }
   // Where the check is, in the user's terms ("unrolling the streams").
@@ -44,7 +43,9 @@ public:
 
 private:
   const CheckOptions& o_;
-  const uint64_t limit_; // bytes
+  const uint64_t base_;       // the process's memory when the check began
+  const uint64_t limit_;      // bytes the check may add to it
+  const uint64_t node_limit_; // nodes
   const Graph* g_ = nullptr;
   std::string phase_ = "starting";
   uint64_t calls_ = 0;
@@ -52,6 +53,7 @@ private:
   uint64_t nodes_ = 0;       // the graph's nodes at the last reading (the graph may be gone)
   std::chrono::steady_clock::time_point start_, last_read_;
 
+  uint64_t used() const; // the memory the check added
   [[noreturn]] void over_memory(uint64_t used) const;
 };
 

@@ -23,10 +23,10 @@ uint32_t Unroller::stream(int core, int kind, int idx, const std::string& name) 
 }
 
 uint32_t Unroller::add_node(Node n, uint32_t st) {
-  if (g_.nodes.size() >= o_.node_limit())
+  if (g_.nodes.size() >= g_.budget->node_limit())
     throw Outside(fmt::format("more than {} unrolled instructions, transfers and joins (the node "
                               "limit)",
-                              o_.node_limit()));
+                              g_.budget->node_limit()));
   if (st != kNoStream) {
     n.stream = st;
     n.pos = ++g_.stream_len[st];
@@ -70,7 +70,7 @@ void Unroller::walk(int c, int e) {
   const int64_t len = int64_t(code.size());
   Registers regs(m_, o_, names_, c, eng, len);
   int64_t pc = 0;
-  const uint64_t limit = o_.node_limit();
+  const uint64_t limit = g_.budget->node_limit();
   uint64_t walked = 0;
   // Brent's cycle finding on (pc, registers): the walk depends on nothing else, so a state
   // that comes back never ends (found long before the node limit).
@@ -165,7 +165,7 @@ void Unroller::too_many(const Walk& w, const Registers& at, int64_t pc0, uint64_
   const std::string why =
       o_.max_nodes ? std::string("the node limit")
                    : fmt::format("the node limit: --max-memory {} MiB at {} bytes a node",
-                                 o_.memory_limit() >> 20, kCheckNodeBytes);
+                                 g_.budget->memory_limit() >> 20, kCheckNodeBytes);
   const std::string rest =
       fate == ends ? fmt::format("a stream that ends after {} instructions ({} walked)",
                                  walked + more, walked)
@@ -173,7 +173,7 @@ void Unroller::too_many(const Walk& w, const Registers& at, int64_t pc0, uint64_
   throw Outside(fmt::format("the kernel unrolls into more than {} instructions, transfers and "
                             "joins ({}); the walk was at {}, {}: raise --max-memory, or check a "
                             "smaller configuration (-D)",
-                            o_.node_limit(), why, where, rest));
+                            g_.budget->node_limit(), why, where, rest));
 }
 
 void Unroller::rendezvous(Walk& w, const Node& n0, const Inst& in, bool is_barrier) {
