@@ -19,7 +19,13 @@ struct AsmOptions {
   int64_t max_iterations = 1'000'000;   // per .for
   int64_t max_instructions = 4'000'000; // per kernel
   int64_t max_steps = 8'000'000;        // statements executed plus loop iterations, all told
+  // Bytes lexed, all told: every file once when it is read (the main file, each include), and
+  // each statement's bytes every time it is expanded (loops, macros and includes multiply).
+  int64_t max_lexed_bytes = int64_t(256) << 20;
 };
+
+// The largest source file (the main file or an include), in bytes.
+inline constexpr uint64_t kMaxSourceBytes = uint64_t(64) << 20;
 
 struct Diagnostic {
   enum Severity { Error, Note };

@@ -7,8 +7,10 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
+#include <new>
 
 #include "asm/assembler_util.h"
+#include "isa/error.h"
 
 namespace nisa::nasm {
 namespace fs = std::filesystem;
@@ -18,10 +20,10 @@ Assembler::Assembler(const AsmOptions& opts) : opts_(opts) {}
 
 AsmResult Assembler::run_file(const std::string& path) {
   std::string text;
-  if (!read_text(path, text)) {
+  if (auto why = read_text(path, text)) {
     Diagnostic d;
     d.file = path;
-    d.message = "cannot read file";
+    d.message = "cannot read file: it " + *why;
     AsmResult r;
     r.diags.push_back(d);
     return r;
@@ -39,6 +41,7 @@ AsmResult Assembler::run(std::string text, const std::string& name) {
   add_defines();
   decls_.start();
   try {
+    expander_.count_lexed(text.size(), Loc{});
     uint32_t u = src_.load(name, std::move(text));
     if (src_.unit(u).ok) {
       src_.enter(u);
@@ -102,14 +105,32 @@ AsmResult Assembler::finish() {
 
 // ---- public API -------------------------------------------------------------------------------
 
+// An allocation that fails is an error that says what was assembled and how big it is (the
+// assembler's own memory is gone by then).
+[[noreturn]] static void out_of_memory(const std::string& name, uintmax_t bytes) {
+  throw HostError(fmt::format("out of memory: assembling {} ({} bytes of source, and its "
+                              "includes and expansion)",
+                              name, bytes));
+}
+
 AsmResult assemble_file(const std::string& path, const AsmOptions& opts) {
-  Assembler a(opts);
-  return a.run_file(path);
+  try {
+    Assembler a(opts);
+    return a.run_file(path);
+  } catch (const std::bad_alloc&) {
+    std::error_code ec;
+    const uintmax_t size = fs::file_size(path, ec);
+    out_of_memory(path, ec ? 0 : size);
+  }
 }
 
 AsmResult assemble_string(std::string_view text, const std::string& name, const AsmOptions& opts) {
-  Assembler a(opts);
-  return a.run_string(text, name);
+  try {
+    Assembler a(opts);
+    return a.run_string(text, name);
+  } catch (const std::bad_alloc&) {
+    out_of_memory(name, text.size());
+  }
 }
 
 } // namespace nisa::nasm

@@ -2,6 +2,7 @@
 #pragma once
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -15,18 +16,30 @@
 namespace nisa::nasm::detail {
 namespace fs = std::filesystem;
 
-inline bool read_text(const std::string& path, std::string& out) {
-  // Regular files only (never a device or a FIFO), of a sane size.
+// Reads a source file into `out`: nullopt when read, else why not, as the end of a sentence
+// about the file ("is a directory"). Regular files only (never a device or a FIFO), of at most
+// kMaxSourceBytes.
+inline std::optional<std::string> read_text(const std::string& path, std::string& out) {
   std::error_code ec;
-  if (!fs::is_regular_file(path, ec) || fs::file_size(path, ec) > (64u << 20)) return false;
+  const fs::file_status st = fs::status(path, ec);
+  if (!fs::exists(st)) return std::string("does not exist");
+  if (fs::is_directory(st)) return std::string("is a directory, not a file");
+  if (!fs::is_regular_file(st))
+    return std::string("is not a regular file (a device, a FIFO or a socket)");
+  const uintmax_t size = fs::file_size(path, ec);
+  if (ec) return "cannot be read: " + ec.message();
+  if (size > kMaxSourceBytes)
+    return fmt::format("is {} bytes, more than the limit of {} bytes ({} MiB) for a source file",
+                       size, kMaxSourceBytes, kMaxSourceBytes >> 20);
   std::ifstream f(path, std::ios::binary);
-  if (!f) return false;
+  if (!f) return std::string("cannot be opened (permission denied?)");
   // One read into a string of the right size (the file may still change under us: read what
   // is there, up to the limit).
-  out.assign(std::min<uintmax_t>(fs::file_size(path, ec), 64u << 20), '\0');
+  out.assign(size, '\0');
   f.read(out.data(), static_cast<std::streamsize>(out.size()));
   out.resize(static_cast<size_t>(f.gcount()));
-  return !f.bad();
+  if (f.bad()) return std::string("cannot be read (an I/O error)");
+  return std::nullopt;
 }
 
 inline std::string unquote(std::string_view s) {

@@ -32,6 +32,7 @@ void Expander::exec_range(uint32_t unit, size_t begin, size_t end) {
 void Expander::exec_line(uint32_t unit, size_t& i) {
   const Stmt& s = src_.file().stmts[i];
   if (++steps_ > opts_.max_steps) rep_.count_step(src_.loc(s.first));
+  count_lexed(src_.unit(unit).bytes[i], src_.loc(s.first));
   try {
     if (s.label != kNone) labels_.define(s.label);
     if (s.kind != StmtKind::None) exec_stmt(unit, i, s);
@@ -270,19 +271,22 @@ void Expander::exec_include(const Stmt& s) {
   cands.push_back(here / rel);
   for (const auto& d : opts_.include_dirs) cands.push_back(fs::path(d) / rel);
   cands.push_back(rel);
-  std::string path, content;
-  for (const auto& c : cands)
-    if (read_text(c.string(), content)) {
+  // The first candidate that exists is the file; it is read and parsed once (unit_by_path_),
+  // however often it is included.
+  std::string path, canon;
+  for (const auto& c : cands) {
+    std::error_code ec;
+    if (fs::exists(c, ec)) {
       path = c.lexically_normal().string();
+      canon = fs::weakly_canonical(path, ec).string();
       break;
     }
+  }
   if (path.empty())
     fail(src_.loc(s.word),
-         fmt::format("cannot find include src_.file '{}' (searched: {}{})", rel,
+         fmt::format("cannot find include file '{}' (searched: {}{})", rel,
                      here.empty() ? "." : here.string(),
                      opts_.include_dirs.empty() ? "" : ", " + join(opts_.include_dirs)));
-  std::error_code ec;
-  const std::string canon = fs::weakly_canonical(path, ec).string();
   if (std::find(include_stack_.begin(), include_stack_.end(), canon) != include_stack_.end()) {
     rep_.report(src_.loc(s.word),
                 fmt::format("include cycle: '{}' is already being included", rel));
@@ -296,6 +300,12 @@ void Expander::exec_include(const Stmt& s) {
   if (cached != unit_by_path_.end()) {
     unit = cached->second;
   } else {
+    std::string content;
+    if (auto why = read_text(path, content)) {
+      src_.set_frame(outer);
+      fail(src_.loc(s.word), fmt::format("cannot include '{}': {} {}", rel, path, *why));
+    }
+    count_lexed(content.size(), src_.loc(s.word));
     unit = src_.load(path, std::move(content));
     unit_by_path_[canon] = unit;
   }

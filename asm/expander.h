@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "asm/ast.h"
+#include "asm/reporter.h"
 #include "asm/sources.h"
 
 namespace nisa::nasm {
@@ -26,6 +27,11 @@ public:
   // The file being assembled, by its canonical path (an include of it is a cycle).
   void set_main_path(std::string canonical) { include_stack_.push_back(std::move(canonical)); }
   void exec_range(uint32_t unit, size_t begin, size_t end);
+  // `bytes` more lexed (AsmOptions::max_lexed_bytes); past the limit: reported at `at`, Abort.
+  void count_lexed(uint64_t bytes, const Loc& at) {
+    lexed_ += bytes;
+    if (lexed_ > uint64_t(opts_.max_lexed_bytes)) rep_.count_lexed(at);
+  }
 
 private:
   struct Macro {
@@ -58,8 +64,9 @@ private:
   NameMap<Macro> macros_;
   std::vector<std::string> include_stack_; // canonical paths, for cycle detection
   std::map<std::string, uint32_t> unit_by_path_;
-  int depth_ = 0;     // nested macro expansions and includes
-  int64_t steps_ = 0; // statements executed and loop iterations begun (opts_.max_steps)
+  int depth_ = 0;      // nested macro expansions and includes
+  int64_t steps_ = 0;  // statements executed and loop iterations begun (opts_.max_steps)
+  uint64_t lexed_ = 0; // bytes lexed (opts_.max_lexed_bytes)
 };
 
 } // namespace nisa::nasm

@@ -17,6 +17,21 @@ void Reporter::count_step(const Loc& at) {
   throw Abort{};
 }
 
+// A file is lexed once when read; a statement is looked at again every time it is expanded.
+void Reporter::count_lexed(const Loc& at) {
+  const std::string msg = fmt::format(
+      "the assembly lexes more than {} bytes ({} MiB) of source in all (every file once, and "
+      "each statement every time it is expanded: loops, macros and includes multiply); an "
+      ".include in a loop counts its file's statements at every iteration: include it once, or "
+      "make its body a .macro",
+      opts_.max_lexed_bytes, opts_.max_lexed_bytes >> 20);
+  if (at.line == 0)
+    report_global(msg);
+  else
+    report(at, msg);
+  throw Abort{};
+}
+
 void Reporter::report(const Loc& l, const std::string& msg) {
   Diagnostic d;
   d.file = l.file < mod_.files.size() ? mod_.files[l.file] : "<input>";

@@ -18,8 +18,9 @@ public:
   // An error at `l` (with the expansion chain of its frame as notes). Throws Abort past the
   // error limit.
   void report(const Loc& l, const std::string& msg);
-  void report_global(const std::string& msg);  // about the command line
-  [[noreturn]] void count_step(const Loc& at); // the step limit was passed: report, Abort
+  void report_global(const std::string& msg);   // about the command line
+  [[noreturn]] void count_step(const Loc& at);  // the step limit was passed: report, Abort
+  [[noreturn]] void count_lexed(const Loc& at); // the lexed-bytes limit was passed: the same
   int errors() const { return errors_; }
   std::vector<Diagnostic> take() { return std::move(diags_); }
 

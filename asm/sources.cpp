@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "asm/assembler_util.h"
 #include "asm/reporter.h"
 
@@ -21,6 +23,16 @@ uint32_t Sources::load(const std::string& display, std::string text) {
   }
   if (!unit.ok) return id;
   match_blocks(unit, id);
+  // What expanding each statement lexes again: its bytes from its first token to the end of
+  // its last one (AsmOptions::max_lexed_bytes).
+  const ParsedFile& f = unit.parsed;
+  unit.bytes.resize(f.stmts.size());
+  for (size_t i = 0; i < f.stmts.size(); ++i) {
+    const Stmt& s = f.stmts[i];
+    const uint32_t last = s.last != kNone && s.last >= s.first ? s.last : s.first;
+    const uint32_t end = std::max(lex_at(f.src, last).end, s.first + 1);
+    unit.bytes[i] = end - s.first;
+  }
   return id;
 }
 

@@ -42,6 +42,7 @@ struct Unit {
   ParsedFile parsed;                         // parsed.stmts are the unit's "lines"
   std::vector<size_t> close;                 // opener line -> its closing line
   std::vector<std::vector<size_t>> branches; // .if line -> .elif/.else lines
+  std::vector<uint32_t> bytes;               // line -> the bytes of its statement's lines
   bool ok = true;
 };
 

@@ -5,6 +5,9 @@
 // with it; the report (check_report.h).
 #include "interp/check/check.h"
 
+#include <new>
+
+#include "interp/check/check_budget.h"
 #include "interp/check/check_conflicts.h"
 #include "interp/check/check_deadlock.h"
 #include "interp/check/check_report.h"
@@ -12,12 +15,17 @@
 
 namespace nisa::interp {
 
-CheckResult check_module(const Module& mod, const CheckOptions& opt) {
-  using namespace check_detail;
-  CheckResult r;
+namespace {
+
+using namespace check_detail;
+
+void prove(const Module& mod, const CheckOptions& opt, Budget& budget, CheckResult& r) {
   Graph g;
+  g.budget = &budget;
+  budget.attach(g);
   const Names names(mod, opt, g);
   try {
+    budget.phase("unrolling the streams");
     Unroller(mod, opt, names, g).run();
     Order order(opt, g);
     r.instructions = g.insts;
@@ -29,17 +37,36 @@ CheckResult check_module(const Module& mod, const CheckOptions& opt) {
     const Reporter reporter(mod, opt, g, names, order);
     const Conflicts conflicts(mod, opt, g, names, order, reporter);
     if (!ok) {
+      budget.phase("reporting a cycle of waits");
       deadlocks.cycle(r);
     } else {
+      budget.phase("checking the sem_sets");
       conflicts.sets(r);
+      budget.phase("checking the == waits");
       deadlocks.eq_waits(r);
+      budget.phase("running one schedule to look for deadlocks");
       deadlocks.simulate(r);
+      budget.phase("comparing the accesses");
       conflicts.races(r);
     }
   } catch (const Outside& e) {
     r.outside = e.what();
   }
-  finish(r, opt, g.ncores);
+  budget.attach_none();
+}
+
+} // namespace
+
+CheckResult check_module(const Module& mod, const CheckOptions& opt) {
+  CheckResult r;
+  Budget budget(opt);
+  try {
+    prove(mod, opt, budget, r);
+  } catch (const std::bad_alloc&) {
+    // The graph is gone: its memory is back for the message.
+    throw HostError(budget.out_of_memory());
+  }
+  finish(r, opt, opt.lnc * opt.ranks);
   return r;
 }
 

@@ -18,12 +18,33 @@
 
 namespace nisa::interp {
 
+// The bounds of one check (docs/check.md "Limits"); each one hit ends the check with exit 6
+// and a message naming it and the option that raises it.
+inline constexpr uint64_t kCheckDefaultMemory = uint64_t(4096) << 20; // --max-memory
+inline constexpr uint64_t kCheckNodeBytes = 1024;     // memory per node, clocks apart (measured)
+inline constexpr uint64_t kCheckMaxNodes = 8'000'000; // node ids stay far from 2^32
+inline constexpr double kCheckDefaultSeconds = 60;    // --max-seconds
+inline constexpr int kCheckDefaultRounds = 100;       // --max-rounds (kernels_asm: 2..11)
+
+// The memory the process uses now, in bytes: its address space (what `ulimit -v` bounds), or
+// its resident memory in a sanitized build (whose shadow reserves terabytes).
+uint64_t memory_in_use();
+// The default --max-memory: kCheckDefaultMemory, or half of what the address-space limit
+// (`ulimit -v`) leaves above `in_use` when that is lower.
+uint64_t default_check_memory(uint64_t in_use);
+
 struct CheckOptions {
   int lnc = 1;
   int ranks = 1;
   Target target = Target::trn2;
-  uint64_t max_nodes = 8'000'000;            // unrolled instructions and transfers in all
-  uint64_t max_vc_bytes = uint64_t(3) << 30; // vector clocks: nodes x streams x 4 bytes
+  // The memory the check may add to the process's (its address space; resident memory in a
+  // sanitized build), in bytes; 0: default_check_memory().
+  uint64_t max_memory = 0;
+  // Unrolled instructions, transfers and joins; 0: the memory limit / kCheckNodeBytes (at
+  // most kCheckMaxNodes).
+  uint64_t max_nodes = 0;
+  double max_seconds = kCheckDefaultSeconds; // host time of the whole check; 0: no limit
+  int max_rounds = kCheckDefaultRounds;      // rounds of the fixpoint of semaphore orders
   size_t max_reports = 40;                   // unordered pairs printed (all are counted)
 };
 

@@ -4,6 +4,8 @@
 #include <map>
 #include <set>
 
+#include "interp/check/check_budget.h"
+
 namespace nisa::interp::check_detail {
 
 void Conflicts::sets(CheckResult& r) const {
@@ -23,7 +25,7 @@ void Conflicts::sets(CheckResult& r) const {
       };
       for (const SigList& l : si.lists)
         for (uint32_t n : l.nodes)
-          if (!order_.ordered(L.node, n)) {
+          if (g_.budget->poll(), !order_.ordered(L.node, n)) {
             report(n, "a signal unordered with");
             goto next_set;
           }
@@ -33,7 +35,7 @@ void Conflicts::sets(CheckResult& r) const {
           goto next_set;
         }
       for (const WaitRec& w : g_.waits)
-        if (size_t(w.core) * nsems + w.w.sem == key) {
+        if (g_.budget->poll(), size_t(w.core) * nsems + w.w.sem == key) {
           std::vector<Anchor> sa;
           g_.site_anchors(w.site, sa);
           Anchor la{g_.nodes[L.node].stream, g_.nodes[L.node].pos};
@@ -74,12 +76,14 @@ void Conflicts::races(CheckResult& r) const {
     return order_.after(node, origin.data(), uint32_t(origin.size()));
   };
   for (uint32_t n : order_.topo()) {
+    g_.budget->poll();
     const Node& nd = g_.nodes[n];
     for (uint32_t ai = nd.acc0; ai < nd.acc0 + nd.nacc; ++ai) {
       const Acc& a = g_.accs[ai];
       Mem& m = mems[{int(a.r.kind), int(a.r.unit)}];
       uint64_t start = a.r.b0 > m.longest ? a.r.b0 - m.longest : 0;
       auto visit = [&](Rec& x) -> bool { // true: x is superseded by this access
+        g_.budget->poll();
         if (!x.g.overlaps(a.r) || x.node == n) return false;
         const bool ord = ordered_before(x, n);
         if (!ord && (x.g.write || a.r.write)) {

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <set>
 
+#include "interp/check/check_budget.h"
 #include "isa/exec_kind.h"
 
 namespace nisa::interp::check_detail {
@@ -24,6 +25,7 @@ void Deadlocks::eq_waits(CheckResult& r) const {
   const size_t nsems = g_.nsems;
   std::vector<Anchor> sa;
   for (const WaitRec& w : g_.waits) {
+    g_.budget->poll();
     if (w.w.cmp != WaitCmp::eq) continue;
     const SemInfo& si = g_.sems[size_t(w.core) * nsems + w.w.sem];
     g_.site_anchors(w.site, sa);
@@ -71,6 +73,7 @@ void Deadlocks::simulate(CheckResult& r) const {
     return true;
   };
   while (!q.empty()) {
+    g_.budget->poll();
     uint32_t n = q.back();
     q.pop_back();
     if (done[n]) continue;

@@ -77,7 +77,10 @@ struct SemInfo {
   uint32_t init = 0;
 };
 
+class Budget;
+
 struct Graph {
+  Budget* budget = nullptr; // the bounds every part polls (check_budget.h)
   int ncores = 1;
   size_t nsems = 0; // declared semaphores (of each core)
   std::vector<Node> nodes;

@@ -5,12 +5,17 @@
 
 #include <fmt/format.h>
 
+#include "interp/check/check_budget.h"
+
 namespace nisa::interp::check_detail {
 
-Order::Order(const CheckOptions& o, const Graph& g) : g_(g), S_(g.streams()) {
-  if (uint64_t(g_.nodes.size()) * S_ * 4 > o.max_vc_bytes)
-    throw Outside(fmt::format("{} nodes x {} streams of vector clocks exceed {} bytes",
-                              g_.nodes.size(), S_, o.max_vc_bytes));
+Order::Order(const CheckOptions&, const Graph& g) : g_(g), S_(g.streams()) {
+  // The clocks and the edge lists of a round, allocated at once: within the memory limit?
+  const uint64_t N = g_.nodes.size();
+  g_.budget->reserve(N * S_ * 4 + N * 64,
+                     fmt::format("the vector clocks ({} nodes x {} streams x 4 bytes) and the "
+                                 "edge lists",
+                                 N, S_));
   best_.assign(g_.waits.size(), {});
   for (size_t i = 0; i < g_.waits.size(); ++i)
     best_[i].assign(g_.sem_of(g_.waits[i]).lists.size(), 0);
@@ -18,7 +23,7 @@ Order::Order(const CheckOptions& o, const Graph& g) : g_(g), S_(g.streams()) {
 
 bool Order::solve(int& rounds) {
   for (;;) {
-    ++rounds;
+    g_.budget->round(++rounds);
     if (!topo_and_clocks()) return false;
     if (!derive_edges()) return true;
   }
@@ -57,6 +62,7 @@ bool Order::topo_and_clocks() {
     if (!indeg[i]) topo_.push_back(uint32_t(i));
   vc_.assign(N * S_, 0);
   for (size_t h = 0; h < topo_.size(); ++h) {
+    g_.budget->poll();
     uint32_t n = topo_[h];
     uint32_t* v = &vc_[size_t(n) * S_];
     auto join = [&](uint32_t p) {
@@ -123,6 +129,7 @@ bool Order::derive_edges() {
   bool changed = false;
   std::vector<Anchor> sa;
   for (size_t i = 0; i < g_.waits.size(); ++i) {
+    g_.budget->poll();
     const WaitRec& w = g_.waits[i];
     const SemInfo& si = g_.sem_of(w);
     if (si.lists.empty() || w.w.value == 0) continue;
@@ -134,6 +141,7 @@ bool Order::derive_edges() {
       // find the first j in [lo, hi) whose count reaches the value
       size_t a = lo, b = hi;
       while (a < b) {
+        g_.budget->poll();
         size_t mid = (a + b) / 2;
         Anchor x{l.stream, l.pos[mid]};
         if (max_count(si, w.site, sa, &x) >= w.w.value)

@@ -11,7 +11,7 @@ namespace nisa::interp::check_detail {
 
 class Order {
 public:
-  // Throws Outside when the clocks would take more than o.max_vc_bytes.
+  // Throws Outside when the clocks would pass the memory limit (check_budget.h).
   Order(const CheckOptions& o, const Graph& g);
 
   // The fixpoint; false when the orders make a cycle (its nodes are those not in topo()).

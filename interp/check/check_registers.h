@@ -3,6 +3,7 @@
 // or are unknown (loaded from memory), and a branch on an unknown value is outside what is
 // proved.
 #pragma once
+#include <array>
 #include <cstdint>
 
 #include "interp/check/check_names.h"
@@ -19,8 +20,16 @@ public:
   // Runs `in`, at `pc`, on the registers; returns the pc that follows.
   int64_t step(const Inst& in, int64_t pc);
 
-  const int32_t* values() const { return regs_; }
+  const int32_t* values() const { return regs_.data(); }
   uint64_t unknown() const { return unknown_; } // bit r: register r was loaded from memory
+
+  // Everything the walk of the stream depends on besides the pc.
+  struct State {
+    std::array<int32_t, kNumRegs> regs;
+    uint64_t unknown;
+    bool operator==(const State&) const = default;
+  };
+  State state() const { return {regs_, unknown_}; }
 
 private:
   const Module& m_;
@@ -29,7 +38,7 @@ private:
   const int core_;
   const Engine eng_;
   const int64_t len_;
-  int32_t regs_[kNumRegs] = {};
+  std::array<int32_t, kNumRegs> regs_ = {};
   uint64_t unknown_ = 0;
 
   int32_t value(const Operand& o, bool& unk) const;

@@ -3,6 +3,8 @@
 
 #include <sstream>
 
+#include "interp/check/check_budget.h"
+
 namespace nisa::interp::check_detail {
 
 std::string Reporter::region_text(const Region& x) const {
@@ -28,7 +30,8 @@ std::string Reporter::suggest(uint32_t a, uint32_t b) const {
     for (uint32_t i = 0; i < an.nanc; ++i) {
       const Anchor& x = g_.anchors[an.anc0 + i];
       for (uint32_t n = 0; n < g_.nodes.size(); ++n)
-        if (g_.nodes[n].stream == x.stream && g_.nodes[n].pos == x.pos) from.push_back(n);
+        if (g_.budget->poll(), g_.nodes[n].stream == x.stream && g_.nodes[n].pos == x.pos)
+          from.push_back(n);
     }
   else
     from.push_back(a);

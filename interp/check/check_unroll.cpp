@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "interp/check/check_budget.h"
 #include "interp/check/check_extents.h"
 #include "interp/check/check_registers.h"
 #include "isa/exec_kind.h"
@@ -22,8 +23,10 @@ uint32_t Unroller::stream(int core, int kind, int idx, const std::string& name) 
 }
 
 uint32_t Unroller::add_node(Node n, uint32_t st) {
-  if (g_.nodes.size() >= o_.max_nodes)
-    throw Outside(fmt::format("more than {} unrolled instructions and transfers", o_.max_nodes));
+  if (g_.nodes.size() >= g_.budget->node_limit())
+    throw Outside(fmt::format("more than {} unrolled instructions, transfers and joins (the node "
+                              "limit)",
+                              g_.budget->node_limit()));
   if (st != kNoStream) {
     n.stream = st;
     n.pos = ++g_.stream_len[st];
@@ -67,12 +70,17 @@ void Unroller::walk(int c, int e) {
   const int64_t len = int64_t(code.size());
   Registers regs(m_, o_, names_, c, eng, len);
   int64_t pc = 0;
+  const uint64_t limit = g_.budget->node_limit();
+  uint64_t walked = 0;
+  // Brent's cycle finding on (pc, registers): the walk depends on nothing else, so a state
+  // that comes back never ends (found long before the node limit).
+  int64_t saved_pc = 0;
+  Registers::State saved = regs.state();
+  uint64_t power = 1, lam = 0;
   while (pc < len) {
-    if (g_.nodes.size() + 4 >= o_.max_nodes)
-      throw Outside(fmt::format("more than {} unrolled instructions and transfers, the last at "
-                                "{} on {} {} (an endless loop?)",
-                                o_.max_nodes, names_.loc(eng, pc), names_.core_name(c),
-                                name_of(eng)));
+    g_.budget->poll();
+    if (g_.nodes.size() + 4 >= limit) too_many(w, regs, pc, walked);
+    ++walked;
     const Inst& in = code[size_t(pc)];
     ++g_.insts;
     const InstDesc& d = desc(in.op);
@@ -104,7 +112,68 @@ void Unroller::walk(int c, int e) {
     else
       plain(w, n, in);
     pc = next;
+    if (pc == saved_pc && regs.state() == saved) endless(w, pc, lam + 1);
+    if (++lam == power) {
+      saved = regs.state(), saved_pc = pc;
+      power *= 2, lam = 0;
+    }
   }
+}
+
+void Unroller::endless(const Walk& w, int64_t pc, uint64_t period) const {
+  throw Outside(fmt::format("{} on {} {} loops forever: its walk comes back to the same "
+                            "instruction with the same registers every {} instructions and never "
+                            "ends (an endless loop cannot be unrolled)",
+                            names_.loc(w.eng, pc), names_.core_name(w.core), name_of(w.eng),
+                            period));
+}
+
+void Unroller::too_many(const Walk& w, const Registers& at, int64_t pc0, uint64_t walked) const {
+  // A copy of the registers walks on without making nodes (Brent's cycle finding): the walk
+  // depends only on (pc, registers), so a state seen again is an endless loop.
+  const auto& code = m_.streams[size_t(w.e)];
+  const int64_t len = int64_t(code.size());
+  static constexpr uint64_t kMore = uint64_t(1) << 24; // instructions walked on at most
+  Registers regs = at;
+  int64_t pc = pc0, saved_pc = pc0;
+  Registers::State saved = regs.state();
+  uint64_t power = 1, lam = 0, more = 0;
+  enum { loops, ends, unknown } fate = unknown;
+  try {
+    while (more < kMore) {
+      if (pc >= len) {
+        fate = ends;
+        break;
+      }
+      pc = regs.step(code[size_t(pc)], pc);
+      ++more, ++lam;
+      if (pc == saved_pc && regs.state() == saved) {
+        fate = loops;
+        break;
+      }
+      if (lam == power) {
+        saved = regs.state(), saved_pc = pc;
+        power *= 2, lam = 0;
+      }
+      if ((more & 4095) == 0) g_.budget->poll();
+    }
+  } catch (const Outside&) { // e.g. a branch on loaded data further on: neither is known
+  }
+  if (fate == loops) endless(w, pc, lam);
+  const std::string where =
+      fmt::format("{} on {} {}", names_.loc(w.eng, pc0), names_.core_name(w.core), name_of(w.eng));
+  const std::string why =
+      o_.max_nodes ? std::string("the node limit")
+                   : fmt::format("the node limit: --max-memory {} MiB at {} bytes a node",
+                                 g_.budget->memory_limit() >> 20, kCheckNodeBytes);
+  const std::string rest =
+      fate == ends ? fmt::format("a stream that ends after {} instructions ({} walked)",
+                                 walked + more, walked)
+                   : fmt::format("a stream that had not ended {} instructions further on", more);
+  throw Outside(fmt::format("the kernel unrolls into more than {} instructions, transfers and "
+                            "joins ({}); the walk was at {}, {}: raise --max-memory, or check a "
+                            "smaller configuration (-D)",
+                            g_.budget->node_limit(), why, where, rest));
 }
 
 void Unroller::rendezvous(Walk& w, const Node& n0, const Inst& in, bool is_barrier) {
