@@ -29,6 +29,7 @@ std::string_view status_name(const RunResult& r) {
   case RunStatus::deadlock: return "deadlock";
   case RunStatus::fault: return "fault";
   case RunStatus::budget: return "budget";
+  case RunStatus::interrupted: return "interrupted";
   }
   return "?";
 }
