@@ -1,14 +1,32 @@
 // nisa run KERNEL.(nasm|nbin) --in NAME=FILE.npy... --out NAME=FILE.npy... [options]
+#include <atomic>
 #include <boost/program_options.hpp>
+#include <csignal>
 #include <iostream>
 #include <string>
 #include <vector>
 
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "interp/dist/procs.h"
 #include "interp/run/run.h"
 
 namespace nisa::cli {
+
+namespace {
+// Ctrl-C (SIGINT) stops the run at its next check (exit code 130, the report says where); a
+// second one ends the process at once (SA_RESETHAND). Not under mpirun, which ends its job.
+std::atomic<bool> g_interrupted{false};
+void on_sigint(int) { g_interrupted.store(true, std::memory_order_relaxed); }
+void catch_sigint(interp::RunConfig& cfg) {
+  if (interp::procs()) return;
+  struct sigaction sa {};
+  sa.sa_handler = on_sigint;
+  sa.sa_flags = SA_RESETHAND;
+  sigemptyset(&sa.sa_mask);
+  if (sigaction(SIGINT, &sa, nullptr) == 0) cfg.sched.interrupt = &g_interrupted;
+}
+} // namespace
 
 int cmd_run(int argc, char** argv) {
   std::string kernel, stats_json, timeline, trace, trace_engines, timeline_limit, trace_limit;
@@ -20,7 +38,8 @@ int cmd_run(int argc, char** argv) {
       "--out NAME=FILE.npy... [options]\n\n"
       "Runs a kernel on the modelled machine (docs/machine.md). Exit codes: 0 ok, 1 usage or "
       "input error, 2 deadlock, 3 fault, 4 races found (--check-races), 5 --max-steps spent (an "
-      "endless loop?).\n\nUnder `mpirun -np P` the --ranks are spread over the P processes (same "
+      "endless loop?), 130 interrupted (Ctrl-C).\n\nUnder `mpirun -np P` the --ranks are spread "
+      "over the P processes (same "
       "results; docs/machine.md \"MPI processes\").\n\noptions");
   opts.add_options()("help,h", "show this help");
   margs.add_to(opts);
@@ -91,6 +110,7 @@ int cmd_run(int argc, char** argv) {
   if (!check_output_paths("run", kernel, files, cfg)) return 1;
   auto mod = margs.load_kernel("run", kernel, cfg);
   if (!mod) return 1;
+  catch_sigint(cfg);
   return interp::run_module(*mod, cfg, std::cout, std::cerr);
 }
 

@@ -72,7 +72,11 @@ int mpi_main(std::string_view sub, int argc, char** argv, int job) {
     }
   }
   try {
-    return nisa::cli::cmd_run(argc - 1, argv + 1);
+    const int rc = nisa::cli::cmd_run(argc - 1, argv + 1);
+    // A process that stopped before its run (a bad option, a kernel that does not assemble)
+    // tells the others, which wait for it in their first exchange.
+    nisa::interp::check_job_stopped(procs, rc);
+    return rc;
   } catch (const std::exception& e) {
     std::string msg = std::string("nisa run: MPI process failed: ") + e.what() + "\n";
     if (write(saved_err >= 0 ? saved_err : 2, msg.data(), msg.size()) < 0) {

@@ -8,15 +8,16 @@
 ; Outputs:    out : DT[T, H], out[t] = sum of the rows whose id is t (0 for a token without
 ;             rows). Run with --ranks 1 (--lnc 1 or 2).
 ; Envelope:   T <= 128 (tokens on partitions), K <= 8 (one find_index8), H even (divisible by
-;             the LNC count; it also keeps the int32 id 4-byte aligned), ROWS <= 16384 (the
-;             find_index8 data limit). At most K rows per token (the router's top-K): rows of
-;             a token past its K-th are not summed, as in the seed.
+;             the LNC count; it also keeps the int32 id 4-byte aligned), 1 <= ROWS <= 16384
+;             (the find_index8 data limit; fewer than 8 rows are padded). At most K rows per
+;             token (the router's top-K): rows of a token past its K-th are not summed, as in
+;             the seed.
 ;
 ; Idea (as the seed): the id column pair of every row, reinterpreted as int32 (a view), is
 ; read into each of the T partitions by one DMA whose HBM row index is a vector offset of zeros
 ; (the seed's dma_transpose + stream_shuffle_broadcast); iota puts t into the 8 slots of
 ; partition t; find_index8 returns the first 8 positions of value t in the id row (all ones
-; where absent); then K read-modify-write DMAs (dma_compute add, vector offset = position k,
+; where absent; a row of fewer than 8 ids is padded with -1 to the 8 it searches); then K read-modify-write DMAs (dma_compute add, vector offset = position k,
 ; oob=skip drops absent positions) sum the gathered rows into a zeroed [T, H] tile (each add
 ; rounds to DT, as the seed's dma_compute). LNC: H is split in two halves; core c sums half c
 ; under --lnc 2, core 0 both under --lnc 1.
@@ -44,13 +45,14 @@
 .endif
 .equ HW = H / 2                  ; columns per LNC half
 .equ IC = (H + 2) / 2            ; int32 columns of a row
+.equ IW = max(ROWS, 8)           ; the id row: find_index8 searches 8..16384 elements
 
 .hbm inp : DT[ROWS, H + 2] input
 .hbm out : DT[T, H] output
 .view inpi = inp as int32[1, ROWS, IC]
 .view outv = out as DT[T, 2, HW]
 .sbuf z : uint32[128, 1]         ; vector offsets of zeros: every partition reads row 0
-.sbuf ids : int32[128, ROWS]
+.sbuf ids : int32[128, IW]
 .sbuf ar : int32[128, 8]
 .sbuf pos : uint32[128, 8]
 .sbuf red : DT[128, 2, HW]
@@ -73,7 +75,10 @@
 
         dve.memset z[0:T, :], 0.0  @signal(s_z)
         pool.iota ar[0:T, :], [[0, 8]], pmul=1  @signal(s_ar)
-        sp.dma q0, ids[0:T, :], inpi[@vec(z[0:T, 0:1]), :, H / 2]  @wait(s_z >= 1) @signal(s_id)
+.if ROWS < 8
+        dve.memset ids[0:T, ROWS:IW], -1.0   ; padding of a short id row: no token's id
+.endif
+        sp.dma q0, ids[0:T, 0:ROWS], inpi[@vec(z[0:T, 0:1]), :, H / 2]  @wait(s_z >= 1) @signal(s_id)
         dve.find_index8 pos[0:T, :], ids[0:T, :], ar[0:T, :]  @wait(s_id >= 1, s_ar >= 1) @signal(s_pos)
 .view inpr = inp as DT[ROWS, H + 2]
 .for hv in 0 .. 2

@@ -1,16 +1,21 @@
 // The C++ half of the Python module `nisa` (python/nisa/__init__.py is the other half: the
-// exception classes and the documented API). Inputs are read straight out of the numpy
-// buffers into the machine's HBM and outputs are copied once out of it into fresh arrays:
-// one copy each way. The GIL is released while the machine runs.
+// exception classes and the documented API). Inputs are copied once, whatever their layout
+// and byte order, straight into the machine's HBM once the machine (every limit) is checked,
+// and outputs once out of it into fresh arrays. The GIL is released while the machine runs,
+// and Ctrl-C stops it (run_interruptibly).
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <cstring>
 #include <memory>
 #include <mutex>
 #include <set>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -149,6 +154,31 @@ bool dtype_ok(const py::dtype& dt, DType t) {
   return interp::npy_descr_matches(str, t);
 }
 
+std::string dtype_text(const py::dtype& dt) { return py::str(py::handle(dt)); }
+
+// Copies an array of a tensor's shape (one rank's) into the tensor's HBM bytes, in native
+// (little-endian) byte order: numpy.copyto into a view of the HBM bytes, with casting="equiv"
+// (byte order only: the dtype was checked). A big-endian array is swapped in the copy; a dtype
+// that has no native-order form is refused, never reinterpreted.
+void copy_into_hbm(const py::array& src, uint8_t* dst, const std::string& name) {
+  py::dtype native = src.dtype();
+  if (!native.attr("isnative").cast<bool>()) {
+    try {
+      native = native.attr("newbyteorder")("=");
+    } catch (const py::error_already_set&) {
+      native = src.dtype();
+    }
+    if (!native.attr("isnative").cast<bool>())
+      throw py::value_error(fmt::format("input '{}': dtype {} has no native byte order form; "
+                                        "convert it first (a.astype(a.dtype.newbyteorder('=')))",
+                                        name, dtype_text(src.dtype())));
+  }
+  std::vector<py::ssize_t> shape(src.shape(), src.shape() + src.ndim());
+  // A view of the HBM bytes (its base: a capsule that frees nothing; the view lives only here).
+  py::array view(native, shape, dst, py::capsule(dst, [](void*) {}));
+  py::module_::import("numpy").attr("copyto")(view, src, py::arg("casting") = "equiv");
+}
+
 std::string dtype_expect(DType t) {
   switch (t) {
   case DType::bf16: return "uint16 (raw bits) or ml_dtypes.bfloat16";
@@ -156,6 +186,64 @@ std::string dtype_expect(DType t) {
   case DType::fp8e5m2: return "uint8 (raw bits) or ml_dtypes.float8_e5m2";
   default: return std::string(dtype_name(t));
   }
+}
+
+bool on_main_thread() {
+  static const unsigned long main_ident =
+      py::module_::import("threading").attr("main_thread")().attr("ident").cast<unsigned long>();
+  return PyThread_get_thread_ident() == main_ident;
+}
+
+// Runs the machine with the GIL released. Python runs its signal handlers on its main thread
+// only, so there the run goes to a helper thread while this one looks for signals every 20 ms
+// (PyErr_CheckSignals: Ctrl-C raises KeyboardInterrupt); a handler that raises stops the run
+// (SchedOptions::interrupt: within kInterruptPollEvents events of each core) and its exception
+// propagates once the run has stopped. On another thread the run is inline.
+interp::RunResult run_interruptibly(interp::Machine& m, interp::SchedOptions so) {
+  if (!on_main_thread()) {
+    py::gil_scoped_release nogil;
+    return interp::run(m, so);
+  }
+  std::atomic<bool> stop{false};
+  so.interrupt = &stop;
+  interp::RunResult r;
+  std::exception_ptr error;
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false, raised = false;
+  std::thread runner;
+  {
+    py::gil_scoped_release nogil;
+    runner = std::thread([&] {
+      try {
+        r = interp::run(m, so);
+      } catch (...) {
+        error = std::current_exception();
+      }
+      std::lock_guard<std::mutex> lock(mu);
+      done = true;
+      cv.notify_one();
+    });
+  }
+  for (;;) {
+    {
+      py::gil_scoped_release nogil;
+      std::unique_lock<std::mutex> lock(mu);
+      if (cv.wait_for(lock, std::chrono::milliseconds(20), [&] { return done; })) break;
+    }
+    if (PyErr_CheckSignals() != 0) {
+      raised = true;
+      stop.store(true);
+      break;
+    }
+  }
+  {
+    py::gil_scoped_release nogil;
+    runner.join();
+  }
+  if (raised) throw py::error_already_set();
+  if (error) std::rethrow_exception(error);
+  return r;
 }
 
 py::dict run_kernel(const Kernel& k, int lnc, int ranks, const std::string& schedule, uint64_t seed,
@@ -209,7 +297,7 @@ py::dict run_kernel(const Kernel& k, int lnc, int ranks, const std::string& sche
     if (!dtype_ok(a.dtype(), t->dtype))
       throw py::type_error(fmt::format("input '{}': dtype {} given, the kernel declares {}: "
                                        "expected {}",
-                                       name, std::string(py::str(a.dtype())), dtype_name(t->dtype),
+                                       name, dtype_text(a.dtype()), dtype_name(t->dtype),
                                        dtype_expect(t->dtype)));
     std::vector<int64_t> shape(a.shape(), a.shape() + a.ndim());
     std::vector<int64_t> ranked{ranks};
@@ -220,9 +308,6 @@ py::dict run_kernel(const Kernel& k, int lnc, int ranks, const std::string& sche
           "input '{}': shape {} given, the kernel declares {}{}", name, shape_text(shape),
           shape_text(t->shape),
           ranks > 1 ? fmt::format(" (or {} per rank)", shape_text(ranked)) : std::string()));
-    // A C-contiguous array is read in place; any other is made contiguous first.
-    if (!(a.flags() & py::array::c_style))
-      a = py::array::ensure(a, py::array::c_style | py::array::forcecast);
     bound.push_back({t, a, per_rank});
     names.insert(name);
   }
@@ -245,6 +330,9 @@ py::dict run_kernel(const Kernel& k, int lnc, int ranks, const std::string& sche
     if (std::find(returned.begin(), returned.end(), t) == returned.end()) returned.push_back(t);
   }
 
+  // The machine (every limit checked: --max-hbm, the host's memory) before any input byte is
+  // copied; then each input is copied once, straight into HBM, whatever its layout and byte
+  // order (numpy's copy: no contiguous or byte-swapped temporary).
   std::unique_ptr<interp::Machine> m;
   std::unique_lock<std::mutex> cached(k.cache->mu, std::try_to_lock);
   try {
@@ -260,24 +348,23 @@ py::dict run_kernel(const Kernel& k, int lnc, int ranks, const std::string& sche
   } catch (const std::exception& e) {
     throw py::value_error(e.what());
   }
-  for (const Bound& b : bound) {
-    const auto* p = static_cast<const uint8_t*>(b.a.data());
-    if (!b.per_rank) {
-      m->write_tensor(*b.t, p);
-      continue;
+  for (const Bound& b : bound)
+    for (int r = 0; r < ranks; ++r) {
+      copy_into_hbm(b.per_rank ? py::array(b.a[py::int_(r)]) : b.a, m->hbm_tensor(r, *b.t),
+                    b.t->name);
+      m->mark_written(*b.t, r);
     }
-    const uint64_t n = interp::Machine::tensor_bytes(*b.t);
-    for (int r = 0; r < ranks; ++r) m->write_tensor(*b.t, p + r * n, r);
-  }
   std::unique_ptr<interp::RaceChecker> races;
   if (check_races) {
     races = std::make_unique<interp::RaceChecker>(*m);
     so.observer = races.get();
   }
   interp::RunResult r;
-  {
-    py::gil_scoped_release nogil;
-    r = interp::run(*m, so);
+  try {
+    r = run_interruptibly(*m, so);
+  } catch (...) { // a signal handler's exception (KeyboardInterrupt): the machine is kept
+    if (cached) k.cache->m = std::move(m);
+    throw;
   }
   // The report `nisa run` prints.
   std::string report = r.report;

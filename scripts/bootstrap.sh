@@ -7,6 +7,7 @@ set -euo pipefail
 PKGS=(cmake make g++ antlr4 libantlr4-runtime-dev libfmt-dev libboost-program-options-dev
       googletest libgtest-dev libgmock-dev libbenchmark-dev libopenblas-dev libreadline-dev
       clang-format tmux nlohmann-json3-dev pybind11-dev python3-dev python3-numpy python3-pytest
+      python3-hypothesis
       openmpi-bin libopenmpi-dev)
 BENCH_PKGS=(python3-torch)
 for a in "$@"; do

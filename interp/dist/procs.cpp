@@ -3,6 +3,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include <fmt/format.h>
+
 #ifdef NISA_HAVE_MPI
 #include <dlfcn.h>
 #include <unistd.h>
@@ -22,6 +24,63 @@ int mpi_job_size() {
 int mpi_local_size() {
   if (const char* s = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE")) return std::max(1, std::atoi(s));
   return 1;
+}
+
+namespace {
+
+bool g_job_checked = false;
+
+// The record of check_job: whether the process reached its run (else its exit code), then its
+// two hashes.
+std::vector<std::vector<uint8_t>> exchange_job(Procs& procs, int stopped, uint64_t module_hash,
+                                               uint64_t options_hash) {
+  g_job_checked = true;
+  Bytes b;
+  b.put(int32_t(stopped));
+  b.put(module_hash);
+  b.put(options_hash);
+  return procs.allgather(b.b);
+}
+
+} // namespace
+
+bool job_checked() { return g_job_checked; }
+
+std::string check_job(Procs* procs, uint64_t module_hash, uint64_t options_hash) {
+  if (!procs) return {};
+  const auto all = exchange_job(*procs, -1, module_hash, options_hash);
+  uint64_t module0 = 0, options0 = 0;
+  for (size_t p = 0; p < all.size(); ++p) {
+    Bytes in{all[p]};
+    const int32_t stopped = in.get<int32_t>();
+    const uint64_t mh = in.get<uint64_t>(), oh = in.get<uint64_t>();
+    const int np = procs->size();
+    if (stopped >= 0)
+      return fmt::format("MPI process {} of {} stopped before the run (exit code {}: its command "
+                         "line or kernel did not load; run that command without mpirun to see "
+                         "why)",
+                         p, np, stopped);
+    if (p == 0) {
+      module0 = mh, options0 = oh;
+      continue;
+    }
+    if (mh != module0)
+      return fmt::format("MPI process {} of {} assembled another kernel than process 0 (module "
+                         "hash {:016x}, not {:016x}: another file or -D value); start every "
+                         "process with the same command line",
+                         p, np, mh, module0);
+    if (oh != options0)
+      return fmt::format("MPI process {} of {} was started with other options than process 0 "
+                         "(--ranks, --lnc, --target, --schedule, --seed, --max-steps, --in, "
+                         "--out, ...: hash {:016x}, not {:016x}); start every process with the "
+                         "same command line",
+                         p, np, oh, options0);
+  }
+  return {};
+}
+
+void check_job_stopped(Procs* procs, int exit_code) {
+  if (procs && !g_job_checked) exchange_job(*procs, exit_code < 0 ? 1 : exit_code, 0, 0);
 }
 
 #ifdef NISA_HAVE_MPI

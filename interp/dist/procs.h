@@ -44,6 +44,18 @@ public:
   }
 };
 
+// Before anything else of a run (it is the first exchange), the processes check that they run
+// one job: the same kernel (a hash of the assembled module) and the same options (a hash of
+// what changes the results). Returns "" when they do, else the one-line error every process
+// reports (and exits with): the first process whose hashes differ from process 0's, or one
+// that stopped before the run (check_job_stopped). Without a Procs: "".
+std::string check_job(Procs* procs, uint64_t module_hash, uint64_t options_hash);
+// A process that ends before its run (a bad option, a kernel that does not assemble) takes
+// part in the check all the same, so that the others do not wait for it: cli/main.cpp calls
+// this when check_job was not called.
+void check_job_stopped(Procs* procs, int exit_code);
+bool job_checked();
+
 // The job's processes: started by mpi_start() when this process runs under mpirun with more
 // than one process, else nullptr.
 Procs* procs();

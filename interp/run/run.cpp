@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "interp/dist/procs.h"
+#include "isa/object.h"
 #include "isa/output_file.h"
 #include "isa/quote.h"
 
@@ -29,6 +30,7 @@ std::string_view status_name(const RunResult& r) {
   case RunStatus::deadlock: return "deadlock";
   case RunStatus::fault: return "fault";
   case RunStatus::budget: return "budget";
+  case RunStatus::interrupted: return "interrupted";
   }
   return "?";
 }
@@ -246,6 +248,31 @@ std::string agree(Procs* procs, const std::string& error) {
   return {};
 }
 
+// What the processes of an MPI job must agree on besides the kernel: every option that changes
+// the results or the exchanges (not --threads, the spill or the file paths).
+uint64_t options_hash(const MachineOptions& mo, const RunConfig& cfg) {
+  Bytes b;
+  b.put(uint8_t(mo.target));
+  b.put(int32_t(mo.lnc));
+  b.put(int32_t(mo.ranks));
+  b.put(uint8_t(mo.check_uninit));
+  b.put(mo.max_hbm);
+  b.put(uint8_t(cfg.sched.mode));
+  b.put(cfg.sched.seed);
+  b.put(cfg.sched.max_steps);
+  b.put(uint8_t(cfg.sched.timeline || !cfg.timeline_path.empty()));
+  b.put(cfg.sched.max_timeline_events);
+  b.put(uint8_t(cfg.stats));
+  b.put(uint8_t(!cfg.stats_json_path.empty()));
+  b.put(uint8_t(cfg.check_races));
+  b.put(uint8_t(!cfg.trace_path.empty()));
+  for (const auto* l : {&cfg.inputs, &cfg.outputs}) {
+    b.put(uint64_t(l->size()));
+    for (const IoSpec& io : *l) b.put_str(io.name);
+  }
+  return fnv1a64(b.b);
+}
+
 } // namespace
 
 int run_module(const Module& mod, const RunConfig& cfg, std::ostream& out, std::ostream& err) {
@@ -256,6 +283,15 @@ int run_module(const Module& mod, const RunConfig& cfg, std::ostream& out, std::
   Procs* mp = procs();
   mo.procs = mp;
   const bool root = !mp || mp->rank() == 0;
+  // The first exchange: one kernel and one set of options in every process (else their
+  // exchanges would not match: MPI_ERR_TRUNCATE, a hang, or outputs of rank 0 only).
+  if (mp) {
+    const std::string e = check_job(mp, fnv1a64(write_object(mod)), options_hash(mo, cfg));
+    if (!e.empty()) {
+      err << "nisa run: error: " << e << "\n";
+      return kExitUsage;
+    }
+  }
   if (mp && (cfg.check_races || !cfg.trace_path.empty() || mo.check_uninit)) {
     err << fmt::format("nisa run: error: {} is not available with ranks spread over {} MPI "
                        "processes; run it in one process (without mpirun)\n",

@@ -76,7 +76,7 @@ std::vector<std::unique_ptr<OutputFile>> stage_outputs(const Machine& m,
 // Writes them, all or none: every file is finished before the first rename.
 void write_outputs(const Machine& m, const std::vector<IoSpec>& outputs);
 
-// "ok", "deadlock", "fault", "budget", or "races" (exit code kExitRace).
+// "ok", "deadlock", "fault", "budget", "interrupted", or "races" (exit code kExitRace).
 std::string_view status_name(const RunResult& r);
 
 // The whole run; returns the exit code (0 ok, 1 usage/input error, 2 deadlock, 3 fault,

@@ -33,6 +33,7 @@ private:
   template <bool kSlow> void exec(ExecCtx& cx, const PInst& P);
   inline bool waits_hold(const std::vector<uint32_t>& sems, const PInst& P) const;
   inline void wake(int c);
+  bool checkpoint(int c, const Event& ev);
   bool over_budget(int c, const Event& ev);
   // DMA queues (queues.cpp).
   void enqueue(int c, int e, const PInst& P);

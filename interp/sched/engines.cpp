@@ -45,13 +45,32 @@ void Agents::step(int c, const Event& ev) {
 
 template <bool kSlow> inline void Agents::process(int c, const Event& ev) {
   CoreRt& C = x_.cores[c];
-  if (++C.steps >= C.watch_from && over_budget(c, ev)) return; // one compare per event
+  if (++C.steps >= C.check_from && checkpoint(c, ev)) return; // one compare per event
   C.now = ev.t;
   int a = int(ev.agent % kAgentsPerCore);
   if (a < kNumEngines)
     complete<kSlow>(c, a);
   else
     dma_done<kSlow>(c, a - kNumEngines);
+}
+
+// From check_from on: every kInterruptPollEvents events a look at SchedOptions::interrupt (set:
+// the event is put back unprocessed and the core stops; the run stops at the end of the phase),
+// and from watch_from on the budget's watch.
+bool Agents::checkpoint(int c, const Event& ev) {
+  CoreRt& C = x_.cores[c];
+  if (C.steps >= C.poll_at) {
+    C.poll_at = C.steps + kInterruptPollEvents;
+    C.check_from = std::min(C.watch_from, C.poll_at);
+    if (x_.o.interrupt->load(std::memory_order_relaxed)) {
+      --C.steps;
+      C.heap.push(ev);
+      C.stopped = C.interrupted = true;
+      C.stop_event = ev;
+      return true;
+    }
+  }
+  return C.steps >= C.watch_from && over_budget(c, ev);
 }
 
 // The budget (SchedOptions::max_steps): a phase gives each core what is left of it (the loop's

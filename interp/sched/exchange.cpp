@@ -16,6 +16,7 @@ Exchange::Stop Exchange::stop(Stop mine) {
   b.put(mine.fault ? mine.at : Event{});
   b.put(uint8_t(mine.budget));
   b.put_str(mine.text);
+  b.put(uint8_t(mine.interrupted));
   Stop all;
   all.text = std::move(mine.text);
   for (auto& bytes : procs_->allgather(b.b)) {
@@ -24,6 +25,7 @@ Exchange::Stop Exchange::stop(Stop mine) {
     const Event ev = in.get<Event>();
     all.budget |= in.get<uint8_t>() != 0;
     std::string t = in.get_str();
+    all.interrupted |= in.get<uint8_t>() != 0;
     if (f && (!all.fault || all.at > ev)) all.fault = true, all.at = ev, all.text = std::move(t);
   }
   return all;

@@ -32,7 +32,8 @@ public:
     bool fault = false;
     Event at{};
     bool budget = false;
-    std::string text; // the fault's report
+    std::string text;         // the fault's report
+    bool interrupted = false; // SchedOptions::interrupt seen by a core of any process
   };
   Stop stop(Stop mine);
   // Between phases: the collective triggers every core recorded this phase (CoreRt::cc) to

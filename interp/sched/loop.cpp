@@ -14,6 +14,8 @@
 
 #include <algorithm>
 
+#include <fmt/format.h>
+
 #include "interp/sched/sched_report.h"
 
 namespace nisa::interp {
@@ -29,6 +31,11 @@ void set_allowance(CoreRt& C, uint64_t left) {
   C.watch_from = C.allowance == UINT64_MAX    ? UINT64_MAX
                  : C.allowance > kBudgetWatch ? C.allowance - kBudgetWatch + 1
                                               : 1;
+  C.check_from = std::min(C.watch_from, C.poll_at);
+}
+
+bool interrupt_set(const SchedOptions& o) {
+  return o.interrupt && o.interrupt->load(std::memory_order_relaxed);
 }
 
 } // namespace
@@ -41,6 +48,9 @@ RunResult Sched::run() {
   try {
     start(); // every engine issues its first instruction at time 0
     while (!x_.stopped) {
+      // Between phases too (one process: under MPI only end_phase's exchange agrees on it).
+      if (!ex_.multi() && interrupt_set(x_.o)) x_.cores[0].interrupted = true, end_phase();
+      if (x_.stopped) break;
       if (!update()) break;       // rendezvous, collective matches, transfers due (false: stopped)
       if (!set_horizons()) break; // notify: no core has an event before its horizon: over
       evaluate();                 // every core runs its events before its horizon
@@ -80,6 +90,7 @@ void Sched::setup() {
   for (size_t c = 0; c < x_.cores.size(); ++c) {
     CoreSlot& cs = m.cores[c];
     RankSlot& rs = m.ranks[cs.rank];
+    if (x_.o.interrupt) x_.cores[c].poll_at = kInterruptPollEvents;
     set_allowance(x_.cores[c], budget);
     for (int e = 0; e < kNumEngines; ++e) {
       EngRt& E = x_.cores[c].eng[e];
@@ -248,13 +259,14 @@ int Sched::step_merged() {
 // earliest fault (time, key), else the budget's.
 void Sched::end_phase() {
   const CoreRt* first = nullptr;
-  bool budget = false;
+  bool budget = false, interrupted = false;
   for (const CoreRt& C : x_.cores) {
     if (C.faulted && (!first || first->stop_event > C.stop_event)) first = &C;
     budget |= C.over_budget;
+    interrupted |= C.interrupted;
   }
   const Exchange::Stop s = ex_.stop({first != nullptr, first ? first->stop_event : Event{}, budget,
-                                     first ? first->fault_text : std::string()});
+                                     first ? first->fault_text : std::string(), interrupted});
   if (s.fault) {
     x_.stop(RunStatus::fault, kExitFault, s.text);
   } else if (s.budget) {
@@ -269,6 +281,16 @@ void Sched::end_phase() {
     }
     x_.stop(RunStatus::budget, kExitBudget,
             budget_report(x_.m, x_.mod, x_.cores, watched, steps, now, x_.o.max_steps));
+  } else if (s.interrupted) {
+    uint64_t steps = 0;
+    int64_t now = 0;
+    for (const CoreRt& C : x_.cores)
+      if (x_.m.local_core(int(&C - x_.cores.data()))) steps += C.steps, now = std::max(now, C.now);
+    steps = ex_.sum(steps);
+    now = ex_.max(now);
+    x_.stop(RunStatus::interrupted, kExitInterrupted,
+            fmt::format("interrupted: stopped at t = {:.1f} ns after {} events\n", ticks_to_ns(now),
+                        steps));
   }
 }
 

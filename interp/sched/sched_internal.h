@@ -166,12 +166,15 @@ struct CoreRt {
   uint64_t aseq[kAgentsPerCore] = {};
   uint64_t jseq[kAgentsPerCore] = {};
   uint64_t steps = 0, allowance = UINT64_MAX, watch_from = UINT64_MAX;
+  // SchedOptions::interrupt: the step at which the core next looks at it (else UINT64_MAX);
+  // check_from = min(watch_from, poll_at): the one compare of every event (Agents::process).
+  uint64_t poll_at = UINT64_MAX, check_from = UINT64_MAX;
   std::map<uint32_t, std::map<int64_t, uint64_t>> watched; // budget: agent -> pc -> events
   std::vector<RdvArrival> rdv;                             // arrivals of this phase
   std::vector<CcArrivalRec> cc;                            // collective triggers of this phase
   // A fault or a spent allowance stops this core (the run stops at the end of the phase).
-  bool stopped = false, faulted = false, over_budget = false;
-  Event stop_event{};     // the event that faulted, or that found the allowance spent
+  bool stopped = false, faulted = false, over_budget = false, interrupted = false;
+  Event stop_event{};     // the event that faulted, found the allowance spent or the interrupt
   std::string fault_text; // the fault report
   int cur_eng = 0;        // fault context
   int64_t cur_pc = 0;

@@ -4,6 +4,7 @@
 // asynchronously on their queue. Ties at equal time follow a fixed agent order, or a seeded
 // pseudo-random order (with seeded latency jitter) under ScheduleMode::random.
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -43,18 +44,24 @@ struct SchedOptions {
   // the run are spread over them; every result is the same for every value (docs/machine.md
   // "Host threads"). 1: everything on the calling thread.
   int threads = 1;
+  // Not null: the run stops with RunStatus::interrupted soon after *interrupt becomes true
+  // (Ctrl-C: a signal handler, or another thread, sets it). Each core looks every
+  // kInterruptPollEvents of its events and the loop between phases; null costs nothing.
+  const std::atomic<bool>* interrupt = nullptr;
 };
+inline constexpr uint64_t kInterruptPollEvents = 256;
 
-enum class RunStatus : uint8_t { ok, deadlock, fault, budget };
+enum class RunStatus : uint8_t { ok, deadlock, fault, budget, interrupted };
 
-// Exit codes of `nisa run` (and RunResult::exit_code); 4 (races found) is in run.h.
+// Exit codes of `nisa run` (and RunResult::exit_code); 4 (races found) is in run.h. 130: the
+// shell's code of a command that SIGINT ended.
 inline constexpr int kExitOk = 0, kExitUsage = 1, kExitDeadlock = 2, kExitFault = 3,
-                     kExitBudget = 5;
+                     kExitBudget = 5, kExitInterrupted = 130;
 
 struct RunResult {
   RunStatus status = RunStatus::ok;
   int exit_code = kExitOk;
-  std::string report; // deadlock, fault or budget report (multi-line), empty when ok
+  std::string report; // deadlock, fault, budget or interrupt report, empty when ok
   Stats stats;
   std::vector<TimelineEvent> timeline;
   uint64_t timeline_dropped = 0; // events beyond SchedOptions::max_timeline_events

@@ -6,8 +6,9 @@
     r.y, r["y"], r.outputs["y"]     # numpy arrays
     r.stats["makespan_ns"]          # the `nisa run --stats-json` object as a dict
 
-Arrays: fp32 / fp16 / integers as numpy's own dtypes; bf16 as uint16 (raw bits) or
-ml_dtypes.bfloat16; fp8 as uint8 (raw bits) or ml_dtypes' float8 types. With ranks > 1 an
+Arrays: fp32 / fp16 / integers as numpy's own dtypes, either byte order (big-endian ones are
+swapped as they are copied in); bf16 as uint16 (raw bits) or ml_dtypes.bfloat16; fp8 as uint8
+(raw bits) or ml_dtypes' float8 types. With ranks > 1 an
 input may be [ranks, ...shape] (one slice per rank) and every output is [ranks, ...shape].
 """
 import json as _json
@@ -120,7 +121,10 @@ class Kernel:
         a cache updated in place, as `nisa run --out` saves it).
         Raises DeadlockError, FaultError, RaceError or BudgetError (with the report `nisa run`
         prints) unless raise_on_error=False; InputError for bad arguments. threads: host
-        threads (0: the host's cores); the results are the same for every value."""
+        threads (0: the host's cores); the results are the same for every value.
+        Arrays of any layout and byte order are copied once, straight into the machine's
+        memory, after every limit was checked. Ctrl-C (any signal handler that raises) stops
+        the run within milliseconds and raises KeyboardInterrupt; the Kernel stays usable."""
         try:
             d = _nisa.run(self._k, lnc, ranks, schedule, seed, check_races, inputs, max_steps,
                           target, bf16_dtype, list(fetch), threads)
@@ -128,7 +132,7 @@ class Kernel:
             raise InputError(str(e)) from None
         r = Result(d)
         if raise_on_error and r.status != "ok":
-            raise _ERRORS[r.status](r)
+            raise _ERRORS.get(r.status, RunError)(r)
         return r
 
     def __repr__(self):

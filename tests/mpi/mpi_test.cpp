@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -297,6 +298,72 @@ TEST(MpiFailures, DebuggerAndObserversSayTheyNeedOneProcess) {
             0);
   EXPECT_NE(kt::slurp(se.string()).find("not available under mpirun"), std::string::npos)
       << kt::slurp(se.string());
+  fs::remove_all(dir);
+}
+
+// The processes of a job check first that they run one kernel with one set of options (a hash
+// of each): started with other -D values, another kernel, other options, or with one process
+// that stops before its run, the job ends with one line naming the first process that differs,
+// exit code 1, no output written (before: MPI_ERR_TRUNCATE, a hang, a "bad collective arrival
+// record", or exit 0 with rank 0's outputs only). Two programs in one job: mpirun's A : B form.
+struct JobEnd {
+  int rc;
+  std::string err;
+  bool wrote;
+};
+JobEnd run_two(const std::string& a, const std::string& b, const std::string& output = "y") {
+  allow_root();
+  const fs::path dir = fresh_dir("job_check");
+  const fs::path se = dir / "err.txt", out = dir / "y.npy";
+  auto cmd = [&](const std::string& args) {
+    return fmt::format("{} run {} --out {}={}", NISA_BINARY, args, output, out.string());
+  };
+  const int rc = sh(fmt::format("cd '{}' && timeout 120 {} --oversubscribe -np 1 {} : -np 1 {} "
+                                "> /dev/null 2> '{}'",
+                                NISA_SOURCE_DIR, NISA_MPIEXEC, cmd(a), cmd(b), se.string()));
+  JobEnd e{rc, strip_mpirun(kt::slurp(se.string())), fs::exists(out)};
+  fs::remove_all(dir);
+  return e;
+}
+
+void expect_one_line(const JobEnd& e, const std::string& what) {
+  EXPECT_EQ(e.rc, interp::kExitUsage) << e.err;
+  EXPECT_EQ(std::count(e.err.begin(), e.err.end(), '\n'), 1) << e.err;
+  EXPECT_EQ(e.err.rfind("nisa run: error: MPI process 1 of 2 ", 0), 0u) << e.err;
+  EXPECT_NE(e.err.find(what), std::string::npos) << e.err;
+  EXPECT_FALSE(e.wrote);
+}
+
+TEST(MpiJobCheck, OtherDefinesStopTheJobWithOneLine) {
+  const fs::path dir = fresh_dir("job_check_inputs");
+  const std::string lhs = (dir / "lhs.npy").string();
+  std::vector<uint16_t> bits(128 * 128, 0x3f80);
+  interp::write_npy(lhs, DType::bf16, {128, 128}, reinterpret_cast<const uint8_t*>(bits.data()));
+  const std::string k = "kernels_asm/fg_allgather.nasm -D TP=4 -D M=128 --ranks 4 --in lhs=" + lhs;
+  const JobEnd same = run_two(k, k, "out");
+  EXPECT_EQ(same.rc, 0) << same.err;
+  EXPECT_TRUE(same.wrote);
+  // bf16 and fp16, SBUF or HBM buffers: the same sizes, so the exchanges matched and the job
+  // "succeeded"; another M: MPI_ERR_TRUNCATE; another lnc: "a bad collective arrival record".
+  expect_one_line(run_two(k, k + " -D DT=fp16", "out"), "assembled another kernel than process 0");
+  expect_one_line(run_two(k, k + " -D FORCE_HBM=1", "out"), "another file or -D value");
+  expect_one_line(run_two(k, k + " -D M=256", "out"), "another file or -D value");
+  expect_one_line(run_two(k, k + " --lnc 2", "out"),
+                  "was started with other options than process 0");
+  fs::remove_all(dir);
+}
+
+TEST(MpiJobCheck, OtherKernelsOrOptionsStopTheJobWithOneLine) {
+  const fs::path dir = fresh_dir("job_check_kernels");
+  const std::string x = per_rank_fp32(dir, "x", {4, 4, 8}, 18);
+  const std::string a = "tests/mpi/cross_deadlock.nasm --ranks 4 --in x=" + x;
+  const std::string b = "tests/mpi/endless_ring.nasm --ranks 4 --in x=" + x;
+  expect_one_line(run_two(a, b), "assembled another kernel than process 0");
+  expect_one_line(run_two(b, b + " --max-steps 3000"), "other options");
+  expect_one_line(run_two(b, b + " --schedule random --seed 4"), "other options");
+  // A process that stops before its run (its kernel does not assemble) does not leave the
+  // others waiting for it.
+  expect_one_line(run_two(b, b + " -D NO_SUCH_PARAM=1"), "stopped before the run");
   fs::remove_all(dir);
 }
 
