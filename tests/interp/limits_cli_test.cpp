@@ -158,6 +158,27 @@ TEST_F(LimitsCli, AnUnlimitedTimelineRunsOutOfMemoryWithAMessage) {
   EXPECT_LT(size("t.json"), uint64_t(100) << 20);
 }
 
+// An engine that issues DMAs faster than its queue moves them, in a loop, queues transfers
+// without bound: the run's state is named when it no longer fits.
+TEST_F(LimitsCli, QueuedTransfersOfAnEndlessDmaLoopAreNamed) {
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "ASan reserves terabytes of address space";
+#endif
+  write("dmaloop.nasm", ".kernel dmaloop\n.hbm y : fp32[128, 512]\n.sbuf t : fp32[128, 512]\n"
+                        ".sem s\n"
+                        "top:    sp.dma q0, y, t @signal(s)\n"
+                        "        sp.nop @wait(s >= 1)\n"
+                        "        sp.br top\n");
+  Outcome r = nisa({"run", "dmaloop.nasm", "--max-steps", "0", "--threads", "1"},
+                   {{RLIMIT_AS, 300 * kMiB}});
+  EXPECT_EQ(r.signal, 0);
+  ASSERT_EQ(r.code, 1) << r.err;
+  EXPECT_NE(r.err.find("nisa run: out of memory: the run's state after "), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find(" DMA transfers queued and "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--max-steps N stops it sooner) ("), std::string::npos) << r.err;
+}
+
 // A machine memory that does not fit is named with its size, not "std::bad_alloc".
 TEST_F(LimitsCli, MachineMemoryThatDoesNotFitIsNamed) {
 #if defined(__SANITIZE_ADDRESS__)
