@@ -88,11 +88,37 @@ int cmd_run(int argc, char** argv) {
     if (!n) return 1;
     cfg.trace_max_bytes = *n;
   }
-  if (trace_from >= 0) cfg.trace_filter.from = int64_t(trace_from * interp::kTickMHz / 1000.0);
-  if (trace_to >= 0) cfg.trace_filter.to = int64_t(trace_to * interp::kTickMHz / 1000.0 + 0.5);
-  if (!trace_engines.empty()) {
+  // The window: finite times from 0, the end not before the start (an empty trace).
+  if (vm.count("trace-from")) {
+    if (!check_ns("run", "--trace-from", trace_from)) return 1;
+    cfg.trace_filter.from = int64_t(trace_from * interp::kTickMHz / 1000.0);
+  }
+  if (vm.count("trace-to")) {
+    if (!check_ns("run", "--trace-to", trace_to)) return 1;
+    cfg.trace_filter.to = int64_t(trace_to * interp::kTickMHz / 1000.0 + 0.5);
+  }
+  if (vm.count("trace-from") && vm.count("trace-to") && trace_to < trace_from) {
+    std::cerr << "nisa run: --trace-to " << trace_to << " is before --trace-from " << trace_from
+              << ": the trace would be empty\n";
+    return 1;
+  }
+  const bool trace_option = vm.count("trace-from") || vm.count("trace-to") ||
+                            vm.count("trace-engines") || vm.count("trace-limit");
+  if (trace_option && trace.empty()) {
+    std::cerr << "nisa run: --trace-from, --trace-to, --trace-engines and --trace-limit apply "
+                 "to a trace: add --trace FILE\n";
+    return 1;
+  }
+  if (vm.count("timeline-limit") && timeline.empty()) {
+    std::cerr << "nisa run: --timeline-limit applies to a timeline: add --timeline FILE\n";
+    return 1;
+  }
+  if (vm.count("trace-engines")) {
     try {
       cfg.trace_filter.engines = interp::parse_trace_engines(trace_engines);
+      if (cfg.trace_filter.engines == 0)
+        throw InputError("--trace-engines '" + trace_engines.substr(0, 40) +
+                         "' names no engine or queue (pe, act, dve, pool, sp, cc, q0..q15, dma)");
     } catch (const std::exception& e) {
       std::cerr << "nisa run: " << e.what() << "\n";
       return 1;

@@ -6,6 +6,7 @@
 
 #include <cctype>
 #include <charconv>
+#include <cmath>
 #include <iostream>
 
 #include "asm/asm.h"
@@ -70,6 +71,21 @@ std::optional<uint64_t> parse_count(std::string_view cmd, std::string_view opt,
   return v;
 }
 
+bool check_range(std::string_view cmd, std::string_view opt, long long v, long long lo,
+                 long long hi) {
+  if (v >= lo && v <= hi) return true;
+  std::cerr << "nisa " << cmd << ": " << opt << " " << v << ": expected " << lo
+            << (hi == lo + 1 ? " or " : "..") << hi << "\n";
+  return false;
+}
+
+std::optional<double> check_ns(std::string_view cmd, std::string_view opt, double v) {
+  if (std::isfinite(v) && v >= 0 && v <= kMaxTraceNs) return v;
+  std::cerr << "nisa " << cmd << ": " << opt << " " << v
+            << ": expected a modelled time in ns from 0 to " << kMaxTraceNs << "\n";
+  return std::nullopt;
+}
+
 bool split_binding(std::string_view cmd, const std::string& s, const char* opt,
                    interp::IoSpec& out) {
   const size_t eq = s.find('=');
@@ -120,18 +136,21 @@ void MachineArgs::add_to(po::options_description& opts) {
   const std::string max_steps_help =
       "stop after N events (instructions and DMA transfers completing) with a report of where "
       "each engine loops, exit code 5; 0: no limit (default " +
-      std::to_string(interp::kDefaultMaxSteps) + ")";
+      std::to_string(interp::kDefaultMaxSteps) + "; " +
+      std::to_string(interp::kDefaultMaxStepsRecording) + " for run --trace or --timeline)";
   opts.add_options()("define,D", po::value(&defines)->composing(),
                      "NAME=VALUE: set a .param (.nasm only)")(
       "include,I", po::value(&includes)->composing(), "include directory (.nasm only)")(
       "in", po::value(&ins)->composing(), "NAME=FILE.npy: bind an input tensor")(
       "target", po::value(&target), "trn1 | trn2 | trn3 (default: the kernel's .target)")(
       "lnc", po::value(&lnc)->default_value(1), "cores per logical core: 1 or 2")(
-      "ranks", po::value(&ranks)->default_value(1), "SPMD ranks (1..128), each with its own HBM")(
+      "ranks", po::value(&ranks)->default_value(1),
+      ("SPMD ranks (1.." + std::to_string(interp::kMaxRanks) + "), each with its own HBM").c_str())(
       "schedule", po::value(&schedule)->default_value("fixed"),
       "fixed | random: random orders ties and stretches latencies by --seed (exposes missing "
-      "waits)")("seed", po::value(&seed)->default_value(0), "seed of --schedule random")(
-      "check-uninit", "fault on reads of memory never written")(
+      "waits)")("seed", po::value(&seed)->default_value("0"),
+                "seed of --schedule random (0.."
+                "18446744073709551615)")("check-uninit", "fault on reads of memory never written")(
       "max-steps", po::value(&max_steps)->value_name("N"), max_steps_help.c_str())(
       "max-hbm", po::value(&max_hbm),
       "limit on a rank's HBM in bytes (K/M/G/T suffixes; default 4G), checked before "
@@ -149,6 +168,11 @@ void MachineArgs::add_to(po::options_description& opts) {
 
 bool MachineArgs::apply(std::string_view cmd, const po::variables_map& vm,
                         interp::RunConfig& cfg) const {
+  // Range-checked here, before any of them sizes an allocation (--ranks -1 once asked for a
+  // vector of 2^64 - 1 elements).
+  if (!check_range(cmd, "--lnc", lnc, 1, 2) ||
+      !check_range(cmd, "--ranks", ranks, 1, interp::kMaxRanks))
+    return false;
   cfg.machine.lnc = lnc;
   cfg.machine.ranks = ranks;
   cfg.machine.check_uninit = vm.count("check-uninit") > 0;
@@ -188,11 +212,14 @@ bool MachineArgs::apply(std::string_view cmd, const po::variables_map& vm,
               << "' (fixed or random)\n";
     return false;
   }
-  cfg.sched.seed = seed;
+  auto sd = parse_count(cmd, "--seed", seed);
+  if (!sd) return false;
+  cfg.sched.seed = *sd;
   if (vm.count("max-steps")) {
     auto n = parse_count(cmd, "--max-steps", max_steps);
     if (!n) return false;
     cfg.sched.max_steps = *n;
+    cfg.max_steps_given = true;
   }
   // Under mpirun the host's cores are shared by its processes.
   cfg.sched.threads =

@@ -31,7 +31,7 @@ struct MachineArgs {
   std::vector<std::string> defines, includes, ins;
   std::string target, schedule = "fixed";
   int lnc = 1, ranks = 1;
-  uint64_t seed = 0;
+  std::string seed = "0";
   std::string max_steps;
   std::string threads; // --threads; empty: the host's cores
   std::string max_hbm; // bytes, or with a K/M/G/T suffix (powers of 1024)
@@ -48,6 +48,14 @@ struct MachineArgs {
 // A count option's decimal value (digits only, at most UINT64_MAX); prints the error.
 std::optional<uint64_t> parse_count(std::string_view cmd, std::string_view opt,
                                     const std::string& text);
+// A count in lo..hi (an int option as boost parsed it); prints "--ranks -1: expected 1..128".
+bool check_range(std::string_view cmd, std::string_view opt, long long v, long long lo,
+                 long long hi);
+// A modelled time in ns (--trace-from, --trace-to): finite, 0 or more and at most
+// kMaxTraceNs; prints the error.
+std::optional<double> check_ns(std::string_view cmd, std::string_view opt, double v);
+// The largest time a trace window takes: its ticks fit an int64_t with room to spare.
+inline constexpr double kMaxTraceNs = 1e15; // about 11.6 modelled days
 // A byte count: digits with an optional K, M, G or T suffix (powers of 1024), checked for
 // overflow; nullopt when malformed.
 std::optional<uint64_t> parse_bytes(std::string_view s);

@@ -10,10 +10,31 @@
 #include "interp/dist/procs.h"
 #include "isa/error.h"
 
+#include <atomic>
 #include <exception>
 #include <fcntl.h>
 #include <new>
 #include <unistd.h>
+
+// The size of the last allocation that failed, for the message of an out-of-memory error that
+// no caller named (the libraries name the large ones: nisa::OutOfMemory). operator new is
+// replaced for the binary only to note it; delete pairs with it (malloc / free).
+namespace {
+std::atomic<uint64_t> g_failed_alloc{0};
+}
+void* operator new(std::size_t n) {
+  for (;;) {
+    if (void* p = std::malloc(n ? n : 1)) return p;
+    std::new_handler h = std::get_new_handler();
+    if (!h) {
+      g_failed_alloc.store(n, std::memory_order_relaxed);
+      throw std::bad_alloc();
+    }
+    h();
+  }
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
 
 namespace {
 struct Command {
@@ -95,7 +116,12 @@ int run_command(std::string_view name, int (*fn)(int, char**), int argc, char** 
   } catch (const nisa::Error& e) {
     std::fprintf(stderr, "nisa %.*s: %s\n", int(name.size()), name.data(), e.what());
   } catch (const std::bad_alloc&) {
-    std::fprintf(stderr, "nisa %.*s: out of memory\n", int(name.size()), name.data());
+    const uint64_t n = g_failed_alloc.load(std::memory_order_relaxed);
+    if (n)
+      std::fprintf(stderr, "nisa %.*s: out of memory: an allocation of %llu bytes failed\n",
+                   int(name.size()), name.data(), static_cast<unsigned long long>(n));
+    else
+      std::fprintf(stderr, "nisa %.*s: out of memory\n", int(name.size()), name.data());
   } catch (const std::exception& e) {
     std::fprintf(stderr, "nisa %.*s: internal error: %s\n", int(name.size()), name.data(),
                  e.what());

@@ -42,4 +42,10 @@ struct HostError : Error {
   using Error::Error;
 };
 
+// Memory the host could not allocate, named: "out of memory: WHAT (N bytes = 1.5 GiB)", e.g.
+// WHAT = "rank 0's HBM". The command line exits 1 (docs/machine.md "Limits").
+struct OutOfMemory : HostError {
+  OutOfMemory(const std::string& what, uint64_t bytes);
+};
+
 } // namespace nisa

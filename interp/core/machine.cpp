@@ -34,7 +34,7 @@ HostBuffer::HostBuffer(size_t bytes, size_t shift) : n_(bytes), shift_(shift) {
   const size_t len = (bytes + shift + 4095) & ~size_t(4095); // whole pages
   const size_t map = len >= kHuge ? len + kHuge : len;
   void* p = mmap(nullptr, map, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (p == MAP_FAILED) throw HostError(fmt::format("cannot allocate {} bytes", bytes));
+  if (p == MAP_FAILED) throw OutOfMemory("a memory buffer", bytes);
   uint8_t* base = static_cast<uint8_t*>(p);
   if (map != len) {
     uint8_t* aligned =
@@ -98,7 +98,7 @@ HostBuffer HostBuffer::lazy_poison(size_t bytes) {
   // The range reserved at once, then the poison file mapped over it chunk by chunk (private:
   // a write copies the page, a read shares the file's).
   void* p = mmap(nullptr, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (p == MAP_FAILED) throw HostError(fmt::format("cannot map {} bytes", bytes));
+  if (p == MAP_FAILED) throw OutOfMemory("a lazy memory buffer", bytes);
   uint8_t* base = static_cast<uint8_t*>(p);
   for (size_t at = 0; at < len; at += kPoisonChunk) {
     const size_t n = std::min(kPoisonChunk, len - at);
@@ -131,11 +131,31 @@ HostBuffer HostBuffer::file_backed(size_t bytes, const std::string& dir) {
   void* p = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   const int err = errno;
   close(fd); // the mapping keeps the file
+  if (p == MAP_FAILED && err == ENOMEM) throw OutOfMemory("a spilled buffer's mapping", bytes);
   if (p == MAP_FAILED)
     throw HostError(fmt::format("--hbm-spill: cannot map {} bytes: {}", bytes, std::strerror(err)));
   b.p_ = static_cast<uint8_t*>(p);
   b.n_ = bytes;
   return b;
+}
+
+HostBuffer HostBuffer::zeros(size_t bytes) {
+  HostBuffer b;
+  if (bytes == 0) return b;
+  const size_t len = (bytes + 4095) & ~size_t(4095);
+  void* p = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                 -1, 0);
+  if (p == MAP_FAILED) throw OutOfMemory("a zeroed buffer", bytes);
+  b.p_ = static_cast<uint8_t*>(p);
+  b.n_ = bytes;
+  b.anon_zeros_ = true;
+  return b;
+}
+
+void HostBuffer::zero() {
+  if (!p_) return;
+  if (anon_zeros_ && madvise(p_, (n_ + 4095) & ~size_t(4095), MADV_DONTNEED) == 0) return;
+  std::memset(p_, 0, n_);
 }
 
 void HostBuffer::repoison() {
@@ -149,7 +169,8 @@ void HostBuffer::repoison() {
 }
 
 HostBuffer::HostBuffer(HostBuffer&& o) noexcept
-    : p_(o.p_), n_(o.n_), shift_(o.shift_), pages_(std::move(o.pages_)) {
+    : p_(o.p_), n_(o.n_), shift_(o.shift_), anon_zeros_(o.anon_zeros_),
+      pages_(std::move(o.pages_)) {
   o.p_ = nullptr;
   o.n_ = 0;
 }
@@ -157,6 +178,7 @@ HostBuffer& HostBuffer::operator=(HostBuffer&& o) noexcept {
   std::swap(p_, o.p_);
   std::swap(n_, o.n_);
   std::swap(shift_, o.shift_);
+  std::swap(anon_zeros_, o.anon_zeros_);
   std::swap(pages_, o.pages_);
   return *this;
 }
@@ -215,11 +237,24 @@ bool Machine::spill_hbm(uint64_t hbm, const MachineOptions& o) {
   // Under MPI the ranks of the job's processes on this host (the largest block each).
   const int here =
       o.procs ? (o.ranks + o.procs->size() - 1) / o.procs->size() * mpi_local_size() : o.ranks;
-  const unsigned __int128 total = (unsigned __int128)hbm * unsigned(here);
+  // --check-uninit: each rank's shadow (a byte per HBM byte) spills with its HBM.
+  const unsigned __int128 total =
+      (unsigned __int128)hbm * unsigned(here) * (o.check_uninit ? 2u : 1u);
   return total > (unsigned __int128)uint64_t(pages) * uint64_t(page) / 2;
 }
 
 namespace {
+
+// A machine memory allocated by f(), named in the error when the host has no room for it.
+template <class F> HostBuffer allocate(const std::string& what, uint64_t bytes, F&& f) {
+  try {
+    return f();
+  } catch (const OutOfMemory&) {
+    throw OutOfMemory(what, bytes);
+  } catch (const std::bad_alloc&) {
+    throw OutOfMemory(what, bytes);
+  }
+}
 
 // SBUF or PSUM of one core: a lazy poison mapping (HostBuffer::lazy_poison: each page the
 // kernel writes costs a fault and a 4 KiB copy, ~4-5 us here) when there are many cores or
@@ -297,8 +332,16 @@ Machine::Machine(const Module& m, const MachineOptions& o, InputFill fill) : mod
     r.hbm_bytes = hbm;
     if (!local_rank(i)) continue;
     const size_t shift = size_t(i) < o.hbm_shift.size() ? o.hbm_shift[size_t(i)] : 0;
-    r.hbm = spilled ? HostBuffer::file_backed(hbm, dir) : HostBuffer(hbm, shift);
-    if (o.check_uninit) r.hbm_written.assign(hbm, 0);
+    r.hbm = allocate(fmt::format("rank {}'s HBM{}", i, spilled ? " (spilled)" : ""), hbm, [&] {
+      return spilled ? HostBuffer::file_backed(hbm, dir) : HostBuffer(hbm, shift);
+    });
+    if (o.check_uninit)
+      r.hbm_written =
+          allocate(fmt::format("the --check-uninit shadow of rank {}'s HBM{}", i,
+                               spilled ? " (spilled)" : ""),
+                   hbm, [&] {
+                     return spilled ? HostBuffer::file_backed(hbm, dir) : HostBuffer::zeros(hbm);
+                   });
   }
   cores.resize(size_t(o.ranks) * o.lnc);
   const size_t local_cores = size_t(rank_hi - rank_lo) * size_t(o.lnc);
@@ -310,8 +353,14 @@ Machine::Machine(const Module& m, const MachineOptions& o, InputFill fill) : mod
     if (!local_rank(c.rank)) continue;
     // Many cores: SBUF and PSUM cost only the pages a kernel touches (docs/machine.md).
     const bool many = local_cores > kEagerCores;
-    c.sbuf = onchip_buffer(m, MemSpace::sbuf, tp->partitions, tp->sbuf_stride, many);
-    c.psum = onchip_buffer(m, MemSpace::psum, tp->partitions, tp->psum_stride, many);
+    const uint64_t sbuf_bytes = uint64_t(tp->partitions) * tp->sbuf_stride,
+                   psum_bytes = uint64_t(tp->partitions) * tp->psum_stride;
+    c.sbuf = allocate(fmt::format("the SBUF of rank {} core {}", c.rank, c.core), sbuf_bytes, [&] {
+      return onchip_buffer(m, MemSpace::sbuf, tp->partitions, tp->sbuf_stride, many);
+    });
+    c.psum = allocate(fmt::format("the PSUM of rank {} core {}", c.rank, c.core), psum_bytes, [&] {
+      return onchip_buffer(m, MemSpace::psum, tp->partitions, tp->psum_stride, many);
+    });
     c.st.sbuf = c.sbuf.data();
     c.st.sbuf_part_bytes = tp->sbuf_part_bytes;
     c.st.sbuf_stride = tp->sbuf_stride;
@@ -322,8 +371,12 @@ Machine::Machine(const Module& m, const MachineOptions& o, InputFill fill) : mod
     c.st.psum_stride = tp->psum_stride;
     c.st.psum_written.assign(tp->partitions * tp->psum_stride / 4, 0);
     if (o.check_uninit) {
-      c.sbuf_written.assign(c.sbuf.size(), 0);
-      c.psum_written_bytes.assign(c.psum.size(), 0);
+      c.sbuf_written = allocate(
+          fmt::format("the --check-uninit shadow of the SBUF of rank {} core {}", c.rank, c.core),
+          c.sbuf.size(), [&] { return HostBuffer::zeros(c.sbuf.size()); });
+      c.psum_written_bytes = allocate(
+          fmt::format("the --check-uninit shadow of the PSUM of rank {} core {}", c.rank, c.core),
+          c.psum.size(), [&] { return HostBuffer::zeros(c.psum.size()); });
     }
   }
   reset(fill);
@@ -355,14 +408,16 @@ void Machine::reset(InputFill fill) {
       at = e;
     }
     std::memset(r.hbm.data() + at, kPoisonByte, r.hbm.size() - at);
-    std::fill(r.hbm_written.begin(), r.hbm_written.end(), 0);
+    if (!fresh_) r.hbm_written.zero();
   };
   auto reset_core = [&](CoreSlot& c) {
     c.sbuf.repoison();
     c.psum.repoison();
     std::fill(c.st.psum_written.begin(), c.st.psum_written.end(), 0);
-    std::fill(c.sbuf_written.begin(), c.sbuf_written.end(), 0);
-    std::fill(c.psum_written_bytes.begin(), c.psum_written_bytes.end(), 0);
+    if (!fresh_) {
+      c.sbuf_written.zero();
+      c.psum_written_bytes.zero();
+    }
     std::fill(std::begin(c.st.act_acc), std::end(c.st.act_acc), 0.0f);
     std::fill(std::begin(c.st.dve_acc), std::end(c.st.dve_acc), 0.0f);
     std::memset(c.st.regs, 0, sizeof c.st.regs);
@@ -378,6 +433,7 @@ void Machine::reset(InputFill fill) {
   const size_t lnc = size_t(opt.lnc), lo = size_t(rank_lo), n = size_t(rank_hi - rank_lo);
   each(ranks.data() + lo, n, reset_rank);
   each(cores.data() + lo * lnc, n * lnc, reset_core);
+  fresh_ = false;
 }
 
 HostPool* Machine::host_pool(int threads) {
@@ -402,13 +458,13 @@ void Machine::write_tensor(const TensorDecl& t, const uint8_t* bytes, int rank) 
   for (int r = rank_lo; r < rank_hi; ++r) {
     if (rank >= 0 && r != rank) continue;
     std::memcpy(hbm_tensor(r, t), bytes, n);
-    if (opt.check_uninit) std::fill_n(ranks[r].hbm_written.begin() + t.address, n, 1);
+    if (opt.check_uninit) std::memset(ranks[r].hbm_written.data() + t.address, 1, n);
   }
 }
 
 void Machine::mark_written(const TensorDecl& t, int rank) {
   if (opt.check_uninit && local_rank(rank))
-    std::fill_n(ranks[rank].hbm_written.begin() + t.address, tensor_bytes(t), 1);
+    std::memset(ranks[rank].hbm_written.data() + t.address, 1, tensor_bytes(t));
 }
 
 uint8_t* Machine::shadow_of(const uint8_t* p) {

@@ -33,6 +33,11 @@ public:
   // drops it under memory pressure, so the buffer may exceed the host's RAM (the HBM of many
   // ranks; --hbm-spill). Throws std::runtime_error naming the directory on failure.
   static HostBuffer file_backed(size_t bytes, const std::string& dir);
+  // Zero bytes, anonymous and without huge pages: only the pages written cost memory (the
+  // --check-uninit shadows). zero() gives them back.
+  static HostBuffer zeros(size_t bytes);
+  // All bytes 0 again: a zeros() buffer drops its pages (MADV_DONTNEED), any other is cleared.
+  void zero();
   bool lazy() const { return pages_ != nullptr; }
   // A lazy buffer's record of its private pages (writes ask for them in batches), else null.
   const LazyPages* lazy_pages() const { return pages_.get(); }
@@ -49,6 +54,7 @@ private:
   uint8_t* p_ = nullptr;
   size_t n_ = 0;
   size_t shift_ = 0;                 // the mapping starts at p_ - shift_
+  bool anon_zeros_ = false;          // zeros(): private anonymous pages
   std::unique_ptr<LazyPages> pages_; // lazy only (the pages written so far)
 };
 
@@ -104,13 +110,15 @@ struct CoreSlot {
   int core = 0; // program_id within the logical core
   CoreState st;
   HostBuffer sbuf, psum;
-  std::vector<uint8_t> sbuf_written, psum_written_bytes; // --check-uninit shadows (1 = written)
+  HostBuffer sbuf_written, psum_written_bytes; // --check-uninit shadows (1 = written)
 };
 
 struct RankSlot {
   HostBuffer hbm; // file-backed when spilled (Machine::spill_hbm)
   uint64_t hbm_bytes = 0;
-  std::vector<uint8_t> hbm_written; // --check-uninit shadow
+  // --check-uninit shadow: a byte per HBM byte, in a spill file when the HBM is (the spill rule
+  // counts it), else anonymous pages that cost memory only where written.
+  HostBuffer hbm_written;
 };
 
 struct Program; // the scheduler's pre-decoded streams (interp/sched/scheduler.cpp)
@@ -130,7 +138,8 @@ struct Machine {
   // Bytes of HBM per rank the module needs (4 KiB multiple); std::runtime_error naming the
   // tensor when a declaration does not fit the target or the total exceeds opt.max_hbm.
   static uint64_t hbm_size(const Module& m, const MachineOptions& o);
-  // Whether R ranks of `hbm` bytes each go to spill files under the options.
+  // Whether R ranks of `hbm` bytes each (twice that with --check-uninit: the shadow) go to
+  // spill files under the options.
   static bool spill_hbm(uint64_t hbm, const MachineOptions& o);
 
   int num_cores() const { return static_cast<int>(cores.size()); }
@@ -172,6 +181,7 @@ struct Machine {
 
 private:
   std::unique_ptr<HostPool> pool_;
+  bool fresh_ = true; // not reset yet: the shadows are zero already
 };
 
 } // namespace nisa::interp

@@ -6,8 +6,10 @@
 #pragma once
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "isa/error.h"
@@ -76,13 +78,19 @@ int mpi_local_size();
 struct Bytes {
   std::vector<uint8_t> b;
   size_t at = 0; // read position
+  // resize + memcpy, not b.insert(b.end(), p, p + n): GCC 12 at -O2 inlines that insert and
+  // warns (-Warray-bounds, a false positive) that it copies past the source.
   template <class T> void put(const T& v) {
-    const auto* p = reinterpret_cast<const uint8_t*>(&v);
-    b.insert(b.end(), p, p + sizeof v);
+    static_assert(std::is_trivially_copyable_v<T>);
+    const size_t n = b.size();
+    b.resize(n + sizeof v);
+    std::memcpy(b.data() + n, &v, sizeof v);
   }
   void put_str(const std::string& s) {
     put(uint64_t(s.size()));
-    b.insert(b.end(), s.begin(), s.end());
+    const size_t n = b.size();
+    b.resize(n + s.size());
+    if (!s.empty()) std::memcpy(b.data() + n, s.data(), s.size());
   }
   template <class T> T get() {
     T v{};

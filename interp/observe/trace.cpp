@@ -100,15 +100,21 @@ void TraceRecorder::exec(const ExecEvent& ev, ExecCtx& cx, const Inst& in) {
   cur_ = TraceRecord{};
   cur_.start = ev.start, cur_.end = ev.end, cur_.core = ev.core, cur_.engine = ev.engine;
   cur_.queue = ev.queue, cur_.pc = ev.pc;
-  if (!ev.runs_semantics || !f_.keeps(cur_)) return;
+  if (!ev.runs_semantics || full() || !f_.keeps(cur_)) return;
   collect_accesses(m_, ev.core, cx, in, cur_.writes);
   std::erase_if(cur_.writes, [](const Region& r) { return !r.write; });
 }
 
-void TraceRecorder::sem(int, uint16_t s, uint32_t value, bool) { cur_.sems.emplace_back(s, value); }
+void TraceRecorder::sem(int, uint16_t s, uint32_t value, bool) {
+  if (!full()) cur_.sems.emplace_back(s, value);
+}
 
 void TraceRecorder::done(const ExecEvent&) {
   if (!f_.keeps(cur_)) return;
+  if (full()) {
+    ++dropped_;
+    return;
+  }
   if (out_) {
     std::string line = trace_line(m_, cur_);
     if (dropped_ || (max_bytes_ && line.size() > max_bytes_ - written_)) {

@@ -35,8 +35,10 @@ uint32_t parse_trace_engines(const std::string& list);
 std::string trace_header(const Machine& m);
 std::string trace_line(const Machine& m, const TraceRecord& r);
 
-// The default cap of `nisa run --trace` (--trace-limit): about 5M records.
-inline constexpr uint64_t kDefaultTraceMaxBytes = uint64_t(1) << 30;
+// The default cap of `nisa run --trace` (--trace-limit): 64 MiB, about 600,000 records of 100
+// bytes. With the timeline's cap (kDefaultMaxTimelineEvents) an endless kernel leaves less
+// than 200 MB of files (docs/machine.md "Limits").
+inline constexpr uint64_t kDefaultTraceMaxBytes = uint64_t(64) << 20;
 
 // Collects the records into `records` and/or writes their lines to `out`. Both are bounded
 // (0: unlimited): the file stops growing at max_bytes (later lines are counted in dropped()),
@@ -51,6 +53,9 @@ public:
   const std::deque<TraceRecord>& records() const { return records_; }
   void clear() { records_.clear(); }
   uint64_t dropped() const { return dropped_; } // lines not written (max_bytes reached)
+  // Writing only, and the file is full: later records are counted, never collected or
+  // formatted (an endless kernel runs on at the cost of the slow path alone).
+  bool full() const { return dropped_ && !keep_; }
   uint64_t bytes_written() const { return written_; }
 
 private:

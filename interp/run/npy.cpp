@@ -406,6 +406,7 @@ void NpyReader::map_or_read(uint8_t* dst, uint64_t n, uint64_t& have) {
     have += mid;
   } else if (mmap(m, mid, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1,
                   0) == MAP_FAILED) { // (a failed MAP_FIXED may have unmapped the range)
+    if (errno == ENOMEM) throw OutOfMemory(fmt::format("mapping the data of {}", path_), mid);
     fail(path_, fmt::format("cannot map or allocate {} bytes: {}", mid, std::strerror(errno)));
   }
   // On from the logical position (bytes read along with the header are in the mapping or
@@ -461,7 +462,11 @@ NpyArray read_npy(const std::string& path, const std::function<void(const NpyArr
   if (check) check(f.header().array);
   f.check_size();
   NpyArray a = f.header().array;
-  a.data.resize(size_t(f.header().data_bytes));
+  try {
+    a.data.resize(size_t(f.header().data_bytes));
+  } catch (const std::bad_alloc&) {
+    throw OutOfMemory(fmt::format("the data of {}", path), f.header().data_bytes);
+  }
   f.read_into({a.data.data()});
   return a;
 }

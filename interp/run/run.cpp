@@ -324,6 +324,8 @@ int run_module(const Module& mod, const RunConfig& cfg, std::ostream& out, std::
     if (!cfg.copy_inputs) mo.hbm_shift = input_hbm_shifts(mo.ranks, inputs);
     m = std::make_unique<Machine>(mod, mo, InputFill::caller_writes);
     bind_inputs(*m, inputs, !cfg.copy_inputs);
+  } catch (const std::bad_alloc&) { // the large allocations are named (OutOfMemory)
+    setup_error = "out of memory while reading the inputs and allocating the machine";
   } catch (const std::exception& e) {
     setup_error = e.what();
     if (setup_error.empty()) setup_error = "set-up failed";
@@ -342,6 +344,10 @@ int run_module(const Module& mod, const RunConfig& cfg, std::ostream& out, std::
   }
   SchedOptions so = cfg.sched;
   so.timeline = so.timeline || !cfg.timeline_path.empty();
+  // Recording: the files are capped, so the budget is lower (docs/machine.md "Limits").
+  const bool recording_budget = (!cfg.trace_path.empty() || !cfg.timeline_path.empty()) &&
+                                !cfg.max_steps_given && so.max_steps == kDefaultMaxSteps;
+  if (recording_budget) so.max_steps = kDefaultMaxStepsRecording;
   // Observers run on the slow path only when asked for.
   std::unique_ptr<RaceChecker> races;
   std::unique_ptr<TraceRecorder> trace;
@@ -366,6 +372,10 @@ int run_module(const Module& mod, const RunConfig& cfg, std::ostream& out, std::
   if (!observers.list.empty()) so.observer = &observers;
   RunResult r = run(*m, so);
   if (!r.report.empty()) err << r.report;
+  if (recording_budget && r.status == RunStatus::budget)
+    err << fmt::format("nisa run: with --trace or --timeline the budget is {} events by default "
+                       "({} without); --max-steps N raises it (0: no limit)\n",
+                       kDefaultMaxStepsRecording, kDefaultMaxSteps);
   if (races) {
     // The first reports name the bug; the rest are usually its repetitions.
     constexpr size_t kShown = 10;
@@ -381,13 +391,14 @@ int run_module(const Module& mod, const RunConfig& cfg, std::ostream& out, std::
   }
   if (trace && trace->dropped())
     err << fmt::format("nisa run: warning: {}: the trace stops at {} bytes (--trace-limit {}); "
-                       "{} later records are left out (--trace-from/--trace-to/--trace-engines "
-                       "select a part)\n",
+                       "{} later records are left out (--trace-limit BYTES raises the cap, 0: no "
+                       "limit; --trace-from/--trace-to/--trace-engines select a part)\n",
                        cfg.trace_path, trace->bytes_written(), cfg.trace_max_bytes,
                        trace->dropped());
   if (r.timeline_dropped)
     err << fmt::format("nisa run: warning: {}: the timeline holds the first {} events "
-                       "(--timeline-limit {}); {} later events are left out\n",
+                       "(--timeline-limit {}); {} later events are left out (--timeline-limit N "
+                       "raises the cap, 0: no limit)\n",
                        cfg.timeline_path, r.timeline.size(), so.max_timeline_events,
                        r.timeline_dropped);
   if (cfg.stats) print_stats(out, *m, r.stats);

@@ -23,6 +23,9 @@ struct RunConfig {
   MachineOptions machine;    // machine.target is used only when target_given
   bool target_given = false; // else the module's .target
   SchedOptions sched;
+  // sched.max_steps was chosen (--max-steps): else a run with a trace or a timeline gets the
+  // lower default kDefaultMaxStepsRecording.
+  bool max_steps_given = false;
   std::vector<IoSpec> inputs, outputs;
   bool stats = false;          // print the --stats table to `out`
   std::string timeline_path;   // write a Chrome trace when not empty

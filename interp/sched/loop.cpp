@@ -13,6 +13,9 @@
 #include "interp/sched/loop.h"
 
 #include <algorithm>
+#include <new>
+
+#include <fmt/format.h>
 
 #include <fmt/format.h>
 
@@ -59,6 +62,19 @@ RunResult Sched::run() {
     if (!x_.stopped) check_deadlock(); // no event left: finished, or deadlocked
   } catch (const Fault& f) {
     x_.fault(f.what()); // between phases: a rendezvous or a collective's data
+  } catch (const std::bad_alloc&) {
+    // What grows with the length of a run: the DMA transfers queued (an engine that issues
+    // faster than its queue moves data, in a loop) and the events pending.
+    uint64_t steps = 0, xfers = 0, events = 0;
+    for (const CoreRt& C : x_.cores) {
+      steps += C.steps, events += C.heap.size();
+      for (const QueueRt& Q : C.queue) xfers += Q.q.size();
+    }
+    throw OutOfMemory(fmt::format("the run's state after {} events: {} DMA transfers queued and "
+                                  "{} events pending (a loop that issues DMAs faster than its "
+                                  "queues move them? --max-steps N stops it sooner)",
+                                  steps, xfers, events),
+                      xfers * sizeof(Xfer) + events * sizeof(Event));
   }
   finish_stats(t0);
   return std::move(x_.res);

@@ -93,6 +93,7 @@ struct Event {
 class EventQueue {
 public:
   bool empty() const { return !has_front_ && heap_.empty(); }
+  size_t size() const { return heap_.size() + (has_front_ ? 1 : 0); }
   void push(const Event& e) {
     if (has_front_) {
       if (front_ > e) {

@@ -27,8 +27,14 @@ enum class ScheduleMode : uint8_t { fixed, random };
 // benchmarks (bench_dispatch: 1M events; the kernels of kernels_asm at their benchmark shapes
 // need at most 17k, topk), a few seconds of an endless loop (docs/machine.md "Budget").
 inline constexpr uint64_t kDefaultMaxSteps = 100'000'000;
-// The default cap on recorded TimelineEvents (about 40 bytes each in memory).
-inline constexpr uint64_t kDefaultMaxTimelineEvents = 8'000'000;
+// The default budget of `nisa run` with --trace or --timeline (their records are capped, so
+// more events would only cost time; docs/machine.md "Limits"): 10x the largest run of the tests
+// and benchmarks, a few seconds of an endless loop on the slow path.
+inline constexpr uint64_t kDefaultMaxStepsRecording = 10'000'000;
+// The default cap on recorded TimelineEvents: about 40 bytes each in memory, 150-300 bytes
+// each in the --timeline file (about 80 MB at 200 bytes); 20 times the events of the largest
+// kernel run at its benchmark shape.
+inline constexpr uint64_t kDefaultMaxTimelineEvents = 400'000;
 
 struct SchedOptions {
   ScheduleMode mode = ScheduleMode::fixed;

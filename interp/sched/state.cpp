@@ -1,5 +1,8 @@
 #include "interp/sched/state.h"
 
+#include <algorithm>
+#include <new>
+
 #include <fmt/format.h>
 
 #include "interp/sched/sched_report.h"
@@ -26,7 +29,20 @@ void SchedState::record(TimelineEvent::Kind k, int c, int track, int e, int64_t 
   ev.start = start;
   ev.dur = dur;
   ev.bytes = bytes;
-  res.timeline.push_back(ev);
+  push_timeline(ev);
+}
+
+void SchedState::push_timeline(const TimelineEvent& ev) {
+  try {
+    res.timeline.push_back(ev);
+  } catch (const std::bad_alloc&) {
+    const size_t n = res.timeline.size(), grow = std::max<size_t>(1, 2 * res.timeline.capacity());
+    throw OutOfMemory(
+        fmt::format("the --timeline events: {} recorded, room for {} asked for (--timeline-limit "
+                    "{}; a smaller --timeline-limit N or --max-steps N stops sooner)",
+                    n, grow, o.max_timeline_events),
+        uint64_t(grow) * sizeof(TimelineEvent));
+  }
 }
 
 void SchedState::record_sem(int c, uint16_t sem) {
@@ -42,7 +58,7 @@ void SchedState::record_sem(int c, uint16_t sem) {
   ev.pc = sem;
   ev.start = cores[c].now;
   ev.bytes = m.cores[c].st.sems[sem];
-  res.timeline.push_back(ev);
+  push_timeline(ev);
 }
 
 std::string SchedState::fault_text(int c, int e, int64_t pc, const std::string& why) const {

@@ -71,6 +71,8 @@ struct SchedState {
   void record(TimelineEvent::Kind k, int c, int track, int e, int64_t start, int64_t dur,
               uint64_t bytes, int64_t pc = -1);
   void record_sem(int c, uint16_t sem);
+  // Appends to res.timeline; OutOfMemory naming the timeline when it cannot grow.
+  void push_timeline(const TimelineEvent& ev);
 
   std::string fault_text(int c, int e, int64_t pc, const std::string& why) const;
   // A fault while core c ran: it stops; the run stops at the end of the phase.

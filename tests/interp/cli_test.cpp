@@ -97,7 +97,7 @@ TEST_F(Cli, InputErrorsExitOne) {
   EXPECT_EQ(nisa("run " + p("copy.nasm") + " --in q=" + p("x.npy"), err), 1);
   EXPECT_NE(err.find("the kernel has no tensor 'q'"), std::string::npos) << err;
   EXPECT_EQ(nisa("run " + p("copy.nasm") + " --in x=" + p("x.npy") + " --lnc 3", err), 1);
-  EXPECT_NE(err.find("--lnc must be 1 or 2"), std::string::npos) << err;
+  EXPECT_NE(err.find("--lnc 3: expected 1 or 2"), std::string::npos) << err;
   EXPECT_EQ(nisa("run " + p("copy.nasm") + " --in x=" + p("x.npy") + " --schedule sometimes", err),
             1);
   EXPECT_EQ(nisa("run " + p("nope.nasm"), err), 1);
