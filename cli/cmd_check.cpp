@@ -86,20 +86,11 @@ int cmd_check(int argc, char** argv) {
       "(default 100)")("stats", "print the size of the proof and its host time");
   po::variables_map vm;
   if (auto rc = parse_args("check", argc, argv, opts, kernel, "no kernel given", vm)) return *rc;
-  if (margs.lnc != 1 && margs.lnc != 2) {
-    std::cerr << "nisa check: --lnc must be 1 or 2\n";
-    return 1;
-  }
-  // The same bound and words as `nisa run` (interp/core/machine.cpp).
-  if (margs.ranks < 1 || margs.ranks > interp::kMaxRanks) {
-    std::cerr << "nisa check: --ranks must be in 1.." << interp::kMaxRanks << ", not "
-              << margs.ranks << "\n";
-    return 1;
-  }
-  interp::CheckOptions co;
-  if (!apply_limits(vm, co)) return 1;
+  // --lnc and --ranks: the same bounds and words as `nisa run` (MachineArgs::apply).
   interp::RunConfig cfg;
   if (!margs.apply("check", vm, cfg)) return 1;
+  interp::CheckOptions co;
+  if (!apply_limits(vm, co)) return 1;
   auto mod = margs.load_kernel("check", kernel, cfg);
   if (!mod) return 1;
   co.lnc = margs.lnc;

@@ -214,10 +214,10 @@ TEST_F(CheckLimits, RanksBoundIsRunsBound) {
   const std::string over = std::to_string(interp::kMaxRanks + 1);
   Ran r = nisa({"check", "endless.nasm", "--ranks", over});
   EXPECT_EQ(r.code, 1) << r.out;
-  EXPECT_TRUE(has(r.out, "nisa check: --ranks must be in 1.." + top + ", not " + over)) << r.out;
+  EXPECT_TRUE(has(r.out, "nisa check: --ranks " + over + ": expected 1.." + top)) << r.out;
   r = nisa({"check", "endless.nasm", "--ranks", "-1"});
   EXPECT_EQ(r.code, 1) << r.out;
-  EXPECT_TRUE(has(r.out, "nisa check: --ranks must be in 1.." + top + ", not -1")) << r.out;
+  EXPECT_TRUE(has(r.out, "nisa check: --ranks -1: expected 1.." + top)) << r.out;
   write("nop.nasm", ".kernel nop\n  sp.nop\n  dve.nop\n");
   r = nisa({"check", "nop.nasm", "--ranks", top});
   EXPECT_EQ(r.code, 0) << r.out;
