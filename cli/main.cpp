@@ -19,9 +19,12 @@
 // The size of the last allocation that failed, for the message of an out-of-memory error that
 // no caller named (the libraries name the large ones: nisa::OutOfMemory). operator new is
 // replaced for the binary only to note it; delete pairs with it (malloc / free).
+// Not under ASan: its own operator new checks new/delete pairing (and aborts on a failed
+// allocation whatever we do).
 namespace {
 std::atomic<uint64_t> g_failed_alloc{0};
 }
+#if !defined(__SANITIZE_ADDRESS__)
 void* operator new(std::size_t n) {
   for (;;) {
     if (void* p = std::malloc(n ? n : 1)) return p;
@@ -35,6 +38,7 @@ void* operator new(std::size_t n) {
 }
 void operator delete(void* p) noexcept { std::free(p); }
 void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+#endif
 
 namespace {
 struct Command {
