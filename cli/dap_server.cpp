@@ -47,6 +47,7 @@ public:
         continue;
       }
       Request r = parse_request(f.body);
+      const size_t bytes = f.body.size();
       f.body.clear();
       if (r.ignore) continue;
       if (!r.error.empty()) {
@@ -66,10 +67,10 @@ public:
       } else if (r.command == "disconnect") {
         stop(&r);
         break;
-      } else {
-        std::lock_guard<std::mutex> lock(mu_);
-        queue_.push_back({index, std::move(r)});
-        cv_.notify_all();
+      } else if (Job j{index, std::move(r), bytes}; !enqueue(j)) {
+        ch_.respond(j.r, false, json::object(),
+                    fmt::format("{} requests ({} MiB) already wait for the run; pause it first",
+                                kMaxQueued, kMaxQueuedBytes >> 20));
       }
     }
     stop(nullptr);
@@ -89,7 +90,10 @@ private:
   struct Job {
     int64_t index;
     Request r;
+    size_t bytes; // of the frame's body
   };
+  // What may wait behind a run (each frame is at most 64 MiB).
+  static constexpr size_t kMaxQueued = 1024, kMaxQueuedBytes = size_t(256) << 20;
   Channel& ch_;
   std::atomic<bool> interrupt_{false}, terminated_{false};
   Adapter ad_;
@@ -99,6 +103,17 @@ private:
   bool stopping_ = false, worker_done_ = false;
   int64_t running_ = -1;    // the index of the request the worker runs, -1 none
   int64_t last_pause_ = -1; // the index of the last pause / terminate
+  size_t queued_bytes_ = 0;
+
+  // Moves a request into the worker's queue; false (j untouched) when the queue is full.
+  bool enqueue(Job& j) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (queue_.size() >= kMaxQueued || queued_bytes_ + j.bytes > kMaxQueuedBytes) return false;
+    queued_bytes_ += j.bytes;
+    queue_.push_back(std::move(j));
+    cv_.notify_all();
+    return true;
+  }
 
   static void log(const std::string& what) { std::fprintf(stderr, "nisa dap: %s\n", what.c_str()); }
 
@@ -136,6 +151,7 @@ private:
         if (stopping_ || queue_.empty()) break;
         job = std::move(queue_.front());
         queue_.pop_front();
+        queued_bytes_ -= job.bytes;
         running_ = job.index;
         interrupt_ = last_pause_ > job.index || terminated_;
       }

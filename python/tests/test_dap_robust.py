@@ -75,7 +75,9 @@ class Client:
         self.responses = {}
         self.stderr = []
         threading.Thread(target=self._pump, daemon=True).start()
-        threading.Thread(target=lambda: self.stderr.extend(self.p.stderr), daemon=True).start()
+        self.err_thread = threading.Thread(target=lambda: self.stderr.extend(self.p.stderr),
+                                           daemon=True)
+        self.err_thread.start()
 
     def _pump(self):
         out = self.p.stdout
@@ -146,6 +148,7 @@ class Client:
         self.request("disconnect")
         self.p.stdin.close()
         assert self.p.wait(timeout=30) == 0
+        self.err_thread.join(timeout=30)
         return b"".join(self.stderr).decode()
 
 
@@ -366,6 +369,21 @@ def test_pause_queued_behind_a_continue(files):
     c.request("pause", threadId=3, timeout=10)
     assert c.response(cont)["success"] is True
     assert c.event("stopped", timeout=10)["reason"] == "pause"
+    c.alive()
+    c.close()
+
+
+def test_requests_queued_behind_a_run_are_bounded(files):
+    """What waits behind a run is bounded (1024 requests, 256 MiB), not the client's flood."""
+    c = launched(files, program="spin.nasm", args=["--max-steps", "1000000000"])
+    c.request("continue", threadId=3)
+    seqs = [c.send("threads") for _ in range(1030)]
+    over = [c.response(s, timeout=30) for s in seqs[1024:]]
+    assert all(r["success"] is False and r["message"] ==
+               "1024 requests (256 MiB) already wait for the run; pause it first" for r in over)
+    c.request("pause", timeout=10)
+    assert c.event("stopped", timeout=10)["reason"] == "pause"
+    assert all(c.response(s)["success"] for s in seqs[:1024])
     c.alive()
     c.close()
 
