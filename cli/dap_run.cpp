@@ -109,11 +109,12 @@ void Adapter::report_stop(const dbg::Stop& s, const std::string& reason_default,
 }
 
 // Runs a command of the model that moves the run and reports where it stopped; an error
-// (finish outside an expansion, reverse-step at the start) leaves the run where it is.
+// (finish outside an expansion, reverse-step at the start; out of memory) leaves the run where
+// it is, and the client, told it is running, gets the stop there.
 void Adapter::move(const std::function<dbg::Stop()>& f, const std::string& reason) {
   try {
     report_stop(f(), reason);
-  } catch (const InputError& e) {
+  } catch (const std::exception& e) {
     console(fmt::format("error: {}\n", e.what()));
     if (terminated_) return;
     const dbg::Stop here = model().last_stop();
