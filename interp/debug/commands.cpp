@@ -110,7 +110,7 @@ void Session::cmd_print(const std::string& a) {
     }
     return;
   }
-  out_ << printer_.slice_text(model_.read(arg), f);
+  out_ << printer_.slice_text(parse_slice(model_.module(), arg), model_.current_core(), f);
 }
 
 void Session::cmd_x(const std::string& a) {

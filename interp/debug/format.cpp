@@ -62,7 +62,11 @@ std::string Printer::stop_text(const Stop& s) {
   const Module& mod = model_.module();
   const Machine& m = model_.machine();
   std::string t;
-  switch (s.origin) {
+  const bool replaying = s.origin == Stop::Origin::replay || s.origin == Stop::Origin::reverse;
+  if (s.reason == Stop::Reason::interrupted)
+    t += replaying ? fmt::format("Interrupted while replaying, at event {}.\n", s.steps)
+                   : std::string("Interrupted.\n");
+  switch (s.reason == Stop::Reason::interrupted ? Stop::Origin::resume : s.origin) {
   case Stop::Origin::resume: break;
   case Stop::Origin::run: t += fmt::format("Starting kernel {}.\n", mod.kernel); break;
   case Stop::Origin::restart:
@@ -189,67 +193,65 @@ std::string Printer::engines_text() const {
   return s;
 }
 
-std::string Printer::slice_text(const SliceValues& v, char f) const {
-  const Slice& s = v.slice;
+std::string Printer::slice_text(const Slice& s, int core, char f) const {
   const TensorDecl& t = *s.tensor;
   if (!f) f = info(t.dtype).is_float ? 'f' : 'd';
-  // Rows: the first dimension; columns: the rest, flattened.
-  std::vector<std::vector<int64_t>> all;
-  for_each_index(s, [&](const std::vector<int64_t>& idx) { all.push_back(idx); });
-  size_t nrows = size_t(s.dims.empty() ? 1 : s.dims[0].second - s.dims[0].first);
-  size_t ncols = all.size() / std::max<size_t>(nrows, 1);
-  if (s.dims.size() == 1) nrows = 1, ncols = all.size();
-  auto pick = [](size_t n) {
-    std::vector<long> r; // -1: the elision mark
+  // Rows: the first dimension; columns: the rest, flattened. Only the elements shown are read
+  // (an 8192 x 8192 tensor costs its 81 cells, not its 64M elements).
+  const uint64_t total = s.elems();
+  uint64_t nrows = s.dims.empty() ? 1 : uint64_t(s.dims[0].second - s.dims[0].first);
+  uint64_t ncols = total / std::max<uint64_t>(nrows, 1);
+  if (s.dims.size() == 1) nrows = 1, ncols = total;
+  auto pick = [](uint64_t n) {
+    std::vector<int64_t> r; // -1: the elision mark
     if (n <= 8) {
-      for (size_t i = 0; i < n; ++i) r.push_back(long(i));
+      for (uint64_t i = 0; i < n; ++i) r.push_back(int64_t(i));
     } else {
-      for (size_t i = 0; i < 4; ++i) r.push_back(long(i));
+      for (uint64_t i = 0; i < 4; ++i) r.push_back(int64_t(i));
       r.push_back(-1);
-      for (size_t i = n - 4; i < n; ++i) r.push_back(long(i));
+      for (uint64_t i = n - 4; i < n; ++i) r.push_back(int64_t(i));
     }
     return r;
   };
-  std::vector<long> rows = pick(nrows), cols = pick(ncols);
-  bool part = t.space != MemSpace::hbm;
+  const std::vector<int64_t> rows = pick(nrows), cols = pick(ncols);
+  const bool part = t.space != MemSpace::hbm;
   std::string shape;
   for (auto [a, b] : s.dims) shape += fmt::format("{}{}:{}", shape.empty() ? "" : ", ", a, b);
   std::string s_out = fmt::format(
       "{}[{}] {} in {}{} ({} elements){}\n", t.name, shape, dtype_name(t.dtype), name_of(t.space),
-      part && model_.machine().num_cores() > 1 ? fmt::format(" core {}", v.core) : "", all.size(),
+      part && model_.machine().num_cores() > 1 ? fmt::format(" core {}", core) : "", total,
       s.dims.size() > 2 ? "; columns are the free indices flattened" : "");
-  auto label = [&](long c) -> std::string {
+  auto label = [&](int64_t c) -> std::string {
     if (c < 0) return "...";
-    const auto& idx = all[size_t(c)];
-    if (s.dims.size() == 1) return fmt::format("[{}]", idx[0]);
-    if (s.dims.size() == 2) return fmt::format("[{}]", idx[1]);
+    if (s.dims.size() == 1) return fmt::format("[{}]", s.dims[0].first + c);
+    if (s.dims.size() == 2) return fmt::format("[{}]", s.dims[1].first + c);
     return fmt::format("[+{}]", c);
   };
   std::vector<std::vector<std::string>> cells;
   size_t width = 4;
-  for (long r : rows) {
+  for (int64_t r : rows) {
     std::vector<std::string> line;
-    for (long c : cols) {
+    for (int64_t c : cols) {
       if (r < 0 || c < 0) {
         line.push_back("...");
         continue;
       }
-      line.push_back(format_value(t.dtype, v.at(size_t(r) * ncols + size_t(c)), f));
+      const std::vector<uint8_t> v = model_.element(s, core, uint64_t(r) * ncols + uint64_t(c));
+      line.push_back(format_value(t.dtype, v.data(), f));
       width = std::max(width, line.back().size());
     }
     cells.push_back(std::move(line));
   }
-  for (long c : cols) width = std::max(width, label(c).size());
+  for (int64_t c : cols) width = std::max(width, label(c).size());
   std::string head = fmt::format("{:>8}", part ? "part" : "");
-  for (long c : cols) head += fmt::format(" {:>{}}", label(c), width);
+  for (int64_t c : cols) head += fmt::format(" {:>{}}", label(c), width);
   s_out += head + "\n";
   for (size_t i = 0; i < rows.size(); ++i) {
-    long r = rows[i];
-    std::string rl =
-        r < 0 ? "..."
-        : s.dims.size() == 1
-            ? ""
-            : fmt::format("{}{}", part ? "p" : "[", all[size_t(r) * ncols][0]) + (part ? "" : "]");
+    const int64_t r = rows[i];
+    std::string rl = r < 0                ? "..."
+                     : s.dims.size() <= 1 ? ""
+                     : part               ? fmt::format("p{}", s.dims[0].first + r)
+                                          : fmt::format("[{}]", s.dims[0].first + r);
     std::string line = fmt::format("{:>8}", rl);
     for (const std::string& c : cells[i]) line += fmt::format(" {:>{}}", c, width);
     s_out += line + "\n";

@@ -50,15 +50,23 @@ bool Model::do_step() {
   return more;
 }
 
-void Model::replay_to(int64_t target) {
+bool Model::replay_to(int64_t target) {
   std::erase_if(edits_, [&](const RegEdit& e) { return e.step > target; });
   start();
   check_next_ = false;
-  while (steps_ < target && !sched_->finished()) do_step();
+  bool done = true;
+  while (steps_ < target && !sched_->finished()) {
+    if (interrupted()) {
+      done = false;
+      break;
+    }
+    do_step();
+  }
   for (const RegEdit& e : edits_) // made while stopped at the target: part of its state
     if (e.step == steps_) m_->cores[size_t(e.core)].st.regs[e.engine][e.reg] = e.value;
   bps_->snapshot();
   races_seen_ = races_->races().size();
+  return done;
 }
 
 int Model::exit_code() const { return sched_->finished() ? sched_->result().exit_code : kExitOk; }
@@ -86,6 +94,7 @@ Stop Model::stopped(Stop s) {
                : s.end->status == RunStatus::fault    ? Stop::Reason::fault
                                                       : Stop::Reason::budget;
   last_stop_ = s;
+  ++stops_;
   return s;
 }
 
@@ -140,6 +149,10 @@ template <class F> Stop Model::resume_until(F&& stop_after) {
     if (sched_->finished()) return stopped(std::move(s));
     if (stop) check_next_ = true; // stopped after the event: the next one is unchecked
     if (stop || stop_after(*ev)) return stopped(std::move(s));
+    if (interrupted()) {
+      s.reason = Stop::Reason::interrupted;
+      return stopped(std::move(s));
+    }
   }
 }
 
@@ -235,10 +248,11 @@ Stop Model::reverse_step(int64_t n) {
   if (n < 1) throw Error("reverse-step: the count must be at least 1");
   if (steps_ == 0) throw Error("reverse-step: already at the start of the run");
   int64_t target = std::max<int64_t>(0, steps_ - n);
-  replay_to(target);
+  const bool done = replay_to(target);
   std::erase_if(hit_steps_, [&](int64_t s) { return s > target; });
   Stop s;
   s.origin = Stop::Origin::replay;
+  if (!done) s.reason = Stop::Reason::interrupted;
   return stopped(std::move(s));
 }
 
@@ -246,10 +260,11 @@ Stop Model::reverse_continue() {
   int64_t target = 0;
   for (int64_t s : hit_steps_)
     if (s < steps_) target = std::max(target, s);
-  replay_to(target);
+  const bool done = replay_to(target);
   std::erase_if(hit_steps_, [&](int64_t s) { return s > target; });
   Stop s;
   s.origin = Stop::Origin::reverse;
+  if (!done) s.reason = Stop::Reason::interrupted;
   return stopped(std::move(s));
 }
 

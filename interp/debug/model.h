@@ -5,6 +5,7 @@
 // them.
 #pragma once
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -152,6 +153,7 @@ struct Stop {
     fault,       //
     budget,      // --max-steps spent
     not_running, // the command did nothing: the run had already ended
+    interrupted, // before the next event: the interrupt flag (set_interrupt) was raised
   } reason = Reason::step;
   std::optional<BreakpointHit> breakpoint;
   std::vector<WatchHit> watches;
@@ -184,6 +186,9 @@ public:
   Stop reverse_step(int64_t n = 1);
   Stop reverse_continue(); // to the previous breakpoint / watchpoint / race stop
   const Stop& last_stop() const { return last_stop_; }
+  // How many stops the moving commands have made: a console command moved the run when it
+  // changed.
+  uint64_t stops() const { return stops_; }
 
   // ---- queries ---------------------------------------------------------------------------
   const Module& module() const { return mod_; }
@@ -205,6 +210,9 @@ public:
   std::array<int32_t, kNumRegs> registers(int core, Engine e) const;
   SliceValues read(const Slice& s, int core) const;
   SliceValues read(const std::string& slice) const; // of the current core
+  // The bytes of one element of a slice, at row-major position k of the slice (RangeError
+  // past its end): only that element is read, so a view of a huge tensor costs what it shows.
+  std::vector<uint8_t> element(const Slice& s, int core, uint64_t k) const;
   // Up to n bytes from ref (fewer at the end of the memory); hbm of the current core's rank.
   std::vector<uint8_t> read_memory(const MemRef& ref, uint64_t n) const;
   // A register (`dve.r3`, or `r3` of the next event's engine) or a semaphore of the current
@@ -233,6 +241,11 @@ public:
   // A register of the current core; replayed by reverse execution at this event.
   void set_register(Engine e, int reg, int32_t value);
   void set_check_races(bool on) { check_races_ = on; }
+  // A flag another thread raises to stop the command that moves the run (continue, step,
+  // next, finish, until, and the replay of reverse-step / reverse-continue) after the event it
+  // is executing: the command returns a Stop with Reason::interrupted. The owner clears it;
+  // nullptr (the default): no interruption.
+  void set_interrupt(const std::atomic<bool>* flag) { interrupt_ = flag; }
   bool check_races() const { return check_races_; }
 
 private:
@@ -257,13 +270,17 @@ private:
   size_t races_seen_ = 0;
   bool check_next_ = false; // the next event is unchecked for breakpoints (a stop after an event)
   bool check_races_ = false;
+  const std::atomic<bool>* interrupt_ = nullptr;
   int cur_core_ = 0;
   std::optional<StepEvent> last_; // the last event executed
   Stop last_stop_;
+  uint64_t stops_ = 0;
 
-  void start();                   // fresh machine and scheduler at step 0
-  void replay_to(int64_t target); // restart and run `target` events silently
-  bool do_step();                 // one event; applies register edits
+  void start(); // fresh machine and scheduler at step 0
+  bool interrupted() const { return interrupt_ && interrupt_->load(std::memory_order_relaxed); }
+  // Restarts and runs `target` events silently; false when interrupted before the target.
+  bool replay_to(int64_t target);
+  bool do_step(); // one event; applies register edits
   template <class F> Stop resume_until(F&& stop_after);
   Stop stopped(Stop s); // fills the position and end of a stop, remembers it
   Stop not_running();   // the stop of a command given after the end

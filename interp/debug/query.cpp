@@ -18,6 +18,7 @@ std::string_view name_of(Stop::Reason r) {
   case Stop::Reason::fault: return "fault";
   case Stop::Reason::budget: return "budget";
   case Stop::Reason::not_running: return "not running";
+  case Stop::Reason::interrupted: return "interrupted";
   }
   return "?";
 }
@@ -150,6 +151,21 @@ std::array<int32_t, kNumRegs> Model::registers(int core, Engine e) const {
 
 SliceValues Model::read(const Slice& s, int core) const {
   return SliceValues{s, core, read_slice(*m_, s, core)};
+}
+
+std::vector<uint8_t> Model::element(const Slice& s, int core, uint64_t k) const {
+  if (core < 0 || core >= m_->num_cores())
+    throw RangeError(fmt::format("core {} is outside 0..{}", core, m_->num_cores() - 1));
+  if (k >= s.elems())
+    throw RangeError(fmt::format("element {} is outside the {} of the slice", k, s.elems()));
+  std::vector<int64_t> idx(s.dims.size());
+  for (size_t d = s.dims.size(); d-- > 0;) {
+    const uint64_t n = uint64_t(s.dims[d].second - s.dims[d].first);
+    idx[d] = s.dims[d].first + int64_t(k % n);
+    k /= n;
+  }
+  const uint8_t* p = elem_ptr(*m_, *s.tensor, idx, core);
+  return std::vector<uint8_t>(p, p + dtype_bytes(s.tensor->dtype));
 }
 
 SliceValues Model::read(const std::string& slice) const {

@@ -27,9 +27,10 @@ public:
   std::string registers_text(int engine) const;               // `info registers`: -1 all engines
   std::string tensors_text() const;                           // `info tensors`
   std::string where_text(const std::vector<Frame>& frames) const;
-  std::string slice_text(const SliceValues& v, char fmt) const; // the `print` grid
-  std::string list_text(std::optional<uint32_t> line);          // `list [LINE]`
-  std::string disas_text(Engine e) const;                       // `disas ENGINE`
+  // The `print` grid of a slice on a core (reads only the elements it shows).
+  std::string slice_text(const Slice& s, int core, char fmt) const;
+  std::string list_text(std::optional<uint32_t> line); // `list [LINE]`
+  std::string disas_text(Engine e) const;              // `disas ENGINE`
   // "Stopped by the deadlock at t = ...; the machine state is kept ..." (not for an ok end).
   std::string end_line(const RunEnd& e) const;
   std::string end_text(const RunEnd& e) const;
