@@ -117,6 +117,46 @@ const json& array_arg(const json& a, const char* name, size_t max_size); // miss
 
 std::string base64(const std::vector<uint8_t>& bytes);
 
+// ---- the inspecting requests (dap_inspect.cpp) ----------------------------------------------
+// Threads, stack frames, scopes, variables, disassembly and memory of the stopped machine, and
+// the table of variablesReferences handed out since the run last moved.
+class Inspector {
+public:
+  explicit Inspector(const std::unique_ptr<dbg::Session>& session) : session_(session) {}
+  dbg::Model& model(); // InputError before a launch
+  json threads();
+  json stack_trace(const json& a);
+  json scopes(const json& a);
+  json variables(const json& a);
+  json disassemble(const json& a);
+  json read_memory(const json& a);
+  std::pair<int, int> thread_arg(const json& a, const char* name); // (core, track), checked
+  int stop_thread(const dbg::Stop& s);                             // the thread a stop is shown on
+  void forget() { // the run moved: handed-out references are void
+    refs_.clear();
+    ref_ids_.clear();
+  }
+
+private:
+  const std::unique_ptr<dbg::Session>& session_;
+  // variablesReference -> what it shows (handed out by scopes / variables, until the run moves).
+  struct VarRef {
+    enum Kind { registers, semaphores, tensors, tensor_rows } kind;
+    int core = 0, engine = 0;
+    size_t tensor = 0;
+    auto key() const { return std::tuple(int(kind), core, engine, tensor); }
+  };
+  std::vector<VarRef> refs_;
+  std::map<std::tuple<int, int, int, size_t>, int> ref_ids_;
+
+  const interp::Machine& m();
+  int num_cores();
+  std::string who(int core);
+  std::optional<dbg::Agent> agent(int core, int track);
+  int ref_of(const VarRef& r);
+  json tensor_rows(size_t t);
+};
+
 // ---- the adapter (dap_requests.cpp, dap_run.cpp) ---------------------------------------------
 class Adapter {
 public:
@@ -141,43 +181,21 @@ private:
   bool responded_ = false;
   std::unique_ptr<Module> mod_;
   std::unique_ptr<dbg::Session> session_;
+  Inspector inspect_{session_};
   std::ostringstream text_; // the console of `evaluate`
   bool stop_on_entry_ = true;
   bool ended_ = false;
   bool finished_ = false;                            // the last stop was on the last event
   std::map<std::string, std::vector<int>> line_bps_; // source path -> breakpoint ids
   std::vector<int> fn_bps_, data_bps_;
-  // variablesReference -> what it shows (handed out by scopes / variables, until the run moves).
-  struct VarRef {
-    enum Kind { registers, semaphores, tensors, tensor_rows } kind;
-    int core = 0, engine = 0;
-    size_t tensor = 0;
-    auto key() const { return std::tuple(int(kind), core, engine, tensor); }
-  };
-  std::vector<VarRef> refs_;
-  std::map<std::tuple<int, int, int, size_t>, int> ref_ids_;
 
   json dispatch(const std::string& cmd, const json& a);
   void respond_now(json body); // moving requests answer before they run
   void event(const std::string& name, json body = json::object());
   void console(const std::string& s);
   dbg::Model& model();
-  const interp::Machine& m();
-  std::string who(int core);
-  int stop_thread(const dbg::Stop& s);
-  std::optional<dbg::Agent> agent(int core, int track);
-  int num_cores();
-  std::pair<int, int> thread_arg(const json& a, const char* name); // (core, track), checked
-  int ref_of(const VarRef& r);
 
   // dap_requests.cpp
-  json threads();
-  json stack_trace(const json& a);
-  json scopes(const json& a);
-  json variables(const json& a);
-  json tensor_rows(size_t t);
-  json disassemble(const json& a);
-  json read_memory(const json& a);
   std::string file_for(const std::string& path) const;
   json set_bps(const std::vector<std::function<dbg::BreakpointInfo()>>& adders,
                std::vector<int>& ids);

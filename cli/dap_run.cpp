@@ -57,7 +57,7 @@ void Adapter::configuration_done() {
   model();
   if (stop_on_entry_) {
     event("stopped", {{"reason", "entry"},
-                      {"threadId", stop_thread(model().last_stop())},
+                      {"threadId", inspect_.stop_thread(model().last_stop())},
                       {"allThreadsStopped", true}});
     return;
   }
@@ -67,10 +67,7 @@ void Adapter::configuration_done() {
   move([this] { return model().resume(); }, "breakpoint");
 }
 
-void Adapter::moved() {
-  refs_.clear();
-  ref_ids_.clear();
-}
+void Adapter::moved() { inspect_.forget(); }
 
 void Adapter::finish() {
   ended_ = true;
@@ -103,7 +100,7 @@ void Adapter::report_stop(const dbg::Stop& s, const std::string& reason_default,
   }
   // A stop on the last event: the end is reported by the next resume.
   finished_ = done;
-  json b = {{"reason", reason}, {"threadId", stop_thread(s)}, {"allThreadsStopped", true}};
+  json b = {{"reason", reason}, {"threadId", inspect_.stop_thread(s)}, {"allThreadsStopped", true}};
   if (!desc.empty()) b["description"] = desc, b["text"] = text;
   event("stopped", b);
 }
@@ -118,8 +115,9 @@ void Adapter::move(const std::function<dbg::Stop()>& f, const std::string& reaso
     console(fmt::format("error: {}\n", e.what()));
     if (terminated_) return;
     const dbg::Stop here = model().last_stop();
-    event("stopped",
-          {{"reason", reason}, {"threadId", stop_thread(here)}, {"allThreadsStopped", true}});
+    event("stopped", {{"reason", reason},
+                      {"threadId", inspect_.stop_thread(here)},
+                      {"allThreadsStopped", true}});
   }
 }
 
