@@ -10,6 +10,76 @@
 #include "isa/legality.h"
 
 namespace nisa::interp::check_detail {
+namespace {
+// Where a walk stopped, for its messages.
+struct WalkAt {
+  const Module& m;
+  const CheckOptions& o;
+  const Names& names;
+  Graph& g;
+  int core, e;
+  Engine eng;
+};
+
+[[noreturn]] void endless(const WalkAt& w, int64_t pc, uint64_t period) {
+  throw Outside(fmt::format("{} on {} {} loops forever: its walk comes back to the same "
+                            "instruction with the same registers every {} instructions and never "
+                            "ends (an endless loop cannot be unrolled)",
+                            w.names.loc(w.eng, pc), w.names.core_name(w.core), name_of(w.eng),
+                            period));
+}
+
+// The walk reached the node limit: say whether its stream loops forever, ends later or is
+// unknown further on.
+[[noreturn]] void too_many(const WalkAt& w, const Registers& at, int64_t pc0, uint64_t walked) {
+  // A copy of the registers walks on without making nodes (Brent's cycle finding): the walk
+  // depends only on (pc, registers), so a state seen again is an endless loop.
+  const auto& code = w.m.streams[size_t(w.e)];
+  const int64_t len = int64_t(code.size());
+  static constexpr uint64_t kMore = uint64_t(1) << 24; // instructions walked on at most
+  Registers regs = at;
+  int64_t pc = pc0, saved_pc = pc0;
+  Registers::State saved = regs.state();
+  uint64_t power = 1, lam = 0, more = 0;
+  enum { loops, ends, unknown } fate = unknown;
+  try {
+    while (more < kMore) {
+      if (pc >= len) {
+        fate = ends;
+        break;
+      }
+      pc = regs.step(code[size_t(pc)], pc);
+      ++more, ++lam;
+      if (pc == saved_pc && regs.state() == saved) {
+        fate = loops;
+        break;
+      }
+      if (lam == power) {
+        saved = regs.state(), saved_pc = pc;
+        power *= 2, lam = 0;
+      }
+      if ((more & 4095) == 0) w.g.budget->poll();
+    }
+  } catch (const Outside&) { // e.g. a branch on loaded data further on: neither is known
+  }
+  if (fate == loops) endless(w, pc, lam);
+  const std::string where = fmt::format("{} on {} {}", w.names.loc(w.eng, pc0),
+                                        w.names.core_name(w.core), name_of(w.eng));
+  const std::string why =
+      w.o.max_nodes ? std::string("the node limit")
+                    : fmt::format("the node limit: --max-memory {} MiB at {} bytes a node",
+                                  w.g.budget->memory_limit() >> 20, kCheckNodeBytes);
+  const std::string rest =
+      fate == ends ? fmt::format("a stream that ends after {} instructions ({} walked)",
+                                 walked + more, walked)
+                   : fmt::format("a stream that had not ended {} instructions further on", more);
+  throw Outside(fmt::format("the kernel unrolls into more than {} instructions, transfers and "
+                            "joins ({}); the walk was at {}, {}: raise --max-memory, or check a "
+                            "smaller configuration (-D)",
+                            w.g.budget->node_limit(), why, where, rest));
+}
+
+} // namespace
 
 uint32_t Unroller::stream(int core, int kind, int idx, const std::string& name) {
   auto key = std::make_tuple(core, kind, idx);
@@ -69,6 +139,7 @@ void Unroller::walk(int c, int e) {
   w.st = stream(c, 0, e, fmt::format("{} {}", names_.core_name(c), name_of(eng)));
   const int64_t len = int64_t(code.size());
   Registers regs(m_, o_, names_, c, eng, len);
+  const WalkAt at{m_, o_, names_, g_, c, e, eng};
   int64_t pc = 0;
   const uint64_t limit = g_.budget->node_limit();
   uint64_t walked = 0;
@@ -79,7 +150,7 @@ void Unroller::walk(int c, int e) {
   uint64_t power = 1, lam = 0;
   while (pc < len) {
     g_.budget->poll();
-    if (g_.nodes.size() + 4 >= limit) too_many(w, regs, pc, walked);
+    if (g_.nodes.size() + 4 >= limit) too_many(at, regs, pc, walked);
     ++walked;
     const Inst& in = code[size_t(pc)];
     ++g_.insts;
@@ -112,68 +183,12 @@ void Unroller::walk(int c, int e) {
     else
       plain(w, n, in);
     pc = next;
-    if (pc == saved_pc && regs.state() == saved) endless(w, pc, lam + 1);
+    if (pc == saved_pc && regs.state() == saved) endless(at, pc, lam + 1);
     if (++lam == power) {
       saved = regs.state(), saved_pc = pc;
       power *= 2, lam = 0;
     }
   }
-}
-
-void Unroller::endless(const Walk& w, int64_t pc, uint64_t period) const {
-  throw Outside(fmt::format("{} on {} {} loops forever: its walk comes back to the same "
-                            "instruction with the same registers every {} instructions and never "
-                            "ends (an endless loop cannot be unrolled)",
-                            names_.loc(w.eng, pc), names_.core_name(w.core), name_of(w.eng),
-                            period));
-}
-
-void Unroller::too_many(const Walk& w, const Registers& at, int64_t pc0, uint64_t walked) const {
-  // A copy of the registers walks on without making nodes (Brent's cycle finding): the walk
-  // depends only on (pc, registers), so a state seen again is an endless loop.
-  const auto& code = m_.streams[size_t(w.e)];
-  const int64_t len = int64_t(code.size());
-  static constexpr uint64_t kMore = uint64_t(1) << 24; // instructions walked on at most
-  Registers regs = at;
-  int64_t pc = pc0, saved_pc = pc0;
-  Registers::State saved = regs.state();
-  uint64_t power = 1, lam = 0, more = 0;
-  enum { loops, ends, unknown } fate = unknown;
-  try {
-    while (more < kMore) {
-      if (pc >= len) {
-        fate = ends;
-        break;
-      }
-      pc = regs.step(code[size_t(pc)], pc);
-      ++more, ++lam;
-      if (pc == saved_pc && regs.state() == saved) {
-        fate = loops;
-        break;
-      }
-      if (lam == power) {
-        saved = regs.state(), saved_pc = pc;
-        power *= 2, lam = 0;
-      }
-      if ((more & 4095) == 0) g_.budget->poll();
-    }
-  } catch (const Outside&) { // e.g. a branch on loaded data further on: neither is known
-  }
-  if (fate == loops) endless(w, pc, lam);
-  const std::string where =
-      fmt::format("{} on {} {}", names_.loc(w.eng, pc0), names_.core_name(w.core), name_of(w.eng));
-  const std::string why =
-      o_.max_nodes ? std::string("the node limit")
-                   : fmt::format("the node limit: --max-memory {} MiB at {} bytes a node",
-                                 g_.budget->memory_limit() >> 20, kCheckNodeBytes);
-  const std::string rest =
-      fate == ends ? fmt::format("a stream that ends after {} instructions ({} walked)",
-                                 walked + more, walked)
-                   : fmt::format("a stream that had not ended {} instructions further on", more);
-  throw Outside(fmt::format("the kernel unrolls into more than {} instructions, transfers and "
-                            "joins ({}); the walk was at {}, {}: raise --max-memory, or check a "
-                            "smaller configuration (-D)",
-                            g_.budget->node_limit(), why, where, rest));
 }
 
 void Unroller::rendezvous(Walk& w, const Node& n0, const Inst& in, bool is_barrier) {

@@ -60,12 +60,6 @@ private:
   uint32_t add_node(Node n, uint32_t st);
   uint32_t join_node(Party& p, const Node& n, const Inst& in);
   void walk(int core, int e);
-  // The node limit is reached in the walk `w` (`walked` instructions so far) at `pc`: says
-  // whether the stream loops forever, ends later, or neither is known; throws Outside.
-  // The walk `w` comes back to `pc` with the same registers every `period` instructions.
-  [[noreturn]] void endless(const Walk& w, int64_t pc, uint64_t period) const;
-  [[noreturn]] void too_many(const Walk& w, const Registers& regs, int64_t pc,
-                             uint64_t walked) const;
   // The node(s) of one instruction (`n`: its place), by the kind of instruction.
   void rendezvous(Walk& w, const Node& n, const Inst& in, bool is_barrier);
   void dma(Walk& w, const Node& n, const Inst& in, const Registers& regs);

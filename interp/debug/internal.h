@@ -43,6 +43,10 @@ bool eval_cond(const Module& mod, const Machine& m, const std::string& cond, con
 // Memory of a slice on a core (memory.cpp).
 uint8_t* elem_ptr(const Machine& m, const TensorDecl& t, const std::vector<int64_t>& idx, int core);
 std::vector<uint8_t> read_slice(const Machine& m, const Slice& s, int core);
+// Element k (row-major) of a slice, read alone (RangeError outside the slice or the cores).
+std::vector<uint8_t> read_element(const Machine& m, const Slice& s, int core, uint64_t k);
+// Up to n bytes at a memory reference of a core (Error outside the memory).
+std::vector<uint8_t> read_bytes(const Machine& m, int core, const MemRef& ref, uint64_t n);
 std::vector<Region> slice_regions(const Machine& m, const Slice& s, int core);
 
 // Calls f(index vector) for every element of a slice, row-major.

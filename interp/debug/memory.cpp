@@ -101,17 +101,21 @@ MemRef parse_memref(const std::string& text) {
 }
 
 std::vector<uint8_t> Model::read_memory(const MemRef& ref, uint64_t n) const {
+  return read_bytes(*m_, cur_core_, ref, n);
+}
+
+std::vector<uint8_t> read_bytes(const Machine& m, int core, const MemRef& ref, uint64_t n) {
   const uint8_t* base = nullptr;
   uint64_t limit = 0;
   if (ref.space == MemSpace::hbm) {
-    const RankSlot& r = m_->ranks[size_t(m_->cores[size_t(cur_core_)].rank)];
+    const RankSlot& r = m.ranks[size_t(m.cores[size_t(core)].rank)];
     if (ref.offset >= r.hbm_bytes)
       throw Error(fmt::format("x: hbm address {:#x} is outside the {} bytes of HBM", ref.offset,
                               r.hbm_bytes));
     base = r.hbm.data() + ref.offset;
     limit = r.hbm_bytes - ref.offset;
   } else {
-    const CoreState& st = m_->cores[size_t(cur_core_)].st;
+    const CoreState& st = m.cores[size_t(core)].st;
     bool sbuf = ref.space == MemSpace::sbuf;
     uint64_t pb = sbuf ? st.sbuf_part_bytes : st.psum_part_bytes;
     if (ref.partition < 0 || ref.partition >= kNumPartitions || ref.offset >= pb)
@@ -122,6 +126,21 @@ std::vector<uint8_t> Model::read_memory(const MemRef& ref, uint64_t n) const {
     limit = pb - ref.offset;
   }
   return std::vector<uint8_t>(base, base + std::min(n, limit));
+}
+
+std::vector<uint8_t> read_element(const Machine& m, const Slice& s, int core, uint64_t k) {
+  if (core < 0 || core >= m.num_cores())
+    throw RangeError(fmt::format("core {} is outside 0..{}", core, m.num_cores() - 1));
+  if (k >= s.elems())
+    throw RangeError(fmt::format("element {} is outside the {} of the slice", k, s.elems()));
+  std::vector<int64_t> idx(s.dims.size());
+  for (size_t d = s.dims.size(); d-- > 0;) {
+    const uint64_t n = uint64_t(s.dims[d].second - s.dims[d].first);
+    idx[d] = s.dims[d].first + int64_t(k % n);
+    k /= n;
+  }
+  const uint8_t* p = elem_ptr(m, *s.tensor, idx, core);
+  return std::vector<uint8_t>(p, p + dtype_bytes(s.tensor->dtype));
 }
 
 uint8_t* elem_ptr(const Machine& m, const TensorDecl& t, const std::vector<int64_t>& idx,

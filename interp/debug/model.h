@@ -167,6 +167,14 @@ std::string_view name_of(Stop::Reason r);
 class Breakpoints;
 class Watcher;
 
+// A register edited by the user while stopped (`set rN = V`), replayed at its step.
+struct RegEdit {
+  int64_t step;
+  int core;
+  int engine, reg;
+  int32_t value;
+};
+
 class Model {
 public:
   // cfg.inputs are bound at every (re)start; cfg.outputs are ignored.
@@ -249,12 +257,6 @@ public:
   bool check_races() const { return check_races_; }
 
 private:
-  struct RegEdit {
-    int64_t step;
-    int core;
-    int engine, reg;
-    int32_t value;
-  };
   const Module& mod_;
   RunConfig cfg_;
   std::unique_ptr<Machine> m_;

@@ -127,6 +127,27 @@ std::vector<Agent> agents_of(const Module& mod_, const Machine& m, const Schedul
   return out;
 }
 
+std::vector<SemValue> semaphores_of(const Module& mod, const Machine& m, int core) {
+  std::vector<SemValue> out;
+  const CoreState& st = m.cores.at(size_t(core)).st;
+  for (size_t s = 0; s < mod.sems.size(); ++s) out.push_back({mod.sems[s].name, st.sems[s]});
+  return out;
+}
+
+std::array<int32_t, kNumRegs> registers_of(const Machine& m, int core, Engine e) {
+  std::array<int32_t, kNumRegs> r{};
+  const CoreState& st = m.cores.at(size_t(core)).st;
+  for (int k = 0; k < kNumRegs; ++k) r[size_t(k)] = st.regs[int(e)][k];
+  return r;
+}
+
+int file_index_of(const Module& mod, const std::string& name) {
+  int file = -1;
+  for (size_t i = 0; i < mod.files.size(); ++i)
+    if (mod.files[i] == name || basename_of(mod.files[i]) == name) file = int(i);
+  return file;
+}
+
 } // namespace
 
 std::optional<SourceLoc> Model::location(Engine e, int64_t pc) const {
@@ -134,38 +155,18 @@ std::optional<SourceLoc> Model::location(Engine e, int64_t pc) const {
 }
 std::vector<Frame> Model::frames(Engine e, int64_t pc) const { return frames_of(mod_, e, pc); }
 std::vector<Agent> Model::agents() const { return agents_of(mod_, *m_, *sched_); }
-
-std::vector<SemValue> Model::semaphores(int core) const {
-  std::vector<SemValue> out;
-  const CoreState& st = m_->cores.at(size_t(core)).st;
-  for (size_t s = 0; s < mod_.sems.size(); ++s) out.push_back({mod_.sems[s].name, st.sems[s]});
-  return out;
-}
-
+std::vector<SemValue> Model::semaphores(int core) const { return semaphores_of(mod_, *m_, core); }
 std::array<int32_t, kNumRegs> Model::registers(int core, Engine e) const {
-  std::array<int32_t, kNumRegs> r{};
-  const CoreState& st = m_->cores.at(size_t(core)).st;
-  for (int k = 0; k < kNumRegs; ++k) r[size_t(k)] = st.regs[int(e)][k];
-  return r;
+  return registers_of(*m_, core, e);
 }
+int Model::file_index(const std::string& name) const { return file_index_of(mod_, name); }
 
 SliceValues Model::read(const Slice& s, int core) const {
   return SliceValues{s, core, read_slice(*m_, s, core)};
 }
 
 std::vector<uint8_t> Model::element(const Slice& s, int core, uint64_t k) const {
-  if (core < 0 || core >= m_->num_cores())
-    throw RangeError(fmt::format("core {} is outside 0..{}", core, m_->num_cores() - 1));
-  if (k >= s.elems())
-    throw RangeError(fmt::format("element {} is outside the {} of the slice", k, s.elems()));
-  std::vector<int64_t> idx(s.dims.size());
-  for (size_t d = s.dims.size(); d-- > 0;) {
-    const uint64_t n = uint64_t(s.dims[d].second - s.dims[d].first);
-    idx[d] = s.dims[d].first + int64_t(k % n);
-    k /= n;
-  }
-  const uint8_t* p = elem_ptr(*m_, *s.tensor, idx, core);
-  return std::vector<uint8_t>(p, p + dtype_bytes(s.tensor->dtype));
+  return read_element(*m_, s, core, k);
 }
 
 SliceValues Model::read(const std::string& slice) const {
@@ -177,13 +178,6 @@ int64_t Model::value_of(const std::string& term) const {
   probe.core = cur_core_;
   if (auto nx = sched_->peek()) probe.engine = nx->engine;
   return eval_term(mod_, *m_, term, probe);
-}
-
-int Model::file_index(const std::string& name) const {
-  int file = -1;
-  for (size_t i = 0; i < mod_.files.size(); ++i)
-    if (mod_.files[i] == name || basename_of(mod_.files[i]) == name) file = int(i);
-  return file;
 }
 
 } // namespace nisa::interp::debug
