@@ -176,7 +176,7 @@ json Inspector::variables(const json& a) {
 // of each of the first 1000 rows, and only those are read from the machine.
 json Inspector::tensor_rows(size_t t) {
   const TensorDecl& d = model().module().tensors.at(t);
-  const dbg::Slice s = dbg::parse_slice(*mod_, d.name);
+  const dbg::Slice s = dbg::parse_slice(model().module(), d.name);
   const int core = model().current_core();
   const uint64_t total = s.elems();
   const uint64_t rows = d.shape.size() > 1 ? uint64_t(d.shape[0]) : 1;
