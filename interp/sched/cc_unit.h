@@ -24,6 +24,7 @@ struct CcXfer {
   int chan = 0;
   int64_t begin = 0, end = 0;
   uint64_t link_bytes = 0;
+  int64_t node = -1; // SchedOptions::history
 };
 
 class CcUnit {

@@ -19,6 +19,7 @@ void record_trigger(SchedState& x, int c, int e, const PInst& P) {
   a.pc = uint32_t(C.eng[e].pc);
   a.pi = &P;
   a.at = C.now;
+  a.node = C.eng[e].node;
   std::memcpy(a.regs, C.eng[e].cx.regs, sizeof a.regs);
   if (x.o.observer) x.o.observer->enqueue(c, Engine(e), a.pc, kNumDmaQueues + P.queue);
   const CoreSlot& cs = x.m.cores[c];
@@ -63,14 +64,41 @@ void Collectives::match(const CcArrivalRec& rec) {
   int64_t end = begin + x_.jitter(c0, agent, ticks);
   // Never before a participant's horizon let it run (its own cost bound, docs/machine.md).
   for (const CcArrival& w : party_) end = std::max(end, a.at + w.min_cost);
-  for (const CcArrival& w : party_) {
+  // History: a node per participant (consecutive ids from `node`), each released by what set
+  // `begin`: the last trigger (`a`, last in match's order) or a participant's channel.
+  int64_t node = -1;
+  if (x_.o.history) {
+    HistNode n;
+    n.kind = HistKind::cc;
+    n.start = begin;
+    n.end = n.data_end = end;
+    n.ready = a.at;
+    n.pred = a.node, n.pred_at = a.at;
+    if (begin > a.at)
+      for (const CcArrival& w : party_)
+        if (cc_.free_at(w.core, ch) == begin) {
+          n.pred = last_node_[size_t(w.core) * kNumCcChannels + size_t(ch)], n.pred_at = begin;
+          break;
+        }
+    n.queue = uint8_t(ch);
+    for (size_t i = 0; i < party_.size(); ++i) {
+      n.pc = party_[i].pc;
+      n.core = party_[i].core;
+      n.engine = party_[i].eng;
+      const int64_t id = x_.add_node(int(x_.cores.size()), n);
+      if (i == 0) node = id;
+    }
+  }
+  for (size_t i = 0; i < party_.size(); ++i) {
+    const CcArrival& w = party_[i];
+    if (node >= 0) last_node_[size_t(w.core) * kNumCcChannels + size_t(ch)] = node + int64_t(i);
     cc_.free_at(w.core, ch) = end;
     ChanStats& st = x_.res.stats.cores[w.core].chan[ch];
     ++st.transfers;
     st.bytes += ring.link_bytes;
     st.busy_ticks += end - begin;
   }
-  cc_.inflight(c0, ch).push_back(CcXfer{party_, ch, begin, end, ring.link_bytes});
+  cc_.inflight(c0, ch).push_back(CcXfer{party_, ch, begin, end, ring.link_bytes, node});
   sync_.push(x_.make_event(c0, end, agent));
 }
 
@@ -176,6 +204,7 @@ void Collectives::signal_participants(const Event& sev, const CcXfer& x) {
     if (!x_.m.local_core(w.core)) continue;
     CoreRt& C = x_.cores[w.core];
     C.makespan = std::max(C.makespan, sev.t);
+    C.cur_node = x.node >= 0 ? x.node + int64_t(i) : -1;
     x_.tag = {x_.epoch, 1, i};
     try {
       agents_.signal(w.core, *w.pi);

@@ -22,7 +22,10 @@ void record_trigger(SchedState& x, int c, int e, const PInst& P);
 class Collectives {
 public:
   Collectives(SchedState& x, Agents& agents, Exchange& ex) : x_(x), agents_(agents), ex_(ex) {}
-  void reset(int cores) { cc_.reset(cores); }
+  void reset(int cores) {
+    cc_.reset(cores);
+    last_node_.assign(size_t(cores) * kNumCcChannels, -1);
+  }
 
   // Triggers not yet matched, in arrival order (Exchange::arrivals appends each phase's).
   std::vector<CcArrivalRec>& pending() { return pending_; }
@@ -56,6 +59,7 @@ private:
   std::vector<CcArrivalRec> pending_;
   EventQueue sync_; // transfers completing (agent: the first participant's channel)
   int64_t makespan_ = 0;
+  std::vector<int64_t> last_node_; // history: per (core, channel) the transfer that set free_at
 };
 
 } // namespace nisa::interp::detail

@@ -111,7 +111,8 @@ template <bool kSlow> inline void Agents::try_issue(int c, int e) {
   }
   const PInst& P = E.prog[E.pc];
   C.cur_eng = e, C.cur_pc = E.pc;
-  if (P.kind == Kind::bad) throw Fault((*x_.msgs)[P.bad]); // before its waits: they may be bad
+  if (P.kind == Kind::bad) throw Fault((*x_.msgs)[P.bad]);     // before its waits: they may be bad
+  const int64_t ready = E.st == St::blocked ? E.since : C.now; // the stream's head since
   if (!waits_hold(E.cx.state->sems, P)) {
     if (E.st != St::blocked) {
       E.st = St::blocked;
@@ -139,7 +140,21 @@ template <bool kSlow> inline void Agents::try_issue(int c, int e) {
   ++es.insts;
   es.busy_ticks += lat;
   es.cycles += P.cycles;
-  if constexpr (kSlow) x_.record(TimelineEvent::inst, c, e, e, C.now, lat, 0);
+  if constexpr (kSlow) {
+    x_.record(TimelineEvent::inst, c, e, e, C.now, lat, 0);
+    if (x_.o.history) {
+      HistNode n;
+      n.start = C.now;
+      n.end = n.data_end = C.now + lat;
+      n.ready = ready;
+      n.pred = C.cur_node; // the event being processed: its completion let this issue now
+      n.pred_at = C.now;
+      n.pc = uint32_t(E.pc);
+      n.core = c;
+      n.engine = uint8_t(e);
+      E.node = x_.add_node(c, n);
+    }
+  }
   x_.push(c, C.now + lat, e);
 }
 
@@ -152,6 +167,7 @@ template <bool kSlow> inline void Agents::complete(int c, int e) {
   E.cx.next_pc = E.pc + 1;
   ExecEvent ev;
   if constexpr (kSlow) {
+    C.cur_node = E.node;
     if (x_.o.observer) {
       ev = ExecEvent{c, Engine(e), E.pc, -1, E.issued, C.now, P.kind == Kind::plain};
       x_.o.observer->exec(ev, E.cx, *P.in);

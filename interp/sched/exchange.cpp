@@ -49,6 +49,7 @@ bool Exchange::arrivals(bool any, std::string& fault, std::vector<CcArrivalRec>&
       mine.put(r.a.pc);
       mine.put(r.a.at);
       mine.put(r.a.min_cost);
+      mine.put(r.a.node);
       for (int32_t v : r.a.regs) mine.put(v);
       mine.put(uint32_t(r.members.size()));
       for (int k : r.members) mine.put(int32_t(k));
@@ -69,6 +70,7 @@ bool Exchange::arrivals(bool any, std::string& fault, std::vector<CcArrivalRec>&
       r.a.pc = in.get<uint32_t>();
       r.a.at = in.get<int64_t>();
       r.a.min_cost = in.get<int64_t>();
+      r.a.node = in.get<int64_t>();
       for (int32_t& v : r.a.regs) v = in.get<int32_t>();
       if (r.a.core < 0 || size_t(r.a.core) >= x_.cores.size() || r.a.eng >= kNumEngines ||
           r.a.pc >= prog.prog[r.a.eng].size())
@@ -131,6 +133,41 @@ void Exchange::share_sources(CcParty& p, const std::vector<int>& owner) {
         sd.src.resize(size_t(sd.src_elems) * dtype_bytes(sd.src_dtype));
         procs_->recv(owner[i], sd.src.data(), sd.src.size(), 1);
       }
+    }
+  }
+}
+
+// The history's core lists to rank 0 (the collectives' list is the same in every process).
+void Exchange::gather_history() {
+  History& h = x_.res.history;
+  if (!x_.o.history || h.lists.empty()) return;
+  h.dropped = procs_->sum(h.dropped);
+  if (procs_->rank() != 0) {
+    Bytes mine;
+    for (size_t c = 0; c < x_.cores.size(); ++c) {
+      if (!x_.m.local_core(int(c))) continue;
+      const std::vector<HistNode>& v = h.lists[c];
+      mine.put(uint64_t(v.size()));
+      for (const HistNode& n : v) mine.put(n);
+    }
+    const uint64_t k = mine.b.size();
+    procs_->send(0, reinterpret_cast<const uint8_t*>(&k), sizeof k, 3);
+    procs_->send(0, mine.b.data(), k, 3);
+    return;
+  }
+  for (int p = 1; p < procs_->size(); ++p) {
+    uint64_t k = 0;
+    procs_->recv(p, reinterpret_cast<uint8_t*>(&k), sizeof k, 3);
+    std::vector<uint8_t> b(k);
+    procs_->recv(p, b.data(), k, 3);
+    Bytes in{std::move(b)};
+    const auto [lo, hi] = cores_of(p);
+    for (int c = lo; c < hi; ++c) {
+      std::vector<HistNode>& v = h.lists[size_t(c)];
+      const uint64_t n = in.get<uint64_t>();
+      if (n > (in.b.size() - in.at) / sizeof(HistNode)) throw Error("MPI: a bad history record");
+      v.resize(n);
+      for (HistNode& node : v) node = in.get<HistNode>();
     }
   }
 }
@@ -200,6 +237,7 @@ void Exchange::gather_stats() {
     const auto [lo, hi] = cores_of(p);
     for (int c = lo; c < hi; ++c) res.stats.cores[size_t(c)] = in.get<CoreStats>();
   }
+  gather_history();
   if (!x_.o.timeline) return;
   const uint64_t dropped = procs_->sum(res.timeline_dropped);
   const int me = procs_->rank();

@@ -52,6 +52,7 @@ public:
   // At the end of a run: every core's statistics from its process; the timeline to rank 0,
   // merged into one process's order (SchedState::tags).
   void gather_stats();
+  void gather_history(); // gather_stats' part for SchedOptions::history
 
 private:
   std::pair<int, int> cores_of(int p) const; // the cores [lo, hi) that process p simulates

@@ -13,6 +13,7 @@ void record_rendezvous(SchedState& x, int c, int e, int kind, int64_t key) {
   EngRt& E = C.eng[e];
   E.st = St::rendezvous;
   E.since = C.now;
+  E.rdv_pred = C.cur_node;
   C.rdv.push_back(RdvArrival{uint8_t(e), uint8_t(kind), key});
   // The release lands no earlier than the instruction's latency after this arrival.
   const int64_t lat = E.prog[E.pc].lat;
@@ -67,6 +68,9 @@ void Rendezvous::release(int kind, const std::vector<std::pair<int, int>>& go, i
     extra = t.data_ticks + t.latency_ticks;
   }
   if (x_.o.observer) x_.o.observer->rendezvous(go);
+  int64_t last = -1; // history: what brought the last arrival (whose time is `now`)
+  for (auto [c, e] : go)
+    if (last < 0 && x_.cores[c].eng[e].since == now) last = x_.cores[c].eng[e].rdv_pred;
   for (auto [c, e] : go) {
     CoreRt& C = x_.cores[c];
     EngRt& E = C.eng[e];
@@ -79,6 +83,18 @@ void Rendezvous::release(int kind, const std::vector<std::pair<int, int>>& go, i
     if (x_.o.timeline) {
       if (now > E.since) x_.record(TimelineEvent::wait, c, e, e, E.since, now - E.since, 0);
       x_.record(TimelineEvent::inst, c, e, e, now, P.lat + extra, 0);
+    }
+    if (x_.o.history) {
+      HistNode n;
+      n.start = now;
+      n.end = n.data_end = now + P.lat + extra;
+      n.ready = E.since;
+      n.pred = last;
+      n.pred_at = now;
+      n.pc = uint32_t(E.pc);
+      n.core = c;
+      n.engine = uint8_t(e);
+      E.node = x_.add_node(c, n);
     }
     E.st = St::running;
     E.issued = now;

@@ -64,6 +64,9 @@ struct EngRt {
   St st = St::idle;
   int64_t since = 0;  // blocked since (ticks)
   int64_t issued = 0; // slow path: when the current instruction issued
+  // SchedOptions::history: the current instruction's node; at a rendezvous, the node whose
+  // completion brought the engine there.
+  int64_t node = -1, rdv_pred = -1;
   ExecCtx cx;
 };
 
@@ -72,6 +75,7 @@ struct Xfer {
   uint8_t eng = 0;
   uint32_t pc = 0;
   int64_t begin = 0, end = 0;
+  int64_t node = -1; // SchedOptions::history
   int32_t regs[kNumRegs];
 };
 
@@ -79,6 +83,7 @@ struct QueueRt {
   std::deque<Xfer> q;
   int64_t data_free = 0;
   int64_t last_end = 0;
+  int64_t data_node = -1, end_node = -1; // history: the transfers that set data_free, last_end
 };
 
 struct Event {
@@ -142,6 +147,7 @@ struct CcArrival {
   const PInst* pi = nullptr;
   int64_t at = 0;       // ticks: when the trigger completed
   int64_t min_cost = 1; // the transfer's ticks without contention (>= 1): it ends no earlier
+  int64_t node = -1;    // SchedOptions::history: the trigger's node
   int32_t regs[kNumRegs];
 };
 // A trigger as the core recorded it, with its replica group's cores.
@@ -156,6 +162,9 @@ struct CoreRt {
   EngRt eng[kNumEngines];
   QueueRt queue[kNumDmaQueues];
   int64_t link_free = 0;
+  // SchedOptions::history: the transfer that set link_free; the node of the event being
+  // processed (its completion is what an instruction issued now waited for).
+  int64_t link_node = -1, cur_node = -1;
   uint32_t blocked = 0; // mask of engines blocked on semaphores
 
   EventQueue heap;

@@ -16,6 +16,7 @@
 #include "interp/core/machine.h"
 #include "interp/core/stats.h"
 #include "interp/engines/collective.h"
+#include "interp/sched/history.h"
 #include "interp/sched/observer.h"
 #include "isa/describe.h"
 
@@ -54,6 +55,10 @@ struct SchedOptions {
   // (Ctrl-C: a signal handler, or another thread, sets it). Each core looks every
   // kInterruptPollEvents of its events and the loop between phases; null costs nothing.
   const std::atomic<bool>* interrupt = nullptr;
+  // Record the run's History (slow path) for the profiler (interp/profile/); at most
+  // max_history nodes (0: unlimited), later ones counted in History::dropped.
+  bool history = false;
+  uint64_t max_history = kDefaultMaxHistory;
 };
 inline constexpr uint64_t kInterruptPollEvents = 256;
 
@@ -72,6 +77,7 @@ struct RunResult {
   std::vector<TimelineEvent> timeline;
   uint64_t timeline_dropped = 0; // events beyond SchedOptions::max_timeline_events
   uint64_t steps = 0;            // events processed
+  History history;               // SchedOptions::history (under MPI: rank 0's holds every core's)
 };
 
 // Runs the machine's module to completion (or deadlock / fault) from its current state.

@@ -61,6 +61,26 @@ void SchedState::record_sem(int c, uint16_t sem) {
   push_timeline(ev);
 }
 
+int64_t SchedState::add_node(int list, const HistNode& n) {
+  History& h = res.history;
+  if (h.lists.empty()) h.lists.resize(cores.size() + 1);
+  if (o.max_history && history_nodes >= o.max_history) {
+    ++h.dropped;
+    return -1;
+  }
+  std::vector<HistNode>& v = h.lists[size_t(list)];
+  try {
+    v.push_back(n);
+  } catch (const std::bad_alloc&) {
+    throw OutOfMemory(fmt::format("the --profile history: {} nodes recorded (a smaller "
+                                  "--max-steps N stops sooner)",
+                                  history_nodes),
+                      uint64_t(2 * v.capacity() + 1) * sizeof(HistNode));
+  }
+  ++history_nodes;
+  return hist_id(list, v.size() - 1);
+}
+
 std::string SchedState::fault_text(int c, int e, int64_t pc, const std::string& why) const {
   if (c < 0) return fmt::format("fault: {}\n", why);
   const Inst& in = mod.streams[e][pc];

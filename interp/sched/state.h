@@ -33,6 +33,7 @@ struct SchedState {
   int cur_core = -1, cur_eng = 0;
   int64_t cur_pc = 0;
 
+  uint64_t history_nodes = 0;         // nodes recorded (SchedOptions::history)
   uint64_t timeline_cap = UINT64_MAX; // SchedOptions::max_timeline_events (0: unlimited)
   // --timeline under MPI: where each recorded event falls in one process's order (the unit of
   // work: a phase's event (epoch, time, key), a rendezvous stage's core, a collective's
@@ -43,7 +44,7 @@ struct SchedState {
   std::vector<std::array<uint64_t, 3>> tags;
 
   // Timelines, observers, --check-uninit and the debugger take the slow path.
-  bool slow() const { return o.timeline || m.opt.check_uninit || o.observer; }
+  bool slow() const { return o.timeline || m.opt.check_uninit || o.observer || o.history; }
   bool any_stopped() const {
     for (const CoreRt& C : cores)
       if (C.stopped) return true;
@@ -73,6 +74,10 @@ struct SchedState {
   void record_sem(int c, uint16_t sem);
   // Appends to res.timeline; OutOfMemory naming the timeline when it cannot grow.
   void push_timeline(const TimelineEvent& ev);
+
+  // The profiler's history (SchedOptions::history): appends a node to list `list` (a core, or
+  // the collectives' list) and returns its id; -1 past the cap.
+  int64_t add_node(int list, const HistNode& n);
 
   std::string fault_text(int c, int e, int64_t pc, const std::string& why) const;
   // A fault while core c ran: it stops; the run stops at the end of the phase.
