@@ -30,6 +30,7 @@ void catch_sigint(interp::RunConfig& cfg) {
 
 int cmd_run(int argc, char** argv) {
   std::string kernel, stats_json, timeline, trace, trace_engines, timeline_limit, trace_limit;
+  std::string profile_json;
   double trace_from = -1, trace_to = -1;
   std::vector<std::string> outs;
   MachineArgs margs;
@@ -50,7 +51,13 @@ int cmd_run(int argc, char** argv) {
       "stats", "print per-engine and per-queue statistics")(
       "stats-json", po::value(&stats_json)->value_name("FILE"),
       "write the statistics as JSON (schema in docs/machine.md), also after a deadlock or fault")(
-      "timeline", po::value(&timeline), "write a Chrome trace (Perfetto) JSON file")(
+      "timeline", po::value(&timeline),
+      "write a Chrome trace (Perfetto) JSON file (with --profile: the critical path as a track)")(
+      "profile", "print the profile after the run: the critical path, the time per unit and "
+                 "source line, stalls, hints and what-if makespans (docs/profile.md)")(
+      "profile-json", po::value(&profile_json)->value_name("FILE"),
+      "write the profile as JSON (schema nisa-profile/1, docs/profile.md)")(
+      "profile-no-what-if", "profile without the what-if re-runs (one run instead of up to 8)")(
       "timeline-limit", po::value(&timeline_limit)->value_name("N"),
       ("timeline: keep the first N events; 0: no limit (default " +
        std::to_string(interp::kDefaultMaxTimelineEvents) + ")")
@@ -78,6 +85,14 @@ int cmd_run(int argc, char** argv) {
   cfg.stats_json_path = stats_json;
   cfg.check_races = vm.count("check-races") > 0;
   cfg.trace_path = trace;
+  cfg.profile = vm.count("profile") > 0;
+  cfg.profile_json_path = profile_json;
+  cfg.profile_what_if = vm.count("profile-no-what-if") == 0;
+  if (!cfg.profile_what_if && !cfg.profile && profile_json.empty()) {
+    std::cerr << "nisa run: --profile-no-what-if applies to a profile: add --profile or "
+                 "--profile-json FILE\n";
+    return 1;
+  }
   if (vm.count("timeline-limit")) {
     auto n = parse_count("run", "--timeline-limit", timeline_limit);
     if (!n) return 1;
@@ -133,6 +148,7 @@ int cmd_run(int argc, char** argv) {
   if (!trace.empty()) files.emplace_back("--trace", trace);
   if (!timeline.empty()) files.emplace_back("--timeline", timeline);
   if (!stats_json.empty()) files.emplace_back("--stats-json", stats_json);
+  if (!profile_json.empty()) files.emplace_back("--profile-json", profile_json);
   if (!check_output_paths("run", kernel, files, cfg)) return 1;
   auto mod = margs.load_kernel("run", kernel, cfg);
   if (!mod) return 1;

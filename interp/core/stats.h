@@ -43,7 +43,8 @@ struct Stats {
 // ch. Kind sem is a semaphore
 // value change: pc = the semaphore, bytes = its new value.
 struct TimelineEvent {
-  enum Kind : uint8_t { inst, wait, dma, sem, cc };
+  // path: a segment of the critical path (--profile; track: 0 exec, 1 dma, 2 cc, 3 latency).
+  enum Kind : uint8_t { inst, wait, dma, sem, cc, path };
   Kind kind = inst;
   uint16_t core = 0; // rank * lnc + core
   uint8_t track = 0;

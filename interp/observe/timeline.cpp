@@ -2,6 +2,7 @@
 // process / thread name metadata ("M"); timestamps in microseconds. Every event object is
 // built and serialized by nlohmann-json; the events are streamed one by one (a timeline may
 // hold millions) into the traceEvents array.
+#include <algorithm>
 #include <cmath>
 #include <set>
 
@@ -42,8 +43,19 @@ void write_timeline(std::ostream& os, const Machine& m, const std::vector<Timeli
   std::set<std::pair<int, int>> tracks;
   for (size_t c = 0; c < m.cores.size(); ++c)
     for (int e = 0; e < kNumEngines; ++e) tracks.insert({int(c), e});
+  bool path = false;
   for (const TimelineEvent& e : ev)
-    if (e.kind != TimelineEvent::sem) tracks.insert({e.core, e.track});
+    if (e.kind == TimelineEvent::path)
+      path = true;
+    else if (e.kind != TimelineEvent::sem)
+      tracks.insert({e.core, e.track});
+  // The critical path (--profile) as a process of its own, drawn below the cores.
+  const size_t path_pid = m.cores.size();
+  if (path)
+    put({{"ph", "M"},
+         {"name", "process_name"},
+         {"pid", path_pid},
+         {"args", {{"name", "critical path"}}}});
   for (size_t c = 0; c < m.cores.size(); ++c)
     put({{"ph", "M"},
          {"name", "process_name"},
@@ -80,6 +92,24 @@ void write_timeline(std::ostream& os, const Machine& m, const std::vector<Timeli
     }
     const Inst& in = mod.streams[int(e.engine)][e.pc];
     std::string mn(desc(in.op).mnemonic);
+    if (e.kind == TimelineEvent::path) {
+      static const char* const kPathKind[] = {"exec", "dma", "cc", "latency"};
+      const char* kind = kPathKind[std::min<int>(e.track, 3)];
+      put({{"ph", "X"},
+           {"name", fmt::format("{} {}", kind, mn)},
+           {"cat", "critical"},
+           {"pid", path_pid},
+           {"tid", 0},
+           {"ts", us(e.start)},
+           {"dur", us(e.dur)},
+           {"args",
+            {{"kind", kind},
+             {"core", fmt::format("rank {} core {}", m.cores[e.core].rank, m.cores[e.core].core)},
+             {"engine", name_of(e.engine)},
+             {"pc", e.pc},
+             {"source", source_of(mod, e.engine, e.pc)}}}});
+      continue;
+    }
     ordered_json args = {{"engine", name_of(e.engine)},
                          {"pc", e.pc},
                          {"source", source_of(mod, e.engine, e.pc)},

@@ -266,6 +266,8 @@ uint64_t options_hash(const MachineOptions& mo, const RunConfig& cfg) {
   b.put(uint8_t(!cfg.stats_json_path.empty()));
   b.put(uint8_t(cfg.check_races));
   b.put(uint8_t(!cfg.trace_path.empty()));
+  b.put(uint8_t(cfg.profile || !cfg.profile_json_path.empty()));
+  b.put(uint8_t(cfg.profile_what_if));
   for (const auto* l : {&cfg.inputs, &cfg.outputs}) {
     b.put(uint64_t(l->size()));
     for (const IoSpec& io : *l) b.put_str(io.name);
@@ -344,9 +346,12 @@ int run_module(const Module& mod, const RunConfig& cfg, std::ostream& out, std::
   }
   SchedOptions so = cfg.sched;
   so.timeline = so.timeline || !cfg.timeline_path.empty();
+  const bool profiling = cfg.profile || !cfg.profile_json_path.empty();
+  so.history = so.history || profiling;
   // Recording: the files are capped, so the budget is lower (docs/machine.md "Limits").
-  const bool recording_budget = (!cfg.trace_path.empty() || !cfg.timeline_path.empty()) &&
-                                !cfg.max_steps_given && so.max_steps == kDefaultMaxSteps;
+  const bool recording_budget =
+      (!cfg.trace_path.empty() || !cfg.timeline_path.empty() || profiling) &&
+      !cfg.max_steps_given && so.max_steps == kDefaultMaxSteps;
   if (recording_budget) so.max_steps = kDefaultMaxStepsRecording;
   // Observers run on the slow path only when asked for.
   std::unique_ptr<RaceChecker> races;
@@ -373,7 +378,8 @@ int run_module(const Module& mod, const RunConfig& cfg, std::ostream& out, std::
   RunResult r = run(*m, so);
   if (!r.report.empty()) err << r.report;
   if (recording_budget && r.status == RunStatus::budget)
-    err << fmt::format("nisa run: with --trace or --timeline the budget is {} events by default "
+    err << fmt::format("nisa run: with --trace, --timeline or --profile the budget is {} events by "
+                       "default "
                        "({} without); --max-steps N raises it (0: no limit)\n",
                        kDefaultMaxStepsRecording, kDefaultMaxSteps);
   if (races) {
@@ -419,6 +425,16 @@ int run_module(const Module& mod, const RunConfig& cfg, std::ostream& out, std::
     if (trace_file) {
       trace.reset(); // flushes what it buffered
       trace_file->finish();
+    }
+    if (profiling) { // after the outputs are staged: the what-if re-runs reuse the machine
+      Profile p = profile_run(*m, so, r, cfg.profile_what_if,
+                              [&](Machine& mm) { reset_with_inputs(mm, cfg.inputs); });
+      if (cfg.profile && root) out << profile_report(p);
+      if (!cfg.profile_json_path.empty() && root) {
+        files.push_back(std::make_unique<OutputFile>(cfg.profile_json_path));
+        files.back()->stream() << profile_json(p);
+      }
+      if (!cfg.timeline_path.empty() && root) mark_critical_path(r.timeline, p);
     }
     if (!cfg.timeline_path.empty() && root) {
       files.push_back(std::make_unique<OutputFile>(cfg.timeline_path));

@@ -1,6 +1,7 @@
 // Running a Module end to end: bind .npy inputs, run the scheduler, report, write outputs.
 // This is what `nisa run` does; the debugger and tests use the same pieces.
 #pragma once
+#include <functional>
 #include <memory>
 #include <ostream>
 #include <string>
@@ -8,6 +9,7 @@
 
 #include "interp/core/machine.h"
 #include "interp/observe/trace.h"
+#include "interp/profile/profile.h"
 #include "interp/run/npy.h"
 #include "interp/sched/scheduler.h"
 #include "isa/output_file.h"
@@ -36,7 +38,21 @@ struct RunConfig {
   uint64_t trace_max_bytes = kDefaultTraceMaxBytes; // the trace file's cap; 0: unlimited
   // Read the inputs into memory instead of mapping their files' pages (--copy-inputs).
   bool copy_inputs = false;
+  // --profile: print the profile (docs/profile.md) after the run; --profile-json FILE: write it.
+  bool profile = false;
+  std::string profile_json_path;
+  // The profile's what-if re-simulations (each unit 2x faster); off: what_if stays empty.
+  bool profile_what_if = true;
 };
+
+// The profile of a run made with SchedOptions::history, with its what-if makespans (what_if):
+// the module re-run with each unit that was busy 2x faster, after `reload` put the inputs back
+// (m.reset() and the inputs written again). Every MPI process calls it (the re-runs exchange);
+// the analysis is rank 0's.
+Profile profile_run(Machine& m, const SchedOptions& so, const RunResult& r, bool what_if,
+                    const std::function<void(Machine&)>& reload);
+// Appends the profile's critical path to a timeline (TimelineEvent::path: a track of its own).
+void mark_critical_path(std::vector<TimelineEvent>& timeline, const Profile& p);
 
 // Exit code of a run that finished but found races (--check-races).
 inline constexpr int kExitRace = 4;
