@@ -86,6 +86,37 @@ std::optional<double> check_ns(std::string_view cmd, std::string_view opt, doubl
   return std::nullopt;
 }
 
+bool parse_cost_scales(std::string_view cmd, const std::vector<std::string>& settings,
+                       interp::CostScale& scale) {
+  scale = interp::kNoCostScale;
+  bool given[interp::kNumCostUnits] = {};
+  for (const std::string& s : settings) {
+    auto fail = [&](const std::string& why) {
+      std::cerr << "nisa " << cmd << ": --cost-scale '" << elide(s) << "': " << why << "\n";
+      return false;
+    };
+    const size_t eq = s.find('=');
+    if (eq == std::string::npos)
+      return fail("expected UNIT=F (units: " + interp::cost_unit_list() + ")");
+    const std::string unit = s.substr(0, eq), text = s.substr(eq + 1);
+    const auto u = interp::find_cost_unit(unit);
+    if (!u)
+      return fail(interp::unknown_cost_unit(unit, nasm::suggest(unit, interp::cost_unit_names())));
+    double f = 0;
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), f);
+    const bool whole = !text.empty() && end == text.data() + text.size();
+    if (whole && ec == std::errc::result_out_of_range) // 1e999, 1e-999
+      return fail(*interp::cost_scale_error(0));
+    if (!whole || ec != std::errc())
+      return fail("expected a number after '=' (e.g. " + unit + "=2)");
+    if (auto err = interp::cost_scale_error(f)) return fail(*err);
+    if (given[int(*u)]) return fail(unit + " is scaled twice (one --cost-scale per unit)");
+    given[int(*u)] = true;
+    scale[int(*u)] = f;
+  }
+  return true;
+}
+
 bool split_binding(std::string_view cmd, const std::string& s, const char* opt,
                    interp::IoSpec& out) {
   const size_t eq = s.find('=');
@@ -163,6 +194,12 @@ void MachineArgs::add_to(po::options_description& opts) {
       ("host threads (1.." + std::to_string(interp::kMaxHostThreads) +
        "; default: the host's cores, here " + std::to_string(interp::default_host_threads()) +
        "); results are the same for every N")
+          .c_str())(
+      "cost-scale", po::value(&cost_scales)->composing()->value_name("UNIT=F"),
+      ("what-if: divide the modelled durations of UNIT by F (0.001..1000000; once per unit): "
+       "an engine's instruction latencies, dma's transfers, cc's instructions and channel "
+       "transfers; fixed latencies stay (docs/machine.md \"Cost scale\"). Units: " +
+       interp::cost_unit_list())
           .c_str());
 }
 
@@ -195,6 +232,7 @@ bool MachineArgs::apply(std::string_view cmd, const po::variables_map& vm,
     return false;
   }
   cfg.machine.spill_dir = spill_dir;
+  if (!parse_cost_scales(cmd, cost_scales, cfg.machine.cost_scale)) return false;
   if (!target.empty()) {
     const interp::TargetParams* tp = interp::find_target(target);
     if (!tp) {

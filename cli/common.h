@@ -36,6 +36,7 @@ struct MachineArgs {
   std::string threads; // --threads; empty: the host's cores
   std::string max_hbm; // bytes, or with a K/M/G/T suffix (powers of 1024)
   std::string hbm_spill = "auto", spill_dir;
+  std::vector<std::string> cost_scales; // --cost-scale UNIT=F, one per unit
 
   void add_to(po::options_description& opts);
   // Fills cfg.machine, cfg.sched and cfg.inputs.
@@ -56,6 +57,10 @@ bool check_range(std::string_view cmd, std::string_view opt, long long v, long l
 std::optional<double> check_ns(std::string_view cmd, std::string_view opt, double v);
 // The largest time a trace window takes: its ticks fit an int64_t with room to spare.
 inline constexpr double kMaxTraceNs = 1e15; // about 11.6 modelled days
+// --cost-scale UNIT=F settings into `scale` (each unit at most once, F a factor that
+// interp::cost_scale_error accepts); prints the first error.
+bool parse_cost_scales(std::string_view cmd, const std::vector<std::string>& settings,
+                       interp::CostScale& scale);
 // A byte count: digits with an optional K, M, G or T suffix (powers of 1024), checked for
 // overflow; nullopt when malformed.
 std::optional<uint64_t> parse_bytes(std::string_view s);

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <cstring>
 #include <memory>
@@ -56,7 +57,45 @@ struct Kernel {
 bool same_machine(const interp::MachineOptions& a, const interp::MachineOptions& b) {
   return a.target == b.target && a.lnc == b.lnc && a.ranks == b.ranks && a.threads == b.threads &&
          a.check_uninit == b.check_uninit && a.max_hbm == b.max_hbm && a.hbm_spill == b.hbm_spill &&
-         a.spill_dir == b.spill_dir && a.hbm_shift == b.hbm_shift;
+         a.spill_dir == b.spill_dir && a.hbm_shift == b.hbm_shift && a.cost_scale == b.cost_scale;
+}
+
+// cost_scale={unit: factor} (None: no scaling) as `nisa run --cost-scale UNIT=F` checks it.
+interp::CostScale cost_scale_of(const py::object& o) {
+  interp::CostScale s = interp::kNoCostScale;
+  if (o.is_none()) return s;
+  if (!py::isinstance<py::dict>(o))
+    throw py::type_error(fmt::format("cost_scale: expected a dict {{unit: factor}} (units: {})",
+                                     interp::cost_unit_list()));
+  for (auto item : py::reinterpret_borrow<py::dict>(o)) {
+    if (!py::isinstance<py::str>(item.first))
+      throw py::type_error("cost_scale: the units are strings (e.g. {'pe': 2})");
+    const std::string name = py::str(item.first);
+    const auto u = interp::find_cost_unit(name);
+    if (!u)
+      throw py::value_error(
+          "cost_scale: " +
+          interp::unknown_cost_unit(name, nasm::suggest(name, interp::cost_unit_names())));
+    // Any real number (int, float, numpy scalars), not a string; an int beyond the floats is
+    // out of range.
+    auto not_a_number = [&] {
+      return py::type_error(
+          fmt::format("cost_scale['{}']: expected a number, not {}", name,
+                      std::string(py::str(item.second.get_type().attr("__name__")))));
+    };
+    if (!PyNumber_Check(item.second.ptr())) throw not_a_number();
+    double f = PyFloat_AsDouble(item.second.ptr());
+    if (f == -1.0 && PyErr_Occurred()) {
+      const bool overflow = PyErr_ExceptionMatches(PyExc_OverflowError);
+      PyErr_Clear();
+      if (!overflow) throw not_a_number();
+      f = HUGE_VAL;
+    }
+    if (auto err = interp::cost_scale_error(f))
+      throw py::value_error(fmt::format("cost_scale['{}'] = {}: {}", name, f, *err));
+    s[int(*u)] = f;
+  }
+  return s;
 }
 
 py::list diag_list(const std::vector<nasm::Diagnostic>& diags) {
@@ -249,7 +288,8 @@ interp::RunResult run_interruptibly(interp::Machine& m, interp::SchedOptions so)
 py::dict run_kernel(const Kernel& k, int lnc, int ranks, const std::string& schedule, uint64_t seed,
                     bool check_races, py::dict inputs, uint64_t max_steps,
                     const std::string& target, py::object bf16,
-                    const std::vector<std::string>& fetch, int threads) {
+                    const std::vector<std::string>& fetch, int threads,
+                    const py::object& cost_scale) {
   const Module& mod = *k.mod;
   interp::MachineOptions mo;
   mo.target = mod.target;
@@ -275,6 +315,7 @@ py::dict run_kernel(const Kernel& k, int lnc, int ranks, const std::string& sche
   so.threads =
       threads ? threads : std::min(interp::default_host_threads(), interp::kMaxHostThreads);
   mo.threads = so.threads;
+  mo.cost_scale = cost_scale_of(cost_scale);
 
   // Every input bound once, dtype and shape checked before anything is allocated.
   struct Bound {
@@ -443,10 +484,15 @@ PYBIND11_MODULE(_nisa, m) {
                              [](const Kernel& k) { return std::string(name_of(k.mod->target)); })
       .def_property_readonly("name", [](const Kernel& k) { return k.mod->kernel; })
       .def("tensors", &tensors);
+  // The units of Kernel.run(cost_scale=...), from the one table (interp/core/cost_scale.h).
+  py::tuple units(interp::kNumCostUnits);
+  for (int u = 0; u < interp::kNumCostUnits; ++u)
+    units[size_t(u)] = std::string(interp::kCostUnitNames[size_t(u)]);
+  m.attr("cost_units") = units;
   m.def("assemble", &assemble, py::arg("path"), py::arg("target"), py::arg("defines"),
         py::arg("includes"));
   m.def("run", &run_kernel, py::arg("kernel"), py::arg("lnc"), py::arg("ranks"),
         py::arg("schedule"), py::arg("seed"), py::arg("check_races"), py::arg("inputs"),
         py::arg("max_steps"), py::arg("target"), py::arg("bf16"), py::arg("fetch"),
-        py::arg("threads"));
+        py::arg("threads"), py::arg("cost_scale"));
 }

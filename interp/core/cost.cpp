@@ -68,7 +68,7 @@ int64_t cost_cycles(const Inst& in, const TargetParams& /*tp*/) {
   return cycles;
 }
 
-DmaTime dma_transfer(const TargetParams& tp, uint64_t bytes, uint32_t rows) {
+DmaTime dma_transfer(const TargetParams& tp, uint64_t bytes, uint32_t rows, double scale) {
   uint64_t engines = std::clamp<uint64_t>(
       ceil_div(std::max<uint32_t>(rows, 1), tp.dma_parts_per_engine), 1, tp.dma_engines);
   // ticks = bytes / (MB/s) * (ticks/us): kTickMHz ticks per us, MB/s = bytes per us.
@@ -77,6 +77,8 @@ DmaTime dma_transfer(const TargetParams& tp, uint64_t bytes, uint32_t rows) {
   t.link_ticks = static_cast<int64_t>(
       ceil_div(bytes * kTickMHz, uint64_t(tp.dma_engines) * tp.dma_engine_mbps));
   t.latency_ticks = ns_to_ticks(tp.dma_latency_ns);
+  t.data_ticks = scale_ticks(t.data_ticks, scale);
+  t.link_ticks = scale_ticks(t.link_ticks, scale);
   return t;
 }
 
@@ -109,9 +111,10 @@ uint32_t dma_rows(const Inst& in) {
   return rows;
 }
 
-int64_t cc_transfer_ticks(const TargetParams& tp, uint64_t steps, uint64_t link_bytes) {
+int64_t cc_transfer_ticks(const TargetParams& tp, uint64_t steps, uint64_t link_bytes,
+                          double scale) {
   return static_cast<int64_t>(steps) * ns_to_ticks(tp.cc_latency_ns) +
-         static_cast<int64_t>(ceil_div(link_bytes * kTickMHz, tp.cc_link_mbps));
+         scale_ticks(static_cast<int64_t>(ceil_div(link_bytes * kTickMHz, tp.cc_link_mbps)), scale);
 }
 
 CcRing cc_ring_cost(Opcode op, uint64_t dst_bytes, uint64_t g) {

@@ -2,6 +2,7 @@
 #pragma once
 #include <cstdint>
 
+#include "interp/core/cost_scale.h"
 #include "interp/core/target.h"
 #include "isa/isa.h"
 
@@ -30,19 +31,23 @@ inline int64_t cost_ticks(const Inst& in, const TargetParams& tp) {
 
 // A DMA transfer of `bytes` whose SBUF side (or HBM row count) spans `rows` rows: one DMA
 // engine serves dma_parts_per_engine rows, so small-partition transfers use fewer engines.
+// `scale` (MachineOptions::cost_scale of dma) divides data_ticks and link_ticks (scale_ticks);
+// the fixed latency is not occupancy and stays.
 struct DmaTime {
   int64_t data_ticks; // time the transfer streams
   int64_t link_ticks; // time it occupies the core's aggregate DMA bandwidth
   int64_t latency_ticks;
 };
-DmaTime dma_transfer(const TargetParams& tp, uint64_t bytes, uint32_t rows);
+DmaTime dma_transfer(const TargetParams& tp, uint64_t bytes, uint32_t rows, double scale = 1);
 // Bytes moved by a DMA-class instruction (max element width of its operands x elements, summed
 // over the sources for dma_compute) and the row count used by dma_transfer.
 uint64_t dma_bytes(const Inst& in);
 uint32_t dma_rows(const Inst& in);
 // A collective on one channel: `steps` ring hops, each paying the step latency, moving
-// `link_bytes` in all over the channel (cc_ring_cost gives both for an instruction).
-int64_t cc_transfer_ticks(const TargetParams& tp, uint64_t steps, uint64_t link_bytes);
+// `link_bytes` in all over the channel (cc_ring_cost gives both for an instruction). `scale`
+// (MachineOptions::cost_scale of cc) divides the link time (scale_ticks), not the step latency.
+int64_t cc_transfer_ticks(const TargetParams& tp, uint64_t steps, uint64_t link_bytes,
+                          double scale = 1);
 // Ring algorithm of a collective over a group of g ranks whose destination holds dst_bytes
 // per rank: the number of hops and the bytes each rank's link carries.
 struct CcRing {

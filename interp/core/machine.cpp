@@ -312,6 +312,10 @@ Machine::Machine(const Module& m, const MachineOptions& o, InputFill fill) : mod
     throw InputError(fmt::format("--lnc 2 is not available on {} (gen{})", tp->name, tp->gen));
   if (o.ranks < 1 || o.ranks > kMaxRanks)
     throw InputError(fmt::format("--ranks must be in 1..{}, not {}", kMaxRanks, o.ranks));
+  for (int u = 0; u < kNumCostUnits; ++u)
+    if (auto err = cost_scale_error(o.cost_scale[u]))
+      throw InputError(
+          fmt::format("--cost-scale {}={}: {}", kCostUnitNames[u], o.cost_scale[u], *err));
 
   const uint64_t hbm = hbm_size(m, o);
   const bool spilled = spill_hbm(hbm, o);

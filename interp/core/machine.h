@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "interp/core/cost_scale.h"
 #include "interp/core/exec.h"
 #include "interp/core/host_pool.h"
 #include "interp/core/lazy_pages.h"
@@ -94,6 +95,9 @@ struct MachineOptions {
   // Per rank: how far past a page boundary its host HBM starts (HostBuffer's shift), chosen so
   // that its largest input file can be mapped in place (run.cpp); missing entries are 0.
   std::vector<uint16_t> hbm_shift;
+  // What-if (--cost-scale UNIT=F): each unit's modelled durations divided by its factor
+  // (interp/core/cost_scale.h, docs/machine.md "Cost scale (what-if)"); all 1: the model.
+  CostScale cost_scale = kNoCostScale;
 };
 
 // Poison pattern of fresh memory: all-ones bytes are NaN in every float dtype (fp32, bf16,

@@ -24,6 +24,9 @@ std::string core_label(const Machine& m, size_t i) {
 void print_stats(std::ostream& os, const Machine& m, const Stats& s) {
   os << fmt::format("target {}  ranks {}  lnc {}  (1 tick = 1/{} MHz; times in ns)\n", m.tp->name,
                     m.opt.ranks, m.opt.lnc, kTickMHz);
+  if (!is_identity(m.opt.cost_scale))
+    os << "cost scale (what-if, durations divided by): " << cost_scale_text(m.opt.cost_scale)
+       << "\n";
   for (size_t i = 0; i < s.cores.size(); ++i) {
     const CoreStats& c = s.cores[i];
     os << fmt::format("{}:\n  {:<6}{:>10}{:>14}{:>14}{:>16}{:>8}\n", core_label(m, i), "engine",

@@ -15,6 +15,12 @@ std::string stats_json(const Machine& m, const Stats& s, std::string_view status
   doc["target"] = m.tp->name;
   doc["ranks"] = m.opt.ranks;
   doc["lnc"] = m.opt.lnc;
+  if (!is_identity(m.opt.cost_scale)) { // --cost-scale: the factors that are not 1
+    ordered_json scale = ordered_json::object();
+    for (int u = 0; u < kNumCostUnits; ++u)
+      if (m.opt.cost_scale[u] != 1.0) scale[std::string(kCostUnitNames[u])] = m.opt.cost_scale[u];
+    doc["cost_scale"] = std::move(scale);
+  }
   doc["tick_mhz"] = kTickMHz;
   doc["status"] = status;
   doc["exit_code"] = exit_code;

@@ -25,7 +25,8 @@ void record_trigger(SchedState& x, int c, int e, const PInst& P) {
   const CoreSlot& cs = x.m.cores[c];
   rec.members = CcUnit::members(x.mod, x.m.opt.ranks, cs.rank, *P.in);
   CcRing ring = cc_ring_cost(P.in->op, P.bytes, rec.members.size());
-  a.min_cost = std::max<int64_t>(1, cc_transfer_ticks(*x.m.tp, ring.steps, ring.link_bytes));
+  a.min_cost = std::max<int64_t>(1, cc_transfer_ticks(*x.m.tp, ring.steps, ring.link_bytes,
+                                                      x.m.opt.cost_scale[int(CostUnit::cc)]));
   for (int& r : rec.members) r = r * x.m.opt.lnc + cs.core;
   // Nothing another core does can reach this one before the transfer could end.
   C.horizon = std::min(C.horizon, a.at + a.min_cost);
@@ -60,7 +61,8 @@ void Collectives::match(const CcArrivalRec& rec) {
   for (const CcArrival& w : party_) begin = std::max(begin, cc_.free_at(w.core, ch));
   CcRing ring = cc_ring_cost(P.in->op, P.bytes, party_.size());
   const int c0 = party_[0].core, agent = kNumEngines + kNumDmaQueues + ch;
-  int64_t ticks = std::max<int64_t>(1, cc_transfer_ticks(*x_.m.tp, ring.steps, ring.link_bytes));
+  int64_t ticks = std::max<int64_t>(1, cc_transfer_ticks(*x_.m.tp, ring.steps, ring.link_bytes,
+                                                         x_.m.opt.cost_scale[int(CostUnit::cc)]));
   int64_t end = begin + x_.jitter(c0, agent, ticks);
   // Never before a participant's horizon let it run (its own cost bound, docs/machine.md).
   for (const CcArrival& w : party_) end = std::max(end, a.at + w.min_cost);

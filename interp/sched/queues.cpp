@@ -18,7 +18,7 @@ void Agents::enqueue(int c, int e, const PInst& P) {
   x.pc = uint32_t(C.eng[e].pc);
   std::memcpy(x.regs, C.eng[e].cx.regs, sizeof x.regs);
   if (x_.o.observer) x_.o.observer->enqueue(c, Engine(e), x.pc, P.queue);
-  DmaTime t = dma_transfer(*x_.m.tp, P.bytes, P.rows);
+  DmaTime t = dma_transfer(*x_.m.tp, P.bytes, P.rows, x_.m.opt.cost_scale[int(CostUnit::dma)]);
   int64_t t0 = std::max(C.now, Q.data_free);
   int64_t begin = std::max(t0, C.link_free);
   const int64_t data_free = Q.data_free, link_free = C.link_free, last_end = Q.last_end;

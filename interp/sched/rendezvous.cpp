@@ -64,7 +64,7 @@ void Rendezvous::release(int kind, const std::vector<std::pair<int, int>>& go, i
       mark_writes(x_.m, A.cx, *P.in);
       mark_writes(x_.m, B.cx, Q);
     }
-    DmaTime t = dma_transfer(*x_.m.tp, P.bytes, P.rows);
+    DmaTime t = dma_transfer(*x_.m.tp, P.bytes, P.rows, x_.m.opt.cost_scale[int(CostUnit::dma)]);
     extra = t.data_ticks + t.latency_ticks;
   }
   if (x_.o.observer) x_.o.observer->rendezvous(go);

@@ -22,8 +22,12 @@ PInst decode_one(const Machine& m, const Inst& in, const TargetParams& tp,
   p.in = &in;
   p.fn = semantics(in.op);
   const InstDesc& d = desc(in.op);
-  p.cycles = cost_cycles(in, tp);
-  p.lat = std::max<int64_t>(1, p.cycles * tp.ticks_per_cycle[static_cast<int>(in.engine)]);
+  // --cost-scale: the engine's unit divides both (busy ticks and cycles follow), once here.
+  const double f = m.opt.cost_scale[int(cost_unit_of(in.engine))];
+  const int64_t cycles = cost_cycles(in, tp);
+  p.cycles = scale_ticks(cycles, f);
+  p.lat = scale_ticks(
+      std::max<int64_t>(1, cycles * tp.ticks_per_cycle[static_cast<int>(in.engine)]), f);
   p.sets_sems = in.op == Opcode::sem_set;
   const int64_t ch = cc_channel(in);
   switch (exec_kind(d)) {

@@ -16,7 +16,12 @@ import json as _json
 from . import _nisa
 
 __all__ = ["assemble", "run", "Kernel", "Result", "NisaError", "AssemblyError", "InputError",
-           "RunError", "DeadlockError", "FaultError", "RaceError", "BudgetError", "bf16_dtype"]
+           "RunError", "DeadlockError", "FaultError", "RaceError", "BudgetError", "bf16_dtype",
+           "cost_units"]
+
+# The units of Kernel.run(cost_scale={unit: factor}) (`nisa run --cost-scale UNIT=F`): the
+# engines, then dma (docs/machine.md "Cost scale (what-if)").
+cost_units = _nisa.cost_units
 
 try:  # optional: bf16 outputs come back as ml_dtypes.bfloat16 when it is installed
     import ml_dtypes as _ml_dtypes
@@ -115,19 +120,22 @@ class Kernel:
         self.tensors = k.tensors()
 
     def run(self, lnc=1, ranks=1, schedule="fixed", seed=0, check_races=False, *,
-            max_steps=0, target="", fetch=(), threads=0, raise_on_error=True, **inputs):
+            max_steps=0, target="", fetch=(), threads=0, cost_scale=None, raise_on_error=True,
+            **inputs):
         """Runs the kernel on the inputs (numpy arrays by tensor name) and returns a Result.
         Its outputs are the kernel's output tensors plus the HBM tensors named in fetch (e.g.
         a cache updated in place, as `nisa run --out` saves it).
         Raises DeadlockError, FaultError, RaceError or BudgetError (with the report `nisa run`
         prints) unless raise_on_error=False; InputError for bad arguments. threads: host
         threads (0: the host's cores); the results are the same for every value.
+        cost_scale: what-if, {unit: factor} as `nisa run --cost-scale UNIT=F` (e.g. {"dma": 2}:
+        DMA transfers twice as fast; units: nisa.cost_units; docs/machine.md "Cost scale").
         Arrays of any layout and byte order are copied once, straight into the machine's
         memory, after every limit was checked. Ctrl-C (any signal handler that raises) stops
         the run within milliseconds and raises KeyboardInterrupt; the Kernel stays usable."""
         try:
             d = _nisa.run(self._k, lnc, ranks, schedule, seed, check_races, inputs, max_steps,
-                          target, bf16_dtype, list(fetch), threads)
+                          target, bf16_dtype, list(fetch), threads, cost_scale)
         except (ValueError, TypeError) as e:
             raise InputError(str(e)) from None
         r = Result(d)
@@ -160,8 +168,8 @@ def assemble(path, target=None, include=(), **params):
 
 
 def run(path, params=None, *, target=None, lnc=1, ranks=1, schedule="fixed", seed=0,
-        check_races=False, fetch=(), threads=0, **inputs):
+        check_races=False, fetch=(), threads=0, cost_scale=None, **inputs):
     """assemble(path, target, **params).run(lnc, ranks, schedule, seed, check_races, **inputs)."""
     return assemble(path, target=target, **(params or {})).run(
         lnc=lnc, ranks=ranks, schedule=schedule, seed=seed, check_races=check_races,
-        fetch=fetch, threads=threads, **inputs)
+        fetch=fetch, threads=threads, cost_scale=cost_scale, **inputs)

@@ -155,6 +155,46 @@ def test_threads_same_results(rng):
         k.run(lnc=2, threads=-1, x=x)
 
 
+def test_cost_scale(tmp_path, rng):
+    """cost_scale={unit: factor} is `nisa run --cost-scale UNIT=F`: the same outputs, the same
+    statistics as the command, a shorter makespan; the machine of another scale is not reused."""
+    x = rng.standard_normal((6, 3000)).astype(np.float32)
+    k = nisa.assemble(kernel("cumsum.nasm"), ROWS=6, COLS=3000)
+    base = k.run(x=x)
+    assert "cost_scale" not in base.stats
+    fast = k.run(x=x, cost_scale={"dve": 2, "dma": 2.0})
+    assert np.array_equal(fast.y, base.y)
+    assert fast.stats["cost_scale"] == {"dve": 2.0, "dma": 2.0}
+    assert fast.stats["makespan_ticks"] < base.stats["makespan_ticks"]
+    dve = [e for e in fast.stats["cores"][0]["engines"] if e["engine"] == "dve"][0]
+    dve0 = [e for e in base.stats["cores"][0]["engines"] if e["engine"] == "dve"][0]
+    assert dve0["busy_ticks"] / 2 <= dve["busy_ticks"] <= dve0["busy_ticks"] / 2 + dve0["insts"]
+    assert k.run(x=x).stats["makespan_ticks"] == base.stats["makespan_ticks"]
+    assert nisa.cost_units == ("pe", "act", "dve", "pool", "sp", "cc", "dma")
+    ones = k.run(x=x, cost_scale={u: 1 for u in nisa.cost_units})
+    assert ones.stats["makespan_ticks"] == base.stats["makespan_ticks"]
+    sj = tmp_path / "s.json"
+    cli = subprocess.run([NISA, "run", kernel("cumsum.nasm"), "-D", "ROWS=6", "-D", "COLS=3000",
+                          "--in", "x=" + npy(tmp_path, "x.npy", x), "--cost-scale", "dve=2",
+                          "--cost-scale", "dma=2", "--stats-json", str(sj)],
+                         capture_output=True, text=True)
+    assert cli.returncode == 0, cli.stderr
+    s = json.loads(sj.read_text())
+    for key in ("makespan_ticks", "cost_scale", "cores"):
+        assert s[key] == fast.stats[key]
+    with pytest.raises(nisa.InputError, match="unknown unit 'pol'; did you mean 'pool'"):
+        k.run(x=x, cost_scale={"pol": 2})
+    for bad in (0, -1, float("nan"), float("inf"), 1e-9, 10**400):
+        with pytest.raises(nisa.InputError, match="expected a finite factor from 0.001"):
+            k.run(x=x, cost_scale={"pe": bad})
+    with pytest.raises(nisa.InputError, match=r"cost_scale\['pe'\]: expected a number, not str"):
+        k.run(x=x, cost_scale={"pe": "2"})
+    with pytest.raises(nisa.InputError, match="cost_scale: expected a dict"):
+        k.run(x=x, cost_scale=[("pe", 2)])
+    assert np.array_equal(nisa.run(kernel("cumsum.nasm"), dict(ROWS=6, COLS=3000),
+                                   cost_scale={"dve": 0.5}, x=x).y, base.y)
+
+
 def test_bf16_dtypes(rng):
     k = nisa.assemble(kernel("cumsum.nasm"), ROWS=2, COLS=4, DT="bf16")
     x = np.array([[1, 2, 3, 4], [0.5, 0.25, -1, 8]], np.float32)

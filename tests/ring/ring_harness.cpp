@@ -16,6 +16,7 @@ RankRun run_ranks(const Module& m, const RunOpts& o,
   mo.lnc = o.lnc;
   mo.ranks = o.ranks;
   mo.check_uninit = o.check_uninit;
+  mo.cost_scale = o.cost_scale;
   interp::Machine machine(m, mo);
   for (const auto& [name, per_rank] : in) {
     const TensorDecl* t = machine.find_tensor(name);

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "interp/core/cost_scale.h"
 #include "interp/sched/scheduler.h"
 #include "isa/module.h"
 
@@ -21,6 +22,7 @@ struct RunOpts {
   bool check_races = false;
   bool check_uninit = false;
   bool timeline = false;
+  interp::CostScale cost_scale = interp::kNoCostScale; // --cost-scale
 };
 
 struct RankRun {
