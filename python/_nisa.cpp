@@ -289,7 +289,7 @@ py::dict run_kernel(const Kernel& k, int lnc, int ranks, const std::string& sche
                     bool check_races, py::dict inputs, uint64_t max_steps,
                     const std::string& target, py::object bf16,
                     const std::vector<std::string>& fetch, int threads,
-                    const py::object& cost_scale) {
+                    const py::object& cost_scale, bool profile) {
   const Module& mod = *k.mod;
   interp::MachineOptions mo;
   mo.target = mod.target;
@@ -389,12 +389,16 @@ py::dict run_kernel(const Kernel& k, int lnc, int ranks, const std::string& sche
   } catch (const std::exception& e) {
     throw py::value_error(e.what());
   }
-  for (const Bound& b : bound)
-    for (int r = 0; r < ranks; ++r) {
-      copy_into_hbm(b.per_rank ? py::array(b.a[py::int_(r)]) : b.a, m->hbm_tensor(r, *b.t),
-                    b.t->name);
-      m->mark_written(*b.t, r);
-    }
+  auto write_inputs = [&](interp::Machine& mm) {
+    for (const Bound& b : bound)
+      for (int r = 0; r < ranks; ++r) {
+        copy_into_hbm(b.per_rank ? py::array(b.a[py::int_(r)]) : b.a, mm.hbm_tensor(r, *b.t),
+                      b.t->name);
+        mm.mark_written(*b.t, r);
+      }
+  };
+  write_inputs(*m);
+  so.history = profile;
   std::unique_ptr<interp::RaceChecker> races;
   if (check_races) {
     races = std::make_unique<interp::RaceChecker>(*m);
@@ -444,6 +448,28 @@ py::dict run_kernel(const Kernel& k, int lnc, int ranks, const std::string& sche
     }
   }
   out["outputs"] = outputs;
+  // The profile (docs/profile.md) after the outputs were read: its what-if re-runs reuse the
+  // machine, each from the inputs written again.
+  out["profile_json"] = py::none();
+  if (profile) {
+    interp::Profile p;
+    try {
+      p = interp::profile_run(
+          *m, so, r, true,
+          [&](interp::Machine& mm) {
+            mm.reset(interp::InputFill::caller_writes);
+            write_inputs(mm);
+          },
+          [](interp::Machine& mm, const interp::SchedOptions& o) {
+            return run_interruptibly(mm, o);
+          });
+    } catch (...) {
+      if (cached) k.cache->m = std::move(m);
+      throw;
+    }
+    out["profile_json"] = interp::profile_json(p);
+    out["profile_report"] = interp::profile_report(p);
+  }
   if (cached) k.cache->m = std::move(m);
   return out;
 }
@@ -494,5 +520,5 @@ PYBIND11_MODULE(_nisa, m) {
   m.def("run", &run_kernel, py::arg("kernel"), py::arg("lnc"), py::arg("ranks"),
         py::arg("schedule"), py::arg("seed"), py::arg("check_races"), py::arg("inputs"),
         py::arg("max_steps"), py::arg("target"), py::arg("bf16"), py::arg("fetch"),
-        py::arg("threads"), py::arg("cost_scale"));
+        py::arg("threads"), py::arg("cost_scale"), py::arg("profile"));
 }

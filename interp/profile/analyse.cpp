@@ -22,11 +22,13 @@ SourceLine ProfileInput::line(const HistNode& n) const {
   if (n.pc >= dbg.size()) return {mod.kernel, 0};
   const DebugLoc& d = dbg[n.pc];
   uint32_t file = d.file, line = d.line;
-  // The user-level line: a macro body's instruction counts at its outermost macro call.
-  for (int32_t f = d.frame; f >= 0 && size_t(f) < mod.frames.size();
+  // The user-level line: the instruction's own line when it is in the kernel's file (a macro
+  // of the kernel's own, a .for body), else the first call site out of the library in the
+  // kernel's file (a macro of an included file, such as kernels_asm/lib).
+  for (int32_t f = d.frame; file != 0 && f >= 0 && size_t(f) < mod.frames.size();
        f = mod.frames[size_t(f)].parent)
-    if (mod.frames[size_t(f)].kind == ExpansionFrame::Macro)
-      file = mod.frames[size_t(f)].file, line = mod.frames[size_t(f)].line;
+    file = mod.frames[size_t(f)].file, line = mod.frames[size_t(f)].line;
+  if (file != 0) file = d.file, line = d.line; // never reached the kernel's file
   return {file < mod.files.size() ? mod.files[file] : mod.kernel, line};
 }
 

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <tuple>
+#include <unordered_set>
 
 #include <fmt/format.h>
 
@@ -163,12 +165,15 @@ std::vector<Hint> hints(const ProfileInput& in) {
   const int64_t floor_ticks = std::max<int64_t>(1, in.makespan / 100); // 1% of the makespan
   std::vector<Hint> out;
 
-  // Per core and engine, its instructions in stream order; per core and unit, the busy spans.
+  // Per core and engine, its instructions in stream order; per core and unit, the busy spans;
+  // the triggers whose transfer is on the critical path.
   std::map<std::pair<int, int>, std::vector<int64_t>> streams;
   std::map<std::pair<int, std::string>, Spans> busy;
+  std::unordered_set<int64_t> critical_transfer;
   for (int64_t id : in.ids) {
     const HistNode& n = h.at(id);
     if (n.kind == HistKind::exec) streams[{n.core, n.engine}].push_back(id);
+    if (n.kind == HistKind::dma && in.on_path.count(id)) critical_transfer.insert(n.trigger);
     busy[{n.core, in.unit(n)}].push_back({n.start, n.end});
   }
   for (auto& [k, v] : busy) { // merged into disjoint sorted spans
@@ -183,7 +188,7 @@ std::vector<Hint> hints(const ProfileInput& in) {
   }
 
   // trigger-blocks-stream: a DMA trigger stalled on its waits while the next instruction of its
-  // stream was ready (its own waits held) and on the critical path.
+  // stream was ready (its own waits held) and on the critical path (or its DMA transfer is).
   struct Held {
     int64_t critical = 0, total = 0;
     uint64_t count = 0;
@@ -203,7 +208,8 @@ std::vector<Hint> hints(const ProfileInput& in) {
       Held& x = held[in.line(n)];
       x.total += t;
       ++x.count;
-      if (in.on_path.count(ids[i + 1])) x.critical += t, x.next = in.line(m);
+      if (in.on_path.count(ids[i + 1]) || critical_transfer.count(ids[i + 1]))
+        x.critical += t, x.next = in.line(m);
       x.engine = std::string(name_of(Engine(n.engine)));
       if (valid(h, n.pred) && x.sem.empty()) {
         const int s = stalled_on(in, n, h.at(n.pred));
@@ -281,31 +287,33 @@ std::vector<Hint> hints(const ProfileInput& in) {
     f.by = in.line(p);
   }
   for (const auto& [src, f] : fed)
-    if (f.idle >= 5 * floor_ticks)
+    if (f.idle >= 5 * floor_ticks && 2 * f.idle >= f.critical)
       out.push_back(
           {"idle-feeder",
            fmt::format("{}: {} is on the critical path here for {:.1f} ns after "
-                       "waiting for {} ({}), which idles {:.1f} ns of that time: start "
-                       "the next transfer before this instruction (double-buffer)",
+                       "waiting for {} ({}), which idles {:.1f} ns of that time: give "
+                       "it its next work before this instruction (double-buffer, or "
+                       "split the work into independent chains)",
                        where(src), f.engine, ns(f.critical), f.feeder, where(f.by), ns(f.idle)),
            src, f.idle});
 
-  // redundant-wait: a wait that held every time its engine reached it, made true each time by
-  // an earlier instruction of the same engine (program order already orders them) or by the
-  // semaphore's initial value.
+  // redundant-wait: a wait of a line that held every time its engine reached it (every
+  // instruction the line assembled to, every time), made true each time by an earlier
+  // instruction of the same engine (program order already orders them) or by the semaphore's
+  // initial value.
   struct Waited {
     uint64_t times = 0;
-    bool redundant = true;
+    bool redundant = true, by_init = true;
     SourceLine src, by;
-    std::string engine, sem;
+    std::string engine, sem, at;
   };
-  std::map<std::tuple<int, uint32_t, size_t>, Waited> waits; // (engine, pc, wait)
+  std::map<std::tuple<SourceLine, int, size_t>, Waited> waits; // (line, engine, wait)
   for (int64_t id : in.ids) {
     const HistNode& n = h.at(id);
     if (n.kind != HistKind::exec || n.end > in.makespan) continue;
     const Inst& i = in.inst(n);
     for (size_t k = 0; k < i.waits.size(); ++k) {
-      Waited& w = waits[{n.engine, n.pc, k}];
+      Waited& w = waits[{in.line(n), n.engine, k}];
       ++w.times;
       if (!w.redundant) continue;
       const SemReplay::Since since = sems.satisfied_since(n.core, i.waits[k], n.ready, 0);
@@ -313,24 +321,34 @@ std::vector<Hint> hints(const ProfileInput& in) {
       if (own && since.by >= 0) {
         const HistNode& b = h.at(since.by);
         own = b.kind == HistKind::exec && b.core == n.core && b.engine == n.engine;
-        if (own) w.by = in.line(b);
+        if (own) w.by = in.line(b), w.by_init = false;
       }
       w.redundant = own;
       w.src = in.line(n);
+      w.at = in.chain(n);
+      w.at = w.at.substr(0, w.at.find(" (")); // the wait's own file:line:col
       w.engine = std::string(name_of(Engine(n.engine)));
       w.sem = in.sem_name(i.waits[k].sem);
     }
   }
+  // Where the wait is written when that is not the line itself (a macro's body).
+  auto at_text = [](const Waited& w) {
+    const std::string line = where(w.src);
+    return w.at.compare(0, line.size() + 1, line + ":") == 0 ? std::string() : " (at " + w.at + ")";
+  };
   for (const auto& [key, w] : waits)
     if (w.redundant && w.times > 0)
       out.push_back(
           {"redundant-wait",
-           fmt::format(
-               "{}: the wait on {} held each of the {} times {} reached it, made true by "
-               "{}: program order already puts that first, so remove the wait",
-               where(w.src), w.sem, w.times, w.engine,
-               w.by.line ? fmt::format("{}'s own earlier instruction at {}", w.engine, where(w.by))
-                         : std::string("the semaphore's initial value")),
+           w.by_init
+               ? fmt::format("{}: the wait on {}{} held each of the {} times {} reached it, "
+                             "from the semaphore's initial value on: it orders nothing, remove it",
+                             where(w.src), w.sem, at_text(w), w.times, w.engine)
+               : fmt::format("{}: the wait on {}{} held each of the {} times {} reached it, "
+                             "made true by {}'s own earlier instruction ({}): program order "
+                             "already puts that first, so remove the wait",
+                             where(w.src), w.sem, at_text(w), w.times, w.engine, w.engine,
+                             where(w.by)),
            w.src, 0});
   std::stable_sort(out.begin(), out.end(),
                    [](const Hint& a, const Hint& b) { return a.ticks > b.ticks; });

@@ -48,9 +48,11 @@ struct RunConfig {
 // The profile of a run made with SchedOptions::history, with its what-if makespans (what_if):
 // the module re-run with each unit that was busy 2x faster, after `reload` put the inputs back
 // (m.reset() and the inputs written again). Every MPI process calls it (the re-runs exchange);
-// the analysis is rank 0's.
+// the analysis is rank 0's. `runner` runs each re-run (null: run(); the Python module's runs
+// watch for Ctrl-C).
+using Runner = std::function<RunResult(Machine&, const SchedOptions&)>;
 Profile profile_run(Machine& m, const SchedOptions& so, const RunResult& r, bool what_if,
-                    const std::function<void(Machine&)>& reload);
+                    const std::function<void(Machine&)>& reload, const Runner& runner = nullptr);
 // Appends the profile's critical path to a timeline (TimelineEvent::path: a track of its own).
 void mark_critical_path(std::vector<TimelineEvent>& timeline, const Profile& p);
 

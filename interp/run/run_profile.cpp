@@ -2,6 +2,7 @@
 // "What if"), and the critical path on the timeline.
 #include <fmt/format.h>
 
+#include "interp/dist/procs.h"
 #include "interp/run/run.h"
 
 namespace nisa::interp {
@@ -12,7 +13,7 @@ namespace {
 // run's own --cost-scale): the machine's options change for the re-run, so its decoded program
 // is rebuilt, and both are put back after.
 int64_t rerun_makespan(Machine& m, const SchedOptions& so, CostUnit unit, double f,
-                       const std::function<void(Machine&)>& reload) {
+                       const std::function<void(Machine&)>& reload, const Runner& runner) {
   const CostScale saved = m.opt.cost_scale;
   m.opt.cost_scale[size_t(unit)] = saved[size_t(unit)] * f;
   m.program.reset();
@@ -27,14 +28,14 @@ int64_t rerun_makespan(Machine& m, const SchedOptions& so, CostUnit unit, double
   reload(m);
   SchedOptions o = so;
   o.history = false, o.timeline = false, o.observer = nullptr;
-  const RunResult r = run(m, o);
+  const RunResult r = runner ? runner(m, o) : run(m, o);
   return r.stats.makespan_ticks;
 }
 
 } // namespace
 
 Profile profile_run(Machine& m, const SchedOptions& so, const RunResult& r, bool what_if,
-                    const std::function<void(Machine&)>& reload) {
+                    const std::function<void(Machine&)>& reload, const Runner& runner) {
   Procs* mp = m.opt.procs;
   Profile p;
   if (!mp || mp->rank() == 0) p = analyse(m, r);
@@ -57,7 +58,8 @@ Profile profile_run(Machine& m, const SchedOptions& so, const RunResult& r, bool
     WhatIf w;
     w.unit = name;
     w.scale = 2;
-    w.makespan = busy[size_t(*cu)] ? rerun_makespan(m, so, *cu, 2, reload) : r.stats.makespan_ticks;
+    w.makespan =
+        busy[size_t(*cu)] ? rerun_makespan(m, so, *cu, 2, reload, runner) : r.stats.makespan_ticks;
     p.what_if.push_back(w);
   }
   return p;

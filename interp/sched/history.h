@@ -23,6 +23,7 @@ struct HistNode {
   int64_t pred_at = 0;        // when pred released it (<= start: start - pred_at is latency)
   int64_t end_pred = -1;      // dma: the earlier transfer whose end this one's end waited for
                               // (transfers of a queue complete in order)
+  int64_t trigger = -1;       // dma: the trigger instruction's node
   uint32_t pc = 0;            // the instruction (dma, cc: the trigger)
   int32_t core = 0;           // rank * lnc + core (cc: the first participant)
   HistKind kind = HistKind::exec;

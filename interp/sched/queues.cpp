@@ -35,6 +35,7 @@ void Agents::enqueue(int c, int e, const PInst& P) {
     n.data_end = data_end;
     n.end = x.end;
     n.ready = C.now;
+    n.trigger = C.cur_node;
     // What set `begin`: the trigger (the event being processed), else the core's link (also
     // when the queue was free no earlier: more queues would not help), else the queue.
     if (begin == C.now) {

@@ -87,8 +87,9 @@ _ERRORS = {"deadlock": DeadlockError, "fault": FaultError, "races": RaceError,
 
 class Result:
     """outputs: {name: numpy array}; stats: dict (docs/machine.md "Statistics as JSON");
-    status, exit_code, report (empty when ok), races (count). r.NAME and r["NAME"] are
-    r.outputs["NAME"]."""
+    status, exit_code, report (empty when ok), races (count); profile: with run(profile=True)
+    the profile as a dict (docs/profile.md, schema nisa-profile/1), profile_report its text,
+    else None. r.NAME and r["NAME"] are r.outputs["NAME"]."""
 
     def __init__(self, d):
         self.outputs = d["outputs"]
@@ -97,6 +98,9 @@ class Result:
         self.report = d["report"]
         self.races = d["races"]
         self.stats = _json.loads(d["stats_json"])
+        p = d.get("profile_json")
+        self.profile = _json.loads(p) if p is not None else None
+        self.profile_report = d.get("profile_report")
 
     def __getitem__(self, name):
         return self.outputs[name]
@@ -120,8 +124,8 @@ class Kernel:
         self.tensors = k.tensors()
 
     def run(self, lnc=1, ranks=1, schedule="fixed", seed=0, check_races=False, *,
-            max_steps=0, target="", fetch=(), threads=0, cost_scale=None, raise_on_error=True,
-            **inputs):
+            max_steps=0, target="", fetch=(), threads=0, cost_scale=None, profile=False,
+            raise_on_error=True, **inputs):
         """Runs the kernel on the inputs (numpy arrays by tensor name) and returns a Result.
         Its outputs are the kernel's output tensors plus the HBM tensors named in fetch (e.g.
         a cache updated in place, as `nisa run --out` saves it).
@@ -130,12 +134,16 @@ class Kernel:
         threads (0: the host's cores); the results are the same for every value.
         cost_scale: what-if, {unit: factor} as `nisa run --cost-scale UNIT=F` (e.g. {"dma": 2}:
         DMA transfers twice as fast; units: nisa.cost_units; docs/machine.md "Cost scale").
+        profile: the result carries the profile (`nisa run --profile`, docs/profile.md): the
+        critical path, time per unit and line, stalls, hints and the what-if makespans (each
+        busy unit 2x faster: up to 7 more runs).
         Arrays of any layout and byte order are copied once, straight into the machine's
         memory, after every limit was checked. Ctrl-C (any signal handler that raises) stops
         the run within milliseconds and raises KeyboardInterrupt; the Kernel stays usable."""
         try:
             d = _nisa.run(self._k, lnc, ranks, schedule, seed, check_races, inputs, max_steps,
-                          target, bf16_dtype, list(fetch), threads, cost_scale)
+                          target, bf16_dtype, list(fetch), threads, cost_scale,
+                          bool(profile))
         except (ValueError, TypeError) as e:
             raise InputError(str(e)) from None
         r = Result(d)
@@ -168,8 +176,8 @@ def assemble(path, target=None, include=(), **params):
 
 
 def run(path, params=None, *, target=None, lnc=1, ranks=1, schedule="fixed", seed=0,
-        check_races=False, fetch=(), threads=0, cost_scale=None, **inputs):
+        check_races=False, fetch=(), threads=0, cost_scale=None, profile=False, **inputs):
     """assemble(path, target, **params).run(lnc, ranks, schedule, seed, check_races, **inputs)."""
     return assemble(path, target=target, **(params or {})).run(
         lnc=lnc, ranks=ranks, schedule=schedule, seed=seed, check_races=check_races,
-        fetch=fetch, threads=threads, cost_scale=cost_scale, **inputs)
+        fetch=fetch, threads=threads, cost_scale=cost_scale, profile=profile, **inputs)
