@@ -52,3 +52,15 @@ def test_profile_of_a_deadlock(tmp_path):
     p = r.profile
     assert p["status"] == "deadlock" and p["critical_path"]
     assert p["critical_path"][-1]["end_ticks"] == p["makespan_ticks"]
+
+
+def test_profile_of_a_fault(rng):
+    from conftest import SRC
+    x = rng.standard_normal((128, 64)).astype(np.float32)
+    k = nisa.assemble(str(SRC / "tests" / "debugger" / "fault.nasm"))
+    r = k.run(x=x, profile=True, raise_on_error=False)
+    assert r.status == "fault"
+    p = r.profile
+    assert p["status"] == "fault" and p["makespan_ticks"] == r.stats["makespan_ticks"] > 0
+    assert p["critical_path"][0]["start_ticks"] == 0
+    assert p["critical_path"][-1]["end_ticks"] == p["makespan_ticks"]

@@ -1,9 +1,10 @@
 // MPI processes (docs/machine.md "MPI processes"): `mpirun -np P nisa run ... --ranks R` for
-// P in 1..4 must give one process's bits: outputs, --stats, --stats-json and --timeline, under
-// the fixed schedule and random ones, for the ring kernels, sb2sb and transformer_tkg (R not a
-// multiple of P, and more processes than ranks, included). The failures too: a deadlock
-// across processes, a fault from one rank's bad input, and a killed process end the job with
-// the single process's report (or mpirun's) and a non-zero exit code, never a hang.
+// P in 1..4 must give one process's bits: outputs, --stats, --stats-json, --timeline and
+// --profile (text and JSON), under the fixed schedule and random ones, for the ring kernels,
+// sb2sb and transformer_tkg (R not a multiple of P, and more processes than ranks, included). The
+// failures too: a deadlock across processes, a fault from one rank's bad input, and a killed
+// process end the job with the single process's report (or mpirun's) and a non-zero exit code,
+// never a hang.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -89,6 +90,8 @@ std::map<std::string, std::string> run_once(const Case& c, const Variant& v,
   std::string flags = v.flags;
   if (size_t at = flags.find("--timeline"); at != std::string::npos)
     flags.insert(at + 10, " '" + (out / "timeline.json").string() + "'");
+  if (size_t at = flags.find("--profile-json"); at != std::string::npos)
+    flags.insert(at + 14, " '" + (out / "profile.json").string() + "'");
   std::string cmd = fmt::format("cd '{}' && {} run {} --lnc {} --ranks {} --threads 1 --stats "
                                 "--stats-json '{}' {}",
                                 NISA_SOURCE_DIR, launcher(procs), c.file, c.lnc, c.ranks,
@@ -133,7 +136,10 @@ TEST_P(Mpi, SameBitsForOneToFourProcesses) {
       {"fixed", ""},
       {"random5", "--schedule random --seed 5"},
       {"timeline", "--timeline"},
-      {"timeline_random3", "--schedule random --seed 3 --timeline"}};
+      {"timeline_random3", "--schedule random --seed 3 --timeline"},
+      // The profile (docs/profile.md): rank 0 prints and writes it, with the what-if re-runs
+      // and the critical path on the timeline.
+      {"profile", "--profile --profile-json --timeline"}};
   for (const Variant& v : variants) {
     const fs::path vd = dir / v.name;
     fs::create_directories(vd);

@@ -50,18 +50,20 @@ interp::RunConfig config(const Module& m, int lnc, int ranks, const fs::path& di
 } // namespace
 
 Profiled profile_module(const Module& m, int lnc, int ranks, const std::string& name, bool what_if,
-                        bool text_report) {
+                        bool text_report, bool timeline) {
   const fs::path dir = dir_for(name);
   interp::RunConfig cfg = config(m, lnc, ranks, dir);
   cfg.profile = text_report;
   cfg.profile_json_path = (dir / "profile.json").string();
   cfg.profile_what_if = what_if;
+  if (timeline) cfg.timeline_path = (dir / "timeline.json").string();
   std::ostringstream out, err;
   Profiled r;
   r.rc = interp::run_module(m, cfg, out, err);
   r.out = out.str(), r.err = err.str();
   r.profile = read_json(cfg.profile_json_path);
   r.stats = read_json(cfg.stats_json_path);
+  if (timeline) r.timeline = read_json(cfg.timeline_path);
   return r;
 }
 

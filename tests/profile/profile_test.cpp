@@ -157,5 +157,37 @@ TEST(Profile, WhatIfEqualsTheRerunWithCostScale) {
   }
 }
 
+// With --timeline the path is a process of its own: one slice per segment, back to back.
+TEST(Profile, TimelineShowsThePath) {
+  const Module m = assemble(".kernel tl\n"
+                            ".hbm x : fp32[128, 4*512] input\n"
+                            ".sbuf t : fp32[128, 4*512]\n"
+                            ".sem s\n"
+                            ".for i in 0 .. 4\n"
+                            "  sp.dma q0, t[:, i*512 : (i+1)*512], x[:, i*512 : (i+1)*512] "
+                            "@signal(s)\n"
+                            "  dve.copy t[:, i*512 : (i+1)*512], t[:, i*512 : (i+1)*512] "
+                            "@wait(s >= i+1)\n"
+                            ".endfor\n");
+  Profiled r = profile_module(m, 1, 1, "timeline", false, false, true);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const json& path = r.profile.at("critical_path");
+  std::vector<json> slices;
+  bool named = false;
+  for (const json& e : r.timeline.at("traceEvents")) {
+    if (e.value("cat", "") == "critical") slices.push_back(e);
+    if (e.value("name", "") == "process_name" && e.at("args").at("name") == "critical path")
+      named = true;
+  }
+  EXPECT_TRUE(named);
+  ASSERT_EQ(slices.size(), path.size());
+  for (size_t i = 0; i < slices.size(); ++i) {
+    EXPECT_NEAR(slices[i].at("ts").get<double>() * 1000, path[i].at("start_ns").get<double>(), 0.1);
+    EXPECT_NEAR(slices[i].at("dur").get<double>() * 1000,
+                path[i].at("end_ns").get<double>() - path[i].at("start_ns").get<double>(), 0.1);
+    EXPECT_EQ(slices[i].at("args").at("kind"), path[i].at("kind"));
+  }
+}
+
 } // namespace
 } // namespace nisa::test
