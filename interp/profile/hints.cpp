@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "interp/core/cost.h"
 #include "interp/profile/analyse.h"
 #include "isa/exec_kind.h"
 #include "isa/op_index.h"
@@ -227,36 +228,42 @@ std::vector<Hint> hints(const ProfileInput& in) {
                                  x.engine, where(x.next), ns(x.critical), x.engine),
                      src, x.critical});
 
-  // queue-serialises: transfers that waited for their queue's earlier ones (not for the link:
-  // another queue would have started them at once).
+  // queue-serialises: transfers on the critical path that waited for their queue's earlier one
+  // (not for the link). The time at stake is the part of that wait the link left free: the
+  // earlier transfer's data time beyond its share of the link (none when a transfer takes every
+  // DMA engine of the link: another queue would not have started it sooner).
   struct Queued {
     int64_t critical = 0;
     uint64_t count = 0;
     int queue = 0;
   };
   std::map<SourceLine, Queued> queued;
-  std::map<int, std::set<int>> used; // core -> queues in use
+  const double dma_scale = in.m.opt.cost_scale[size_t(CostUnit::dma)];
   for (int64_t id : in.ids) {
     const HistNode& n = h.at(id);
     if (n.kind != HistKind::dma) continue;
-    used[n.core].insert(n.queue);
     if (n.start <= n.ready || !valid(h, n.pred) || !in.on_path.count(id)) continue;
     const HistNode& p = h.at(n.pred);
     if (p.kind != HistKind::dma || p.queue != n.queue || p.core != n.core ||
         n.pred_at != p.data_end)
       continue;
+    const Inst& pi = in.inst(p);
+    const DmaTime t = dma_transfer(*in.m.tp, dma_bytes(pi), dma_rows(pi), dma_scale);
+    const int64_t gain = std::min(n.start - n.ready, (p.data_end - p.start) - t.link_ticks);
+    if (gain <= 0) continue;
     Queued& q = queued[in.line(n)];
-    q.critical += n.start - n.ready;
+    q.critical += gain;
     ++q.count;
     q.queue = n.queue;
   }
   for (const auto& [src, q] : queued)
     if (q.critical >= floor_ticks)
       out.push_back({"queue-serialises",
-                     fmt::format("{}: {} transfers on the critical path waited {:.1f} ns for "
-                                 "earlier transfers of queue q{} while the DMA link was free: "
-                                 "spread them over more queues (the instruction's queue operand)",
-                                 where(src), q.count, ns(q.critical), q.queue),
+                     fmt::format("{}: {} transfers on the critical path waited for earlier "
+                                 "transfers of queue q{} while the DMA link had room for them "
+                                 "({:.1f} ns): spread them over more queues (the instruction's "
+                                 "queue operand)",
+                                 where(src), q.count, q.queue, ns(q.critical)),
                      src, q.critical});
 
   // idle-feeder: a compute instruction on the critical path that waited for a unit that then
