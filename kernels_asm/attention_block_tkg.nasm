@@ -40,7 +40,8 @@
 ; Decisions (docs/decisions.md):
 ; * The attention reads the caches as given, before this step's update: cached row j counts
 ;   only through mask[b, s, j]; the new tokens are attended as the active tokens s' <= s, from
-;   SBUF, whatever the mask says about rows pos[b] .. pos[b]+S-1. The update comes last.
+;   SBUF, whatever the mask says about rows pos[b] .. pos[b]+S-1. The update comes after the
+;   attention has read the caches (it runs under the o-projection).
 ; * S_CTX > ACH (NCH chunks; lib/attn.inc attn_seqn): per chunk c (the active tokens appended to
 ;   the last) the scores s_c as one-pass, m_c = max(m_{c-1}, max s_c), alpha = exp(m_{c-1} - m_c),
 ;   p = exp(s_c - m_c) in fp32, l_c = alpha l_{c-1} + sum p, O_c = alpha O_{c-1} + DT(p) @ V_c
@@ -68,7 +69,10 @@
 ; DMA transpose), the scores for 512 positions per matmul, one fp32 softmax over cache and active
 ; columns, P^T per 128 positions (PE transposes) against the V rows, accumulated in PSUM.
 ; The instructions of a core form one chain on semaphore sc, except the projections' weight
-; loads, which stream one group ahead of their matmuls (lib/attn.inc wstream).
+; loads, which stream one group ahead of their matmuls (lib/attn.inc wstream), the loads of the
+; constants, of x and of the first w_o chunk, issued ahead of the chain, the cache writes, issued
+; as soon as the attention has read the caches (under the o-projection), and the cache scores,
+; where pool (mask to bias), PE (scores, two PSUM banks) and DVE (scale + bias) overlap.
 .kernel attention_block_tkg
 .param B = 2
 .param S = 2
@@ -193,10 +197,10 @@
   .for b in b0 .. b1
         attn_seq 0, b, core
   .endfor
+        attn_oproj_pre 0, h0, hs
   .if xch
         attn_seq_xch p0, p1
   .endif
-        attn_oproj 0, h0, hs, outh, 0
   .if bar
         sp.core_barrier  @wait(sc >= C) @signal(sc)
         anx
@@ -207,6 +211,7 @@
   .if wv
         attn_kv_write 0, v
   .endif
+        attn_oproj 0, h0, hs, outh, 0
 .endm
 
         attn_sections pe

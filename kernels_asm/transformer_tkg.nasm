@@ -47,7 +47,11 @@
 ;   attention and the MLP read their inputs from HBM, the all-reduces run HBM to HBM. Both give
 ;   the same bits (the same arithmetic in the same order; the test checks it).
 ; * Each core is one dependency chain (semaphore sc) as in attention_block_tkg, except that the
-;   QKV, gate/up and down weights stream one group ahead of their matmuls (wstream).
+;   QKV, gate/up and down weights stream one group ahead of their matmuls (wstream), and what
+;   lib/attn.inc takes off the chain (the constant and input loads, the first w_o chunk, the
+;   cache writes, the score pipeline). With SBUF_RESIDUAL=1 the first attn_proj's x^T transposes
+;   (from t_x) may be triggered before the t_x load completes: both are sp transfers on q0, which
+;   run in order.
 .kernel transformer_tkg
 .param LAYERS = 1
 .param TP = 1
@@ -201,13 +205,9 @@
     .for b in b0 .. b1
         attn_seq l, b, core
     .endfor
+        attn_oproj_pre l, h0, hs
     .if xch
         attn_seq_xch p0, p1
-    .endif
-    .if SBUF_RESIDUAL == 1
-        attn_oproj l, h0, hs, t_a, 1
-    .else
-        attn_oproj l, h0, hs, pbuf, 0
     .endif
     .if bar
         sp.core_barrier  @wait(sc >= C) @signal(sc)
@@ -218,6 +218,11 @@
     .endif
     .if wv
         attn_kv_write l, v
+    .endif
+    .if SBUF_RESIDUAL == 1
+        attn_oproj l, h0, hs, t_a, 1
+    .else
+        attn_oproj l, h0, hs, pbuf, 0
     .endif
     ; h = x + AllReduce(a); f = mlp(h); x = h + AllReduce(f)
     .if SBUF_RESIDUAL == 1
