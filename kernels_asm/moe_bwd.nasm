@@ -155,6 +155,7 @@
 .sem  sc
 
 .set C = 0
+.set SCK = 0
 
 ; One block N0 on this core's H slice; XCH: all-reduce d_a and dm with the peer; WCK: this core
 ; writes the H-independent gradients (grad_affinities, grad_b_gate_up).
@@ -428,6 +429,7 @@
 
 .macro bwd_core h0, hs, xch, wck
   .set C = 0
+  .set SCK = 0
         pool.memset ones[0:1, 0:128], 1.0  @wait(sc >= C) @signal(sc)
         nx
         pool.memset onec[0:128, 0:1], 1.0  @wait(sc >= C) @signal(sc)

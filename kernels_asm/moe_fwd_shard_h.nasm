@@ -116,6 +116,7 @@
 .sem  sc
 
 .set C = 0
+.set SCK = 0
 
 ; One block N0 on this core's H slice H0 .. H0+HS-1; XCH: all-reduce the gate/up partial sums
 ; with the peer; WCK: this core writes gate_up_ckpt.
@@ -243,6 +244,7 @@
 ; The whole forward on one core's H slice: constants, zero out[:, slice], every block.
 .macro fwd_core h0, hs, xch, wck
   .set C = 0
+  .set SCK = 0
         pool.memset ones[0:1, 0:128], 1.0  @wait(sc >= C) @signal(sc)
         nx
         pool.iota iotae[0:128, 0:E], [[1, E]]  @wait(sc >= C) @signal(sc)
