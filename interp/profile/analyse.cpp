@@ -32,6 +32,13 @@ SourceLine ProfileInput::line(const HistNode& n) const {
   return {file < mod.files.size() ? mod.files[file] : mod.kernel, line};
 }
 
+SourceLine ProfileInput::inner_line(const HistNode& n) const {
+  const auto& dbg = mod.debug[n.engine];
+  if (n.pc >= dbg.size()) return {mod.kernel, 0};
+  const DebugLoc& d = dbg[n.pc];
+  return {d.file < mod.files.size() ? mod.files[d.file] : mod.kernel, d.line};
+}
+
 std::string ProfileInput::chain(const HistNode& n) const {
   return source_of(mod, Engine(n.engine), n.pc);
 }
@@ -70,6 +77,7 @@ std::vector<PathSegment> critical_path(ProfileInput& in) {
     p.queue = n.kind == HistKind::exec ? -1 : n.queue;
     p.pc = n.pc;
     p.src = in.line(n);
+    p.inner = in.inner_line(n);
     p.chain = in.chain(n);
     p.core_index = n.core;
     p.engine_id = n.engine;
@@ -159,31 +167,42 @@ Profile analyse(const Machine& m, const RunResult& r) {
 
   std::map<std::string, UnitTime> units;
   for (const char* u : kProfileUnits) units[u].unit = u;
-  std::map<SourceLine, LineTime> lines;
+  std::map<SourceLine, LineTime> lines, inner;
   for (const PathSegment& s : p.path) {
-    units[s.unit].critical += s.end - s.start;
-    LineTime& l = lines[s.src];
-    l.src = s.src;
-    l.critical += s.end - s.start;
+    UnitTime& u = units[s.unit];
+    u.critical += s.end - s.start;
+    if (s.kind == "latency") u.latency += s.end - s.start;
+    for (auto [map, src] : {std::pair{&lines, s.src}, std::pair{&inner, s.inner}}) {
+      LineTime& l = (*map)[src];
+      l.src = src;
+      l.critical += s.end - s.start;
+    }
   }
   for (int64_t id : in.ids) {
     const HistNode& n = h.at(id);
     const int64_t busy = std::min(n.end, p.makespan) - std::min(n.start, p.makespan);
     units[in.unit(n)].busy += busy;
-    const SourceLine s = in.line(n);
-    LineTime& l = lines[s];
-    l.src = s;
-    l.busy += busy;
+    for (auto [map, src] : {std::pair{&lines, in.line(n)}, std::pair{&inner, in.inner_line(n)}}) {
+      LineTime& l = (*map)[src];
+      l.src = src;
+      l.busy += busy;
+    }
   }
   for (const char* u : kProfileUnits) p.units.push_back(units[u]);
   std::map<std::string, std::vector<std::string>> files;
-  for (auto& [src, l] : lines) {
-    l.text = detail::line_text(files, src);
-    p.lines.push_back(std::move(l));
-  }
-  std::stable_sort(p.lines.begin(), p.lines.end(), [](const LineTime& a, const LineTime& b) {
-    return a.critical != b.critical ? a.critical > b.critical : a.busy > b.busy;
-  });
+  auto sorted = [&](std::map<SourceLine, LineTime>& m) {
+    std::vector<LineTime> v;
+    for (auto& [src, l] : m) {
+      l.text = detail::line_text(files, src);
+      v.push_back(std::move(l));
+    }
+    std::stable_sort(v.begin(), v.end(), [](const LineTime& a, const LineTime& b) {
+      return a.critical != b.critical ? a.critical > b.critical : a.busy > b.busy;
+    });
+    return v;
+  };
+  p.lines = sorted(lines);
+  p.inner_lines = sorted(inner);
   p.stalls = detail::stalls(in);
   p.hints = detail::hints(in);
   return p;

@@ -21,6 +21,7 @@ struct ProfileInput {
   const Inst& inst(const HistNode& n) const { return mod.streams[n.engine][n.pc]; }
   std::string unit(const HistNode& n) const;
   SourceLine line(const HistNode& n) const;
+  SourceLine inner_line(const HistNode& n) const; // the instruction's own file:line
   std::string chain(const HistNode& n) const;
   std::string sem_name(uint16_t s) const;
 };

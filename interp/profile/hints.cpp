@@ -348,12 +348,15 @@ std::vector<Hint> hints(const ProfileInput& in) {
       out.push_back(
           {"redundant-wait",
            w.by_init
-               ? fmt::format("{}: the wait on {}{} held each of the {} times {} reached it, "
-                             "from the semaphore's initial value on: it orders nothing, remove it",
-                             where(w.src), w.sem, at_text(w), w.times, w.engine)
+               ? fmt::format(
+                     "{}: the wait on {}{} held each of the {} times {} reached it, "
+                     "from the semaphore's initial value on: in this run it orders nothing; "
+                     "remove it unless another configuration (-D, --lnc) needs it",
+                     where(w.src), w.sem, at_text(w), w.times, w.engine)
                : fmt::format("{}: the wait on {}{} held each of the {} times {} reached it, "
                              "made true by {}'s own earlier instruction ({}): program order "
-                             "already puts that first, so remove the wait",
+                             "already puts that first here; remove it unless another configuration "
+                             "(-D, --lnc) needs it",
                              where(w.src), w.sem, at_text(w), w.times, w.engine, w.engine,
                              where(w.by)),
            w.src, 0});

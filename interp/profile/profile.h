@@ -32,6 +32,7 @@ struct PathSegment {
   int queue = -1;             // dma: the queue; cc: the channel; else -1
   int64_t pc = 0;
   SourceLine src;
+  SourceLine inner;                  // the instruction's own line (a macro body's line)
   std::string chain;                 // file:line:col with the expansion chain
   int core_index = 0, engine_id = 0; // rank * lnc + core; the engine as Engine
 };
@@ -39,6 +40,7 @@ struct PathSegment {
 struct UnitTime {
   std::string unit;
   int64_t critical = 0, busy = 0; // ticks (busy: summed over the unit's cores and queues)
+  int64_t latency = 0;            // the part of `critical` that is fixed latency
 };
 
 struct LineTime {
@@ -76,10 +78,11 @@ struct Profile {
   uint64_t nodes = 0;
   std::vector<PathSegment> path;
   std::vector<UnitTime> units;
-  std::vector<LineTime> lines; // by critical time, then busy time
-  std::vector<Stall> stalls;   // by ticks
-  std::vector<Hint> hints;     // by ticks
-  std::vector<WhatIf> what_if; // filled by the run driver (re-simulation)
+  std::vector<LineTime> lines;       // by critical time, then busy time
+  std::vector<LineTime> inner_lines; // the same by the instructions' own lines (macro bodies)
+  std::vector<Stall> stalls;         // by ticks
+  std::vector<Hint> hints;           // by ticks
+  std::vector<WhatIf> what_if;       // filled by the run driver (re-simulation)
 };
 
 // The units of a profile, in report order.

@@ -27,17 +27,28 @@ std::string profile_report(const Profile& p, size_t top) {
     return r + "  the history was capped (--max-steps or a smaller kernel shows the path): no "
                "critical path\n";
   r += fmt::format("critical path: {} segments\n", p.path.size());
-  r += "  unit   critical ns    %   busy ns\n";
+  r += "  unit   critical ns    %  (latency ns)    busy ns\n";
   for (const UnitTime& u : p.units)
     if (u.critical || u.busy)
-      r += fmt::format("  {:<5} {:>12.1f} {:>5.1f} {:>10.1f}\n", u.unit, ns(u.critical),
-                       pct(u.critical, p.makespan), ns(u.busy));
+      r += fmt::format("  {:<5} {:>12.1f} {:>5.1f} {:>13.1f} {:>10.1f}\n", u.unit, ns(u.critical),
+                       pct(u.critical, p.makespan), ns(u.latency), ns(u.busy));
   r += fmt::format("top {} lines by critical time:\n", std::min(top, p.lines.size()));
   r += "  critical ns     %     busy ns  line\n";
   for (size_t i = 0; i < p.lines.size() && i < top; ++i) {
     const LineTime& l = p.lines[i];
     r += fmt::format("  {:>11.1f} {:>5.1f} {:>11.1f}  {}  {}\n", ns(l.critical),
                      pct(l.critical, p.makespan), ns(l.busy), where(l.src), l.text);
+  }
+  if (p.inner_lines.size() != p.lines.size() ||
+      !std::equal(p.lines.begin(), p.lines.end(), p.inner_lines.begin(),
+                  [](const LineTime& a, const LineTime& b) { return a.src == b.src; })) {
+    r += fmt::format("top {} instruction lines (inside macros) by critical time:\n",
+                     std::min(top, p.inner_lines.size()));
+    for (size_t i = 0; i < p.inner_lines.size() && i < top; ++i) {
+      const LineTime& l = p.inner_lines[i];
+      r += fmt::format("  {:>11.1f} {:>5.1f} {:>11.1f}  {}  {}\n", ns(l.critical),
+                       pct(l.critical, p.makespan), ns(l.busy), where(l.src), l.text);
+    }
   }
   if (!p.stalls.empty()) {
     r += "stalls (engine, semaphore: time waiting; lines that signal it):\n";
@@ -94,6 +105,8 @@ std::string profile_json(const Profile& p) {
                     {"pc", s.pc},
                     {"file", s.src.file},
                     {"line", s.src.line},
+                    {"inner_file", s.inner.file},
+                    {"inner_line", s.inner.line},
                     {"source", s.chain}});
   d["critical_path"] = std::move(path);
   ordered_json units = ordered_json::array();
@@ -101,19 +114,25 @@ std::string profile_json(const Profile& p) {
     units.push_back({{"unit", u.unit},
                      {"critical_ns", ns(u.critical)},
                      {"busy_ns", ns(u.busy)},
+                     {"latency_ns", ns(u.latency)},
                      {"critical_ticks", u.critical},
-                     {"busy_ticks", u.busy}});
+                     {"busy_ticks", u.busy},
+                     {"latency_ticks", u.latency}});
   d["by_unit"] = std::move(units);
-  ordered_json lines = ordered_json::array();
-  for (const LineTime& l : p.lines)
-    lines.push_back({{"file", l.src.file},
-                     {"line", l.src.line},
-                     {"critical_ns", ns(l.critical)},
-                     {"busy_ns", ns(l.busy)},
-                     {"critical_ticks", l.critical},
-                     {"busy_ticks", l.busy},
-                     {"text", l.text}});
-  d["lines"] = std::move(lines);
+  auto line_list = [](const std::vector<LineTime>& v) {
+    ordered_json lines = ordered_json::array();
+    for (const LineTime& l : v)
+      lines.push_back({{"file", l.src.file},
+                       {"line", l.src.line},
+                       {"critical_ns", ns(l.critical)},
+                       {"busy_ns", ns(l.busy)},
+                       {"critical_ticks", l.critical},
+                       {"busy_ticks", l.busy},
+                       {"text", l.text}});
+    return lines;
+  };
+  d["lines"] = line_list(p.lines);
+  d["inner_lines"] = line_list(p.inner_lines);
   ordered_json stalls = ordered_json::array();
   for (const Stall& s : p.stalls) {
     ordered_json by = ordered_json::array();

@@ -47,10 +47,15 @@ void expect_tiles(const json& p) {
     t = b;
   }
   EXPECT_EQ(t, ms);
-  int64_t lines = 0, units = 0;
+  int64_t lines = 0, inner = 0, units = 0;
   for (const json& l : p.at("lines")) lines += l.at("critical_ticks").get<int64_t>();
-  for (const json& u : p.at("by_unit")) units += u.at("critical_ticks").get<int64_t>();
+  for (const json& l : p.at("inner_lines")) inner += l.at("critical_ticks").get<int64_t>();
+  for (const json& u : p.at("by_unit")) {
+    units += u.at("critical_ticks").get<int64_t>();
+    EXPECT_LE(u.at("latency_ticks").get<int64_t>(), u.at("critical_ticks").get<int64_t>());
+  }
   EXPECT_EQ(lines, ms);
+  EXPECT_EQ(inner, ms);
   EXPECT_EQ(units, ms);
   for (const char* k : {"stalls", "hints", "what_if"}) EXPECT_TRUE(p.at(k).is_array()) << k;
 }
