@@ -111,7 +111,7 @@ template <bool kSlow> inline void Agents::try_issue(int c, int e) {
   }
   const PInst& P = E.prog[E.pc];
   C.cur_eng = e, C.cur_pc = E.pc;
-  if (P.kind == Kind::bad) throw Fault((*x_.msgs)[P.bad]);     // before its waits: they may be bad
+  if (P.kind == Kind::bad) throw Fault((*x_.msgs)[P.bad]); // before its waits: they may be bad
   int64_t ready = 0; // history: since when the instruction was its stream's head
   if constexpr (kSlow) ready = E.st == St::blocked ? E.since : C.now;
   if (!waits_hold(E.cx.state->sems, P)) {
