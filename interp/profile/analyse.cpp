@@ -47,15 +47,7 @@ std::string ProfileInput::sem_name(uint16_t s) const {
   return s < mod.sems.size() ? mod.sems[s].name : "s" + std::to_string(s);
 }
 
-namespace {
-
-bool valid(const History& h, int64_t id) {
-  if (id < 0) return false;
-  const size_t l = size_t(hist_list(id));
-  return l < h.lists.size() && hist_index(id) < h.lists[l].size();
-}
-
-} // namespace
+namespace {} // namespace
 
 std::vector<PathSegment> critical_path(ProfileInput& in) {
   const History& h = in.h;
@@ -90,7 +82,7 @@ std::vector<PathSegment> critical_path(ProfileInput& in) {
   // Each step moves to the node whose release set this one's start (or end), so it ends.
   for (int64_t id = last; id >= 0;) {
     const HistNode& n = h.at(id);
-    if (n.end_pred >= 0 && t == n.end && valid(h, n.end_pred)) { // in-order completion
+    if (n.end_pred >= 0 && t == n.end && h.valid(n.end_pred)) { // in-order completion
       id = n.end_pred;
       continue;
     }
@@ -102,7 +94,7 @@ std::vector<PathSegment> critical_path(ProfileInput& in) {
     }
     emit(kKind[int(n.kind)], s, t, n);
     t = s;
-    if (!valid(h, n.pred)) {
+    if (!h.valid(n.pred)) {
       emit("latency", 0, t, n);
       break;
     }

@@ -97,13 +97,6 @@ private:
   std::map<std::pair<int, uint16_t>, std::vector<SemChange>> changes_;
 };
 
-bool valid(const History& h, int64_t id) {
-  if (id < 0) return false;
-  const size_t l = size_t(hist_list(id));
-  return l < h.lists.size() && hist_index(id) < h.lists[l].size();
-}
-
-std::string where(const SourceLine& s) { return fmt::format("{}:{}", s.file, s.line); }
 double ns(int64_t t) { return ticks_to_ns(t); }
 
 // The semaphore of n's waits that the node `by` signalled (none: -1).
@@ -139,7 +132,7 @@ std::vector<Stall> stalls(const ProfileInput& in) {
     const ExecKind k = exec_kind(in.inst(n));
     std::string sem = "(rendezvous)";
     if (k != ExecKind::barrier && k != ExecKind::send_recv) {
-      if (!valid(in.h, n.pred)) continue;
+      if (!in.h.valid(n.pred)) continue;
       const int s = stalled_on(in, n, in.h.at(n.pred));
       sem = s >= 0 ? in.sem_name(uint16_t(s)) : "(other)";
     }
@@ -148,7 +141,7 @@ std::vector<Stall> stalls(const ProfileInput& in) {
     st.engine = key.first, st.sem = key.second;
     st.ticks += n.start - n.ready;
     ++st.count;
-    if (valid(in.h, n.pred)) lines[key].insert(in.line(in.h.at(n.pred)));
+    if (in.h.valid(n.pred)) lines[key].insert(in.line(in.h.at(n.pred)));
   }
   std::vector<Stall> out;
   for (auto& [key, st] : by) {
@@ -212,7 +205,7 @@ std::vector<Hint> hints(const ProfileInput& in) {
       if (in.on_path.count(ids[i + 1]) || critical_transfer.count(ids[i + 1]))
         x.critical += t, x.next = in.line(m);
       x.engine = std::string(name_of(Engine(n.engine)));
-      if (valid(h, n.pred) && x.sem.empty()) {
+      if (h.valid(n.pred) && x.sem.empty()) {
         const int s = stalled_on(in, n, h.at(n.pred));
         if (s >= 0) x.sem = in.sem_name(uint16_t(s));
       }
@@ -242,7 +235,7 @@ std::vector<Hint> hints(const ProfileInput& in) {
   for (int64_t id : in.ids) {
     const HistNode& n = h.at(id);
     if (n.kind != HistKind::dma) continue;
-    if (n.start <= n.ready || !valid(h, n.pred) || !in.on_path.count(id)) continue;
+    if (n.start <= n.ready || !h.valid(n.pred) || !in.on_path.count(id)) continue;
     const HistNode& p = h.at(n.pred);
     if (p.kind != HistKind::dma || p.queue != n.queue || p.core != n.core ||
         n.pred_at != p.data_end)
@@ -277,7 +270,7 @@ std::vector<Hint> hints(const ProfileInput& in) {
   for (int64_t id : in.ids) {
     const HistNode& n = h.at(id);
     if (n.kind != HistKind::exec || n.start <= n.ready || !in.on_path.count(id) ||
-        !valid(h, n.pred) || n.engine == int(Engine::sp) || n.engine == int(Engine::cc))
+        !h.valid(n.pred) || n.engine == int(Engine::sp) || n.engine == int(Engine::cc))
       continue;
     if (exec_kind(in.inst(n)) != ExecKind::engine) continue;
     const HistNode& p = h.at(n.pred);

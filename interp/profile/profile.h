@@ -23,6 +23,9 @@ struct SourceLine {
   bool operator==(const SourceLine&) const = default;
 };
 
+// "file:line", as reports print a source line.
+std::string where(const SourceLine& s);
+
 struct PathSegment {
   int64_t start = 0, end = 0; // ticks
   std::string kind;           // exec, dma, cc, latency

@@ -16,9 +16,10 @@ double ns(int64_t t) { return ticks_to_ns(t); }
 double pct(int64_t part, int64_t whole) {
   return whole > 0 ? 100.0 * double(part) / double(whole) : 0;
 }
-std::string where(const SourceLine& s) { return fmt::format("{}:{}", s.file, s.line); }
 
 } // namespace
+
+std::string where(const SourceLine& s) { return fmt::format("{}:{}", s.file, s.line); }
 
 std::string profile_report(const Profile& p, size_t top) {
   std::string r = fmt::format("profile: makespan {:.1f} ns ({} ticks), status {}, {} events\n",

@@ -50,6 +50,10 @@ struct History {
   std::vector<std::vector<HistNode>> lists; // per core, then the collectives' list
   uint64_t dropped = 0;                     // nodes beyond the cap: the history is incomplete
   const HistNode& at(int64_t id) const { return lists[size_t(hist_list(id))][hist_index(id)]; }
+  bool valid(int64_t id) const {
+    return id >= 0 && size_t(hist_list(id)) < lists.size() &&
+           hist_index(id) < lists[size_t(hist_list(id))].size();
+  }
 };
 
 } // namespace nisa::interp
