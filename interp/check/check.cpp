@@ -34,8 +34,9 @@ void prove(const Module& mod, const CheckOptions& opt, Budget& budget, CheckResu
     const bool ok = order.solve(r.iterations);
     r.sem_edges = order.sem_edges();
     const Deadlocks deadlocks(mod, g, names, order);
-    const Reporter reporter(mod, opt, g, names, order);
-    const Conflicts conflicts(mod, opt, g, names, order, reporter);
+    const Iterations iters(mod);
+    const Reporter reporter(mod, opt, g, names, order, iters);
+    const Conflicts conflicts(mod, opt, g, names, order, reporter, iters);
     if (!ok) {
       budget.phase("reporting a cycle of waits");
       deadlocks.cycle(r);
@@ -49,6 +50,9 @@ void prove(const Module& mod, const CheckOptions& opt, Budget& budget, CheckResu
       budget.phase("comparing the accesses");
       conflicts.races(r);
     }
+  } catch (const OutsideLimit& e) {
+    r.outside = e.what();
+    r.limit = true;
   } catch (const Outside& e) {
     r.outside = e.what();
   }

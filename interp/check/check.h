@@ -54,13 +54,27 @@ enum class CheckStatus : uint8_t { proved, races, deadlock, outside };
 // deadlocks, 4 unordered pairs, 6 outside what is proved.
 inline constexpr int kExitCheckOutside = 6;
 
+// A wait that would order an unordered pair, in the kernel's own terms: `@wait(wait)` added to
+// the instruction at `loc` (its count an expression of the enclosing .for variables, valid in
+// every iteration). Empty when the fix is not one wait (another core, no signal to wait for).
+struct CheckFix {
+  std::string loc;  // "file:line"
+  std::string wait; // "s_mm >= max(0, i - 1)"
+};
+
+// One pair of source lines with unordered accesses (docs/check.md "Reports"), given in the
+// order the kernel intends (the source's expansion order: iteration i of a loop before
+// iteration i + 1): `a` is the access the later one `b` must wait for. The witness is one
+// unrolled instance; `instances` counts them all.
 struct CheckPair {
-  // "file:line" of each instruction, first the one earlier in a topological order.
-  std::string a_loc, b_loc;
-  std::string a_who, b_who; // "core 0 sp", "core 0 q3 (from sp)"
+  std::string a_loc, b_loc;   // "file:line"
+  std::string a_who, b_who;   // "core 0 sp", "core 0 sp -> q3"
+  std::string a_iter, b_iter; // the witness's .for variables, "i=2, f=0" (empty: none)
   bool a_write = false, b_write = false;
-  std::string region;     // the overlapping bytes (and tensor)
-  std::string suggestion; // the wait that would order them
+  std::string region;          // the overlapping bytes of the witness (and tensor)
+  uint64_t instances = 1;      // unordered instance pairs of these two lines
+  std::string suggestion;      // the text: how to order them
+  std::vector<CheckFix> fixes; // the waits that order every instance (may be empty)
 };
 
 struct CheckResult {
@@ -70,6 +84,7 @@ struct CheckResult {
   std::vector<CheckPair> pairs;
   std::vector<std::string> deadlocks; // one line per stuck stream / cycle
   std::string outside;                // why the kernel is outside what is proved
+  bool limit = false;                 // ... because a limit of CheckOptions was reached
   // Size and cost figures (docs/check.md, docs/performance.md).
   uint64_t instructions = 0; // unrolled instructions of every core
   uint64_t nodes = 0;        // instructions, transfers and joins

@@ -81,9 +81,9 @@ void Budget::check() {
   if (g_) nodes_ = g_->nodes.size();
   const double secs = std::chrono::duration<double>(now - start_).count();
   if (o_.max_seconds > 0 && secs > o_.max_seconds)
-    throw Outside(fmt::format("the check ran for more than {} s, its time limit, while {} ({} "
-                              "nodes): raise the limit with --max-seconds",
-                              o_.max_seconds, phase_, nodes_));
+    throw OutsideLimit(fmt::format("the check ran for more than {} s, its time limit, while {} ({} "
+                                   "nodes): raise the limit with --max-seconds",
+                                   o_.max_seconds, phase_, nodes_));
   if (now - last_read_ < std::chrono::milliseconds(10)) return;
   last_read_ = now;
   last_memory_ = used();
@@ -91,27 +91,29 @@ void Budget::check() {
 }
 
 void Budget::over_memory(uint64_t used) const {
-  throw Outside(fmt::format("the check's memory grew by {} MiB, past its limit of {} MiB, while "
-                            "{} ({} nodes): raise the limit with --max-memory (MiB){}",
-                            mib(used), mib(limit_), phase_, nodes_, rlimit_note()));
+  throw OutsideLimit(
+      fmt::format("the check's memory grew by {} MiB, past its limit of {} MiB, while "
+                  "{} ({} nodes): raise the limit with --max-memory (MiB){}",
+                  mib(used), mib(limit_), phase_, nodes_, rlimit_note()));
 }
 
 void Budget::reserve(uint64_t bytes, const std::string& what) {
   if (g_) nodes_ = g_->nodes.size();
   last_memory_ = used();
   if (last_memory_ + bytes > limit_)
-    throw Outside(fmt::format("{} need {} MiB, and with the {} MiB the check uses that is past the "
-                              "memory limit of {} MiB ({} nodes): raise the limit with "
-                              "--max-memory (MiB){}",
-                              what, mib(bytes), mib(last_memory_), mib(limit_), nodes_,
-                              rlimit_note()));
+    throw OutsideLimit(
+        fmt::format("{} need {} MiB, and with the {} MiB the check uses that is past the "
+                    "memory limit of {} MiB ({} nodes): raise the limit with "
+                    "--max-memory (MiB){}",
+                    what, mib(bytes), mib(last_memory_), mib(limit_), nodes_, rlimit_note()));
 }
 
 void Budget::round(int r) {
   if (r > o_.max_rounds)
-    throw Outside(fmt::format("the orders derived from semaphore counts still changed after {} "
-                              "rounds, the limit ({} nodes): raise it with --max-rounds",
-                              o_.max_rounds, g_ ? g_->nodes.size() : nodes_));
+    throw OutsideLimit(
+        fmt::format("the orders derived from semaphore counts still changed after {} "
+                    "rounds, the limit ({} nodes): raise it with --max-rounds",
+                    o_.max_rounds, g_ ? g_->nodes.size() : nodes_));
   phase(fmt::format("deriving the orders from semaphore counts (round {})", r));
   check();
 }

@@ -1,6 +1,7 @@
 // nisa check: the conflicts (check_conflicts.h).
 #include "interp/check/check_conflicts.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -66,8 +67,35 @@ void Conflicts::races(CheckResult& r) const {
     std::vector<Rec> long_recs;
   };
   std::map<std::pair<int, int>, Mem> mems;
-  std::set<std::pair<uint32_t, uint32_t>> seen;
-  std::set<std::string> seen_inst;
+  // One report per pair of source lines (docs/check.md "Reports"): its instances in each
+  // direction (dir 0: the line with the smaller key intended first), capped per direction.
+  using LineKey = std::pair<uint32_t, uint32_t>;
+  struct Lines {
+    std::vector<Unordered> dir[2];
+    uint64_t counts[2] = {0, 0};
+  };
+  static constexpr size_t kMaxInstances = 4096;
+  std::map<std::pair<LineKey, LineKey>, size_t> line_pairs;
+  std::vector<Lines> lines;
+  std::set<std::pair<uint32_t, uint32_t>> seen; // (a who, b who)
+  auto add = [&](uint32_t wx, uint32_t nx, bool w1, uint32_t wa, uint32_t na, bool w2,
+                 const Region& both) {
+    const Node &x = g_.nodes[wx], &y = g_.nodes[wa];
+    // the order the kernel intends; the order of the walk when the source has none
+    Unordered u{wx, wa, nx, na, w1, w2, both};
+    if (iters_.compare(x.eng, x.pc, y.eng, y.pc) > 0) u = Unordered{wa, wx, na, nx, w2, w1, both};
+    if (!seen.insert({u.a_who, u.b_who}).second) return;
+    const Node &ua = g_.nodes[u.a_who], &ub = g_.nodes[u.b_who];
+    const LineKey la = iters_.line_key(ua.eng, ua.pc), lb = iters_.line_key(ub.eng, ub.pc);
+    const int dir = la <= lb ? 0 : 1;
+    const std::pair<LineKey, LineKey> key =
+        dir == 0 ? std::make_pair(la, lb) : std::make_pair(lb, la);
+    auto [it, fresh] = line_pairs.try_emplace(key, lines.size());
+    if (fresh) lines.emplace_back();
+    Lines& l = lines[it->second];
+    if (l.dir[dir].size() < kMaxInstances) l.dir[dir].push_back(std::move(u));
+    ++l.counts[dir];
+  };
   std::vector<Anchor> origin;
   auto ordered_before = [&](const Rec& x, uint32_t node) {
     const Node& xn = g_.nodes[x.node];
@@ -86,27 +114,8 @@ void Conflicts::races(CheckResult& r) const {
         g_.budget->poll();
         if (!x.g.overlaps(a.r) || x.node == n) return false;
         const bool ord = ordered_before(x, n);
-        if (!ord && (x.g.write || a.r.write)) {
-          if (seen.insert({x.who, a.who}).second &&
-              seen_inst
-                  .insert(names_.loc_of(x.who) + names_.who_of(x.who) + "|" + names_.loc_of(a.who) +
-                          names_.who_of(a.who))
-                  .second) {
-            // Report in source order: the earlier line is taken as the producer, the wait
-            // suggested goes on the later one.
-            uint32_t ua = x.who, ub = a.who, na = x.node, nb = n;
-            bool wa = x.g.write, wb = a.r.write;
-            if (names_.src_key(ub) < names_.src_key(ua))
-              std::swap(ua, ub), std::swap(na, nb), std::swap(wa, wb);
-            CheckPair p;
-            p.a_loc = names_.loc_of(ua), p.b_loc = names_.loc_of(ub);
-            p.a_who = names_.who_of(ua), p.b_who = names_.who_of(ub);
-            p.a_write = wa, p.b_write = wb;
-            p.region = reporter_.region_text(x.g.intersect(a.r));
-            if (r.pairs.size() < o_.max_reports) p.suggestion = reporter_.suggest(na, nb);
-            r.pairs.push_back(std::move(p));
-          }
-        }
+        if (!ord && (x.g.write || a.r.write))
+          add(x.who, x.node, x.g.write, a.who, n, a.r.write, x.g.intersect(a.r));
         // Superseded: an ordered earlier access wholly covered by this write (or a read by
         // a read) can go: any later access unordered with it is unordered with this one.
         return ord && a.r.covers(x.g) && (a.r.write || !x.g.write);
@@ -127,6 +136,10 @@ void Conflicts::races(CheckResult& r) const {
         m.longest = std::max(m.longest, a.r.b1 - a.r.b0);
       }
     }
+  }
+  for (const Lines& l : lines) {
+    const bool fix = r.pairs.size() < o_.max_reports; // the reports printed get their fix
+    r.pairs.push_back(reporter_.pair(l.dir[0], l.dir[1], l.counts, fix));
   }
 }
 

@@ -11,8 +11,8 @@ namespace nisa::interp::check_detail {
 class Conflicts {
 public:
   Conflicts(const Module& m, const CheckOptions& o, const Graph& g, const Names& names,
-            const Order& order, const Reporter& reporter)
-      : m_(m), o_(o), g_(g), names_(names), order_(order), reporter_(reporter) {}
+            const Order& order, const Reporter& reporter, const Iterations& iters)
+      : m_(m), o_(o), g_(g), names_(names), order_(order), reporter_(reporter), iters_(iters) {}
 
   // Each adds its unordered pairs to r.pairs.
   void sets(CheckResult& r) const;
@@ -25,6 +25,7 @@ private:
   const Names& names_;
   const Order& order_;
   const Reporter& reporter_;
+  const Iterations& iters_;
 };
 
 } // namespace nisa::interp::check_detail

@@ -22,6 +22,10 @@ constexpr uint32_t kNoStream = UINT32_MAX;
 struct Outside : Error {
   using Error::Error;
 };
+// ... because one of its limits (docs/check.md "Limits") was reached: CheckResult::limit.
+struct OutsideLimit : Outside {
+  using Outside::Outside;
+};
 
 // A place in a stream: the node at 1-based position `pos` of stream `stream`.
 struct Anchor {

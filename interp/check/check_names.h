@@ -2,7 +2,6 @@
 // engine / queue / channel of a node, as every message of `nisa check` names them.
 #pragma once
 #include <string>
-#include <tuple>
 
 #include <fmt/format.h>
 
@@ -27,13 +26,6 @@ public:
     return fmt::format("{}:{}", f, l.line);
   }
   std::string loc_of(uint32_t n) const { return loc(g_.nodes[n].eng, g_.nodes[n].pc); }
-  // Orders nodes by their place in the source (file, line, column), then by node.
-  std::tuple<uint32_t, uint32_t, uint32_t, uint32_t> src_key(uint32_t n) const {
-    const auto& d = m_.debug[size_t(g_.nodes[n].eng)];
-    const int32_t pc = g_.nodes[n].pc;
-    if (pc < 0 || size_t(pc) >= d.size()) return {UINT32_MAX, 0, 0, uint32_t(n)};
-    return {d[size_t(pc)].file, d[size_t(pc)].line, d[size_t(pc)].col, uint32_t(n)};
-  }
   // "core 0 sp", "core 0 sp -> q3", "rank 1 core 0 pool -> cc ch0"
   std::string who_of(uint32_t n) const {
     const Node& x = g_.nodes[n];

@@ -73,10 +73,11 @@ struct WalkAt {
       fate == ends ? fmt::format("a stream that ends after {} instructions ({} walked)",
                                  walked + more, walked)
                    : fmt::format("a stream that had not ended {} instructions further on", more);
-  throw Outside(fmt::format("the kernel unrolls into more than {} instructions, transfers and "
-                            "joins ({}); the walk was at {}, {}: raise --max-memory, or check a "
-                            "smaller configuration (-D)",
-                            w.g.budget->node_limit(), why, where, rest));
+  throw OutsideLimit(
+      fmt::format("the kernel unrolls into more than {} instructions, transfers and "
+                  "joins ({}); the walk was at {}, {}: raise --max-memory, or check a "
+                  "smaller configuration (-D)",
+                  w.g.budget->node_limit(), why, where, rest));
 }
 
 } // namespace
@@ -94,9 +95,10 @@ uint32_t Unroller::stream(int core, int kind, int idx, const std::string& name) 
 
 uint32_t Unroller::add_node(Node n, uint32_t st) {
   if (g_.nodes.size() >= g_.budget->node_limit())
-    throw Outside(fmt::format("more than {} unrolled instructions, transfers and joins (the node "
-                              "limit)",
-                              g_.budget->node_limit()));
+    throw OutsideLimit(
+        fmt::format("more than {} unrolled instructions, transfers and joins (the node "
+                    "limit)",
+                    g_.budget->node_limit()));
   if (st != kNoStream) {
     n.stream = st;
     n.pos = ++g_.stream_len[st];

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "interp/dist/procs.h"
+#include "interp/run/precheck.h"
 #include "isa/object.h"
 #include "isa/output_file.h"
 #include "isa/quote.h"
@@ -344,6 +345,9 @@ int run_module(const Module& mod, const RunConfig& cfg, std::ostream& out, std::
       err << fmt::format("nisa run: warning: output '{}' is not saved (no --out {}=FILE.npy)\n",
                          t.name, t.name);
   }
+  // Before the run: what `nisa check` finds within a small bound (the run goes on).
+  if (cfg.static_check && root)
+    err << precheck_text(precheck(mod, mo.target, mo.lnc, mo.ranks), "nisa run");
   SchedOptions so = cfg.sched;
   so.timeline = so.timeline || !cfg.timeline_path.empty();
   const bool profiling = cfg.profile || !cfg.profile_json_path.empty();

@@ -43,6 +43,9 @@ struct RunConfig {
   std::string profile_json_path;
   // The profile's what-if re-simulations (each unit 2x faster); off: what_if stays empty.
   bool profile_what_if = true;
+  // Run the bounded static check first and print what it finds (precheck.h); the CLI's
+  // default (--no-check: off).
+  bool static_check = false;
 };
 
 // The profile of a run made with SchedOptions::history, with its what-if makespans (what_if):

@@ -1,0 +1,29 @@
+// The static check a run makes first (docs/check.md "Before every run"): `nisa check` within a
+// small bound, so that a kernel with unordered accesses is named before its output is trusted.
+// The run goes on whatever it finds, and its exit code does not change.
+#pragma once
+#include <string>
+
+#include "interp/check/check.h"
+
+namespace nisa::interp {
+
+// The bound: unrolled nodes (deterministic; depthwise_conv1d's 43,318 nodes take 0.5 s on the
+// 2-core machine of docs/performance.md), and host time as a backstop (a kernel of many rounds
+// of semaphore orders costs more per node: attention_block_tkg at S_CTX=65536, 12,774 nodes in
+// 10 rounds, takes 2.5 s).
+inline constexpr uint64_t kPrecheckMaxNodes = 50'000;
+inline constexpr double kPrecheckMaxSeconds = 0.5;
+
+// `nisa check` of `mod` on lnc x ranks cores of `target` within the bound above (`max_seconds`:
+// 0 for none, as the tests ask so that a slow sanitized build sees the same results).
+CheckResult precheck(const Module& mod, Target target, int lnc, int ranks,
+                     double max_seconds = kPrecheckMaxSeconds);
+
+// What a run prints for it, each line starting with `who` ("nisa run"): nothing when proved;
+// a warning with both source lines (and the suggested wait) per unordered pair and per
+// deadlock report; a one-line note when the check was skipped (past the bound, or outside
+// what is proved).
+std::string precheck_text(const CheckResult& r, const std::string& who);
+
+} // namespace nisa::interp
