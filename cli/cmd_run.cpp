@@ -58,6 +58,8 @@ int cmd_run(int argc, char** argv) {
       "profile-json", po::value(&profile_json)->value_name("FILE"),
       "write the profile as JSON (schema nisa-profile/1, docs/profile.md)")(
       "profile-no-what-if", "profile without the what-if re-runs (one run instead of up to 8)")(
+      "no-check", "do not run the bounded static check (nisa check) before the run; by default "
+                  "it prints a warning per unordered pair it finds (docs/check.md)")(
       "timeline-limit", po::value(&timeline_limit)->value_name("N"),
       ("timeline: keep the first N events; 0: no limit (default " +
        std::to_string(interp::kDefaultMaxTimelineEvents) + ")")
@@ -84,6 +86,7 @@ int cmd_run(int argc, char** argv) {
   cfg.timeline_path = timeline;
   cfg.stats_json_path = stats_json;
   cfg.check_races = vm.count("check-races") > 0;
+  cfg.static_check = vm.count("no-check") == 0;
   cfg.trace_path = trace;
   cfg.profile = vm.count("profile") > 0;
   cfg.profile_json_path = profile_json;

@@ -29,6 +29,7 @@
 #include "interp/observe/race.h"
 #include "interp/observe/stats_report.h"
 #include "interp/run/npy.h"
+#include "interp/run/precheck.h"
 #include "interp/run/run.h"
 #include "interp/sched/scheduler.h"
 #include "isa/error.h"
@@ -285,6 +286,65 @@ interp::RunResult run_interruptibly(interp::Machine& m, interp::SchedOptions so)
   return r;
 }
 
+// Kernel.check (docs/python.md): `nisa check` of the kernel as a dict; `bounded`: the bounded
+// check a run makes first (interp/run/precheck.h), with the text a run prints for it.
+py::dict check_kernel(const Kernel& k, int lnc, int ranks, const std::string& target,
+                      double max_seconds, uint64_t max_memory_mib, int max_rounds,
+                      uint64_t max_reports, bool bounded) {
+  const Module& mod = *k.mod;
+  interp::CheckOptions o;
+  o.target = mod.target;
+  if (!target.empty()) {
+    const interp::TargetParams* tp = interp::find_target(target);
+    if (!tp) throw py::value_error(fmt::format("unknown target '{}' (trn1, trn2, trn3)", target));
+    o.target = tp->target;
+  }
+  if (lnc != 1 && lnc != 2) throw py::value_error(fmt::format("lnc={}: expected 1 or 2", lnc));
+  if (ranks < 1 || ranks > interp::kMaxRanks)
+    throw py::value_error(fmt::format("ranks={}: expected 1..{}", ranks, interp::kMaxRanks));
+  if (!(max_seconds >= 0) || max_seconds > 1e9)
+    throw py::value_error(fmt::format("max_seconds={}: expected >= 0 (0: no limit)", max_seconds));
+  if (max_memory_mib > (uint64_t(1) << 40))
+    throw py::value_error(fmt::format("max_memory={} MiB: too large", max_memory_mib));
+  if (max_rounds < 1)
+    throw py::value_error(fmt::format("max_rounds={}: expected >= 1", max_rounds));
+  o.lnc = lnc, o.ranks = ranks;
+  o.max_seconds = max_seconds;
+  o.max_memory = max_memory_mib << 20;
+  o.max_rounds = max_rounds;
+  o.max_reports = size_t(max_reports);
+  interp::CheckResult r;
+  {
+    py::gil_scoped_release nogil;
+    r = bounded ? interp::precheck(mod, o.target, lnc, ranks) : interp::check_module(mod, o);
+  }
+  static const char* const kStatus[] = {"proved", "races", "deadlock", "outside"};
+  py::dict d;
+  d["status"] = kStatus[int(r.status)];
+  d["exit_code"] = r.exit_code;
+  d["report"] = r.report;
+  d["outside"] = r.outside;
+  d["limit"] = r.limit;
+  d["deadlocks"] = py::cast(r.deadlocks);
+  py::list pairs;
+  for (const interp::CheckPair& p : r.pairs) {
+    py::dict x;
+    x["a_loc"] = p.a_loc, x["b_loc"] = p.b_loc, x["a_who"] = p.a_who, x["b_who"] = p.b_who;
+    x["a_iter"] = p.a_iter, x["b_iter"] = p.b_iter;
+    x["a_write"] = p.a_write, x["b_write"] = p.b_write;
+    x["region"] = p.region, x["instances"] = p.instances, x["suggestion"] = p.suggestion;
+    py::list fixes;
+    for (const interp::CheckFix& f : p.fixes) fixes.append(py::make_tuple(f.loc, f.wait));
+    x["fixes"] = fixes;
+    pairs.append(x);
+  }
+  d["pairs"] = pairs;
+  d["instructions"] = r.instructions, d["nodes"] = r.nodes, d["streams"] = r.streams;
+  d["sem_edges"] = r.sem_edges, d["rounds"] = r.iterations;
+  if (bounded) d["text"] = interp::precheck_text(r, "nisa");
+  return d;
+}
+
 py::dict run_kernel(const Kernel& k, int lnc, int ranks, const std::string& schedule, uint64_t seed,
                     bool check_races, py::dict inputs, uint64_t max_steps,
                     const std::string& target, py::object bf16,
@@ -517,6 +577,9 @@ PYBIND11_MODULE(_nisa, m) {
   m.attr("cost_units") = units;
   m.def("assemble", &assemble, py::arg("path"), py::arg("target"), py::arg("defines"),
         py::arg("includes"));
+  m.def("check", &check_kernel, py::arg("kernel"), py::arg("lnc"), py::arg("ranks"),
+        py::arg("target"), py::arg("max_seconds"), py::arg("max_memory"), py::arg("max_rounds"),
+        py::arg("max_reports"), py::arg("bounded"));
   m.def("run", &run_kernel, py::arg("kernel"), py::arg("lnc"), py::arg("ranks"),
         py::arg("schedule"), py::arg("seed"), py::arg("check_races"), py::arg("inputs"),
         py::arg("max_steps"), py::arg("target"), py::arg("bf16"), py::arg("fetch"),

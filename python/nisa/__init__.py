@@ -12,12 +12,13 @@ swapped as they are copied in); bf16 as uint16 (raw bits) or ml_dtypes.bfloat16;
 input may be [ranks, ...shape] (one slice per rank) and every output is [ranks, ...shape].
 """
 import json as _json
+import warnings as _warnings
 
 from . import _nisa
 
 __all__ = ["assemble", "run", "Kernel", "Result", "NisaError", "AssemblyError", "InputError",
            "RunError", "DeadlockError", "FaultError", "RaceError", "BudgetError", "bf16_dtype",
-           "cost_units"]
+           "cost_units", "CheckResult", "CheckPair", "CheckWarning"]
 
 # The units of Kernel.run(cost_scale={unit: factor}) (`nisa run --cost-scale UNIT=F`): the
 # engines, then dma (docs/machine.md "Cost scale (what-if)").
@@ -115,6 +116,52 @@ class Result:
         return f"Result(status={self.status!r}, outputs={list(self.outputs)})"
 
 
+class CheckWarning(UserWarning):
+    """What the bounded static check before Kernel.run(check=True) found: unordered pairs or
+    deadlocks (the text `nisa run` prints), or that it was skipped. The run goes on."""
+
+
+class CheckPair:
+    """One pair of source lines with unordered accesses (docs/check.md "Reports"), in the order
+    the kernel intends: a (a_loc "file:line", a_who, a_iter "i=2", a_write) must come before b.
+    region: the bytes of the witness; instances: how many instance pairs; suggestion: the text
+    of the fix; fixes: [(loc, wait)], each `@wait(wait)` to add to the line loc."""
+
+    def __init__(self, d):
+        self.__dict__.update(d)
+        self.fixes = [tuple(f) for f in d["fixes"]]
+
+    def __repr__(self):
+        return f"CheckPair({self.a_loc!r} -> {self.b_loc!r}, fixes={self.fixes!r})"
+
+
+class CheckResult:
+    """Kernel.check(): proved (bool), status ("proved", "races", "deadlock" or "outside"),
+    exit_code (as `nisa check`), report (its text), pairs ([CheckPair]), deadlock (bool) and
+    deadlocks (one text per report), outside (why the kernel is outside what is proved, else
+    ""), limit (outside because a limit was reached), and the sizes instructions, nodes,
+    streams, sem_edges, rounds."""
+
+    def __init__(self, d):
+        self.status = d["status"]
+        self.proved = self.status == "proved"
+        self.exit_code = d["exit_code"]
+        self.report = d["report"]
+        self.pairs = [CheckPair(p) for p in d["pairs"]]
+        self.deadlocks = list(d["deadlocks"])
+        self.deadlock = bool(self.deadlocks)
+        self.outside = d["outside"]
+        self.limit = d["limit"]
+        for k in ("instructions", "nodes", "streams", "sem_edges", "rounds"):
+            setattr(self, k, d[k])
+
+    def __bool__(self):
+        return self.proved
+
+    def __repr__(self):
+        return f"CheckResult(status={self.status!r}, pairs={len(self.pairs)})"
+
+
 class Kernel:
     """An assembled kernel (nisa.assemble). tensors: [{name, space, dtype, shape, role}]."""
 
@@ -122,10 +169,34 @@ class Kernel:
         self._k = k
         self.path, self.name, self.target = k.path, k.name, k.target
         self.tensors = k.tensors()
+        self._prechecked = {}  # (lnc, ranks, target) -> what the bounded check printed
+
+    def check(self, lnc=1, ranks=1, *, target="", max_seconds=60.0, max_memory=0,
+              max_rounds=100, max_reports=40):
+        """`nisa check` of the kernel (docs/check.md): whether every conflicting access is
+        ordered and no schedule deadlocks, on lnc x ranks cores. max_memory in MiB (0: the
+        default). Returns a CheckResult; bad options raise InputError."""
+        try:
+            d = _nisa.check(self._k, lnc, ranks, target or "", float(max_seconds),
+                            int(max_memory), int(max_rounds), int(max_reports), False)
+        except (ValueError, TypeError, OverflowError) as e:
+            raise InputError(str(e)) from None
+        return CheckResult(d)
+
+    def _precheck(self, lnc, ranks, target):
+        key = (lnc, ranks, target)
+        if key not in self._prechecked:
+            try:
+                d = _nisa.check(self._k, lnc, ranks, target, 0.0, 0, 100, 10, True)
+            except (ValueError, TypeError, OverflowError) as e:
+                raise InputError(str(e)) from None
+            self._prechecked[key] = d["text"]
+        if self._prechecked[key]:
+            _warnings.warn(self._prechecked[key].rstrip("\n"), CheckWarning, stacklevel=3)
 
     def run(self, lnc=1, ranks=1, schedule="fixed", seed=0, check_races=False, *,
             max_steps=0, target="", fetch=(), threads=0, cost_scale=None, profile=False,
-            raise_on_error=True, **inputs):
+            check=True, raise_on_error=True, **inputs):
         """Runs the kernel on the inputs (numpy arrays by tensor name) and returns a Result.
         Its outputs are the kernel's output tensors plus the HBM tensors named in fetch (e.g.
         a cache updated in place, as `nisa run --out` saves it).
@@ -137,9 +208,14 @@ class Kernel:
         profile: the result carries the profile (`nisa run --profile`, docs/profile.md): the
         critical path, time per unit and line, stalls, hints and the what-if makespans (each
         busy unit 2x faster: up to 7 more runs).
+        check: first the bounded static check `nisa run` makes (docs/check.md "Before every
+        run"), once per Kernel and (lnc, ranks, target): what it finds is a CheckWarning; the
+        run goes on either way.
         Arrays of any layout and byte order are copied once, straight into the machine's
         memory, after every limit was checked. Ctrl-C (any signal handler that raises) stops
         the run within milliseconds and raises KeyboardInterrupt; the Kernel stays usable."""
+        if check:
+            self._precheck(lnc, ranks, target or "")
         try:
             d = _nisa.run(self._k, lnc, ranks, schedule, seed, check_races, inputs, max_steps,
                           target, bf16_dtype, list(fetch), threads, cost_scale,
@@ -176,8 +252,10 @@ def assemble(path, target=None, include=(), **params):
 
 
 def run(path, params=None, *, target=None, lnc=1, ranks=1, schedule="fixed", seed=0,
-        check_races=False, fetch=(), threads=0, cost_scale=None, profile=False, **inputs):
+        check_races=False, fetch=(), threads=0, cost_scale=None, profile=False, check=True,
+        **inputs):
     """assemble(path, target, **params).run(lnc, ranks, schedule, seed, check_races, **inputs)."""
     return assemble(path, target=target, **(params or {})).run(
         lnc=lnc, ranks=ranks, schedule=schedule, seed=seed, check_races=check_races,
-        fetch=fetch, threads=threads, cost_scale=cost_scale, profile=profile, **inputs)
+        fetch=fetch, threads=threads, cost_scale=cost_scale, profile=profile, check=check,
+        **inputs)
