@@ -334,7 +334,8 @@ py::dict check_kernel(const Kernel& k, int lnc, int ranks, const std::string& ta
     x["a_write"] = p.a_write, x["b_write"] = p.b_write;
     x["region"] = p.region, x["instances"] = p.instances, x["suggestion"] = p.suggestion;
     py::list fixes;
-    for (const interp::CheckFix& f : p.fixes) fixes.append(py::make_tuple(f.loc, f.wait));
+    for (const interp::CheckFix& f : p.fixes)
+      fixes.append(py::make_tuple(f.loc, f.wait, f.signal_loc, f.new_sem));
     x["fixes"] = fixes;
     pairs.append(x);
   }

@@ -60,6 +60,9 @@ inline constexpr int kExitCheckOutside = 6;
 struct CheckFix {
   std::string loc;  // "file:line"
   std::string wait; // "s_mm >= max(0, i - 1)"
+  // When the earlier line signals nothing: declare `.sem new_sem` and add `@signal(new_sem)` to
+  // the line at signal_loc (both empty otherwise).
+  std::string signal_loc, new_sem;
 };
 
 // One pair of source lines with unordered accesses (docs/check.md "Reports"), given in the

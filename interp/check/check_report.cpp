@@ -1,6 +1,7 @@
 // nisa check: the report (check_report.h).
 #include "interp/check/check_report.h"
 
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <sstream>
@@ -85,15 +86,41 @@ std::string Reporter::fix(const std::vector<Unordered>& inst, std::vector<CheckF
       if (f != UINT32_MAX && g_.nodes[f].core != bn.core) r.kind = Need::other_core, r.from = f;
     return r;
   };
+  // An earlier line that signals nothing gets a semaphore of its own: the count a wait needs
+  // is then how many of that line's instances its stream has completed, up to the one to wait
+  // for (its stream must be the only one running the line on its core).
+  std::map<uint32_t, std::vector<uint32_t>> line_counts; // stream -> count of the line at pos
+  std::map<int32_t, uint32_t> stream_of_core;
+  auto fresh = [&](Need& n, const Unordered& u) {
+    const Node& fn = g_.nodes[u.a_node];
+    if (fn.kind == NK::join || fn.stream == kNoStream || fn.core != g_.nodes[n.site].core)
+      return false;
+    if (stream_of_core.try_emplace(fn.core, fn.stream).first->second != fn.stream) return false;
+    auto [it, made] = line_counts.try_emplace(fn.stream);
+    if (made) {
+      node_at({fn.stream, 1}); // builds by_stream_
+      const auto lk = iters_.line_key(fn.eng, fn.pc);
+      uint32_t c = 0;
+      for (uint32_t x : by_stream_[fn.stream])
+        it->second.push_back(c += iters_.line_key(g_.nodes[x].eng, g_.nodes[x].pc) == lk);
+    }
+    n.kind = Need::wait, n.from = u.a_node, n.value = it->second[fn.pos - 1];
+    return true;
+  };
   // Every instance's need; the wait goes on the later line, the largest count per site.
   std::map<uint32_t, uint64_t> at_site;                      // site -> count
   std::map<uint32_t, std::pair<uint32_t, uint32_t>> witness; // site -> (from, instance)
   Need first;
-  bool one_sem = true;
+  bool one_sem = true, new_sem = false;
   for (size_t i = 0; i < inst.size(); ++i) {
     g_.budget->poll();
-    const Need n = need(inst[i]);
-    if (i == 0) first = n;
+    Need n = need(inst[i]);
+    if (i == 0) {
+      new_sem = n.kind == Need::no_signal && fresh(n, inst[i]);
+      first = n;
+    } else if (new_sem && n.kind == Need::no_signal && !fresh(n, inst[i])) {
+      n.kind = Need::no_signal, first.kind = Need::no_signal;
+    }
     if (n.kind != Need::wait || first.kind != Need::wait) {
       if (n.kind == Need::other_core || first.kind == Need::other_core)
         return fmt::format("they run on different cores: order them with a core_barrier, a "
@@ -106,7 +133,11 @@ std::string Reporter::fix(const std::vector<Unordered>& inst, std::vector<CheckF
     uint64_t& v = at_site[n.site];
     if (n.value >= v) v = n.value, witness[n.site] = {n.from, uint32_t(i)};
   }
-  const std::string sem = m_.sems[first.sem].name;
+  // a new semaphore's name: s_order, s_order2, ... (none the kernel has, one per report)
+  std::string sem = new_sem ? "" : m_.sems[first.sem].name;
+  while (new_sem && (sem.empty() || std::any_of(m_.sems.begin(), m_.sems.end(),
+                                                [&](const SemDecl& d) { return d.name == sem; })))
+    sem = ++new_sems_ == 1 ? "s_order" : "s_order" + std::to_string(new_sems_);
   const Node& s0 = g_.nodes[first.site];
   const std::string where = names_.loc_of(inst[0].b_who);
   auto iter = [&](uint32_t n) {
@@ -164,6 +195,7 @@ std::string Reporter::fix(const std::vector<Unordered>& inst, std::vector<CheckF
     const int64_t want = e->at(x);
     clamp |= want < 0;
     if (want <= 0) continue;
+    if (new_sem) continue; // its signals are the line's instances, all before the wait
     g_.site_anchors(n, sa);
     const uint64_t reach =
         order_.max_count(g_.sems[size_t(nd.core) * nsems + first.sem], n, sa, nullptr);
@@ -176,7 +208,13 @@ std::string Reporter::fix(const std::vector<Unordered>& inst, std::vector<CheckF
     return fmt::format("add @wait({}) to {} in the iterations that race ({}); not in every "
                        "iteration: {}",
                        wait, where, why, never);
-  fixes.push_back(CheckFix{where, wait});
+  if (new_sem) {
+    const std::string sig = names_.loc_of(inst[wi].a_who);
+    fixes.push_back(CheckFix{where, wait, sig, sem});
+    return fmt::format("declare `.sem {}` and add @signal({}) to {}; add @wait({}) to {} ({})", sem,
+                       sem, sig, wait, where, why);
+  }
+  fixes.push_back(CheckFix{where, wait, "", ""});
   return fmt::format("add @wait({}) to {} ({})", wait, where, why);
 }
 

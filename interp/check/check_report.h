@@ -39,6 +39,7 @@ private:
   const Names& names_;
   const Order& order_;
   const Iterations& iters_;
+  mutable int new_sems_ = 0;                             // semaphores suggested so far
   mutable std::vector<std::vector<uint32_t>> by_stream_; // nodes of each stream: lazily, for joins
 
   // The wait(s) on the later line that order every instance of one direction.

@@ -11,6 +11,7 @@ swapped as they are copied in); bf16 as uint16 (raw bits) or ml_dtypes.bfloat16;
 (raw bits) or ml_dtypes' float8 types. With ranks > 1 an
 input may be [ranks, ...shape] (one slice per rank) and every output is [ranks, ...shape].
 """
+import collections as _collections
 import json as _json
 import warnings as _warnings
 
@@ -18,7 +19,7 @@ from . import _nisa
 
 __all__ = ["assemble", "run", "Kernel", "Result", "NisaError", "AssemblyError", "InputError",
            "RunError", "DeadlockError", "FaultError", "RaceError", "BudgetError", "bf16_dtype",
-           "cost_units", "CheckResult", "CheckPair", "CheckWarning"]
+           "cost_units", "CheckResult", "CheckPair", "CheckFix", "CheckWarning"]
 
 # The units of Kernel.run(cost_scale={unit: factor}) (`nisa run --cost-scale UNIT=F`): the
 # engines, then dma (docs/machine.md "Cost scale (what-if)").
@@ -121,15 +122,20 @@ class CheckWarning(UserWarning):
     deadlocks (the text `nisa run` prints), or that it was skipped. The run goes on."""
 
 
+# One suggested wait of a CheckPair: add `@wait(wait)` to the line loc ("file:line"); when
+# new_sem is not "", first declare `.sem new_sem` and add `@signal(new_sem)` to signal_loc.
+CheckFix = _collections.namedtuple("CheckFix", "loc wait signal_loc new_sem")
+
+
 class CheckPair:
     """One pair of source lines with unordered accesses (docs/check.md "Reports"), in the order
     the kernel intends: a (a_loc "file:line", a_who, a_iter "i=2", a_write) must come before b.
     region: the bytes of the witness; instances: how many instance pairs; suggestion: the text
-    of the fix; fixes: [(loc, wait)], each `@wait(wait)` to add to the line loc."""
+    of the fix; fixes: [CheckFix(loc, wait, signal_loc, new_sem)]."""
 
     def __init__(self, d):
         self.__dict__.update(d)
-        self.fixes = [tuple(f) for f in d["fixes"]]
+        self.fixes = [CheckFix(*f) for f in d["fixes"]]
 
     def __repr__(self):
         return f"CheckPair({self.a_loc!r} -> {self.b_loc!r}, fixes={self.fixes!r})"

@@ -27,7 +27,8 @@ def test_check_reports_the_pair_the_witness_and_the_fix():
     assert (p.a_loc, p.a_iter, p.a_write) == (src + ":19", "i=0", False)
     assert (p.b_loc, p.b_iter, p.b_write) == (src + ":17", "i=2", True)
     assert p.instances == 4
-    assert p.fixes == [(src + ":17", "s_cmp >= max(0, i - 1)")]
+    assert p.fixes == [(src + ":17", "s_cmp >= max(0, i - 1)", "", "")]
+    assert p.fixes[0].loc == src + ":17" and p.fixes[0].new_sem == ""
     assert "add @wait(s_cmp >= max(0, i - 1)) to " + src + ":17" in p.suggestion
     assert r.pairs[0].a_loc in r.report and r.report.startswith("unordered: ")
     assert r.instructions == 18 and r.nodes > r.instructions
@@ -35,16 +36,20 @@ def test_check_reports_the_pair_the_witness_and_the_fix():
 
 def test_applying_the_fixes_proves_the_kernel(tmp_path):
     for name in ("reuse_across_iterations.nasm", "matmul_slot_reuse.nasm", "tiles_reuse.nasm",
-                 "wrong_count.nasm"):
+                 "wrong_count.nasm", "no_signal.nasm"):
         src = planted(name)
         r = nisa.assemble(src).check()
         assert r.status == "races", name
         lines = pathlib.Path(src).read_text().split("\n")
         for p in r.pairs:
-            for loc, wait in p.fixes:
+            for loc, wait, signal_loc, new_sem in p.fixes:
                 path, line = loc.rsplit(":", 1)
                 assert path == src
                 lines[int(line) - 1] += f"  @wait({wait})"
+                if new_sem:
+                    lines[int(signal_loc.rsplit(":", 1)[1]) - 1] += f"  @signal({new_sem})"
+                    lines.insert(next(i for i, l in enumerate(lines)
+                                      if l.startswith(".kernel")) + 1, f".sem {new_sem}")
         fixed = tmp_path / name
         fixed.write_text("\n".join(lines))
         again = nisa.assemble(str(fixed)).check()

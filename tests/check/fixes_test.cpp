@@ -63,6 +63,27 @@ std::string apply_fixes(const std::string& src, const interp::CheckResult& r) {
       ++applied;
     }
   EXPECT_GT(applied, 0u) << r.report;
+  // a new semaphore: its @signal on the earlier line, its declaration after .kernel
+  for (const interp::CheckPair& p : r.pairs)
+    for (const interp::CheckFix& f : p.fixes) {
+      if (f.new_sem.empty()) continue;
+      EXPECT_NE(p.suggestion.find("declare `.sem " + f.new_sem + "` and add @signal(" + f.new_sem +
+                                  ") to " + f.signal_loc),
+                std::string::npos)
+          << p.suggestion;
+      const size_t line = std::stoul(f.signal_loc.substr(f.signal_loc.rfind(':') + 1));
+      if (line < 1 || line > lines.size()) continue;
+      std::string& l = lines[line - 1];
+      const size_t comment = l.find(';');
+      l.insert(comment == std::string::npos ? l.size() : comment, "  @signal(" + f.new_sem + ")");
+    }
+  for (const interp::CheckPair& p : r.pairs)
+    for (const interp::CheckFix& f : p.fixes)
+      for (size_t i = 0; !f.new_sem.empty() && i < lines.size(); ++i)
+        if (lines[i].starts_with(".kernel")) {
+          lines.insert(lines.begin() + long(i) + 1, ".sem " + f.new_sem);
+          break;
+        }
   const auto dir =
       std::filesystem::temp_directory_path() / ("nisa_fixes_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
@@ -174,6 +195,19 @@ TEST(CheckReports, OneReportPerPairOfLinesWithEveryLoopVariable) {
   EXPECT_EQ(p.fixes[0].wait, "s_cmp >= max(0, 2*p + f - 1)");
   EXPECT_EQ(r.report.find("unordered:", r.report.find("unordered:") + 1), std::string::npos)
       << r.report;
+}
+
+// The earlier line signals nothing: a semaphore of its own, counted in the loop variable.
+TEST(CheckReports, AnEarlierLineWithoutASignalGetsASemaphore) {
+  const std::string src = planted("no_signal.nasm");
+  interp::CheckResult r = check_file(src);
+  ASSERT_EQ(r.pairs.size(), 1u) << r.report;
+  ASSERT_EQ(r.pairs[0].fixes.size(), 1u) << r.report;
+  const interp::CheckFix& f = r.pairs[0].fixes[0];
+  EXPECT_EQ(f.new_sem, "s_order");
+  EXPECT_EQ(f.signal_loc, src + ":14");
+  EXPECT_EQ(f.loc, src + ":15");
+  EXPECT_EQ(f.wait, "s_order >= i + 1");
 }
 
 } // namespace
