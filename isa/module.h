@@ -60,9 +60,19 @@ struct Label {
   bool operator==(const Label&) const = default;
 };
 
+// A launch setting the kernel declares (`.ranks N`, `.lnc N`): the runs' default, and an
+// option that says otherwise is an error. value 0: not declared.
+struct LaunchDecl {
+  uint32_t value = 0;
+  DebugLoc loc; // the directive (file indexes Module::files)
+  bool operator==(const LaunchDecl&) const = default;
+};
+
 struct Module {
   std::string kernel;
   Target target = Target::trn2;
+  LaunchDecl ranks; // .ranks: SPMD ranks, 1..kMaxRanks (isa/launch.h)
+  LaunchDecl lnc;   // .lnc: cores per logical core, 1..kMaxLnc
   std::vector<std::pair<std::string, std::string>> params; // resolved .param values (info)
   std::vector<TensorDecl> tensors;
   std::vector<SemDecl> sems;

@@ -14,6 +14,7 @@
 #include "interp/core/host_pool.h"
 #include "interp/core/lazy_pages.h"
 #include "interp/core/target.h"
+#include "isa/launch.h"
 #include "isa/module.h"
 
 namespace nisa::interp {
@@ -68,9 +69,8 @@ inline constexpr size_t kEagerCores = 4;
 // has (docs/machine.md "Memory limits").
 inline constexpr uint64_t kDefaultMaxHbm = uint64_t(4) << 30;
 
-// The largest --ranks: the seeds' collectives run at TP up to 128 (docs/machine.md "Seed kernel
-// envelopes").
-inline constexpr int kMaxRanks = 128;
+// The largest --ranks (and `.ranks`): isa/launch.h.
+inline constexpr int kMaxRanks = ::nisa::kMaxRanks;
 
 // Where the HBM of the ranks lives (--hbm-spill): anonymous memory, or file-backed mappings in
 // MachineOptions::spill_dir. `automatic` spills when the HBM of all ranks exceeds half of the
