@@ -12,6 +12,7 @@
 #include <unordered_map>
 
 #include "isa/encode_io.h"
+#include "isa/launch.h"
 #include "isa/limits.h"
 #include "isa/output_file.h"
 #include "isa/quote.h"
@@ -37,12 +38,17 @@ enum class Section : uint16_t {
   streams,
   debug,
   labels,
+  launch, // version 2
 };
 constexpr Section kSectionOrder[] = {Section::strings, Section::kernel, Section::params,
                                      Section::files,   Section::frames, Section::tensors,
                                      Section::sems,    Section::groups, Section::streams,
-                                     Section::debug,   Section::labels};
+                                     Section::debug,   Section::labels, Section::launch};
 constexpr uint32_t kNumSections = std::size(kSectionOrder);
+
+// The sections of a version: the first N of kSectionOrder.
+constexpr uint32_t sections_of(uint16_t version) { return version == 1 ? 11 : kNumSections; }
+static_assert(sections_of(kObjectVersion) == kNumSections);
 
 const char* section_name(Section s) {
   switch (s) {
@@ -57,6 +63,7 @@ const char* section_name(Section s) {
   case Section::streams: return "streams";
   case Section::debug: return "debug";
   case Section::labels: return "labels";
+  case Section::launch: return "launch";
   }
   return "?";
 }
@@ -157,6 +164,17 @@ void write_labels(io::Writer& w, StringTable& st, const Module& m) {
   }
 }
 
+// .ranks then .lnc: value and where it was declared (all zero and frame -1 when undeclared).
+void write_launch(io::Writer& w, const Module& m) {
+  for (const LaunchDecl* d : {&m.ranks, &m.lnc}) {
+    w.u32(d->value);
+    w.u32(d->loc.file);
+    w.u32(d->loc.line);
+    w.u32(d->loc.col);
+    w.i32(d->loc.frame);
+  }
+}
+
 // Writes one section's payload (strings interned on the way) for `s`.
 void write_section_payload(Section s, io::Writer& w, StringTable& st, const Module& m) {
   switch (s) {
@@ -186,6 +204,7 @@ void write_section_payload(Section s, io::Writer& w, StringTable& st, const Modu
   case Section::streams: write_streams(w, m); break;
   case Section::debug: write_debug(w, m); break;
   case Section::labels: write_labels(w, st, m); break;
+  case Section::launch: write_launch(w, m); break;
   }
 }
 
@@ -217,7 +236,7 @@ public:
   Module run() {
     read_header();
     io::Reader r(b_, kHeaderBytes, b_.size() - kChecksumBytes, "object");
-    for (Section s : kSectionOrder) read_section(r, s);
+    for (uint32_t k = 0; k < sections_of(version_); ++k) read_section(r, kSectionOrder[k]);
     if (r.remaining() != 0)
       io::fail(r.pos(), fmt::format("{} unexpected bytes after the last section", r.remaining()));
     return std::move(m_);
@@ -230,9 +249,10 @@ private:
     if (std::memcmp(magic.data(), kObjectMagic, 4) != 0)
       io::fail(0, "bad magic: not a .nbin object (expected \"NISA\")");
     const uint16_t version = r.u16();
-    if (version != kObjectVersion)
-      io::fail(4, fmt::format("unsupported format version {} (this nisa reads version {})", version,
-                              kObjectVersion));
+    if (version < kOldestObjectVersion || version > kObjectVersion)
+      io::fail(4, fmt::format("unsupported format version {} (this nisa reads versions {} to {})",
+                              version, kOldestObjectVersion, kObjectVersion));
+    version_ = version;
     r.skip_zero(2, "the header flags");
     const uint8_t target = r.u8();
     if (enum_name(EnumType::Target, target).empty())
@@ -240,9 +260,9 @@ private:
     m_.target = static_cast<Target>(target);
     r.skip_zero(3, "the header");
     const uint32_t nsections = r.u32();
-    if (nsections != kNumSections)
-      io::fail(12, fmt::format("section count {} (version {} has {})", nsections, kObjectVersion,
-                               kNumSections));
+    if (nsections != sections_of(version_))
+      io::fail(12, fmt::format("section count {} (version {} has {})", nsections, version_,
+                               sections_of(version_)));
     const uint64_t size = r.u64();
     if (size != b_.size())
       io::fail(16, fmt::format("header says the object is {} bytes but it is {} ({})", size,
@@ -291,6 +311,7 @@ private:
     case Section::streams: read_streams(s); break;
     case Section::debug: read_debug(s); break;
     case Section::labels: read_labels(s); break;
+    case Section::launch: read_launch(s); break;
     }
   }
 
@@ -543,6 +564,35 @@ private:
     check_references();
   }
 
+  void read_launch(io::Reader& s) {
+    for (Launch which : {Launch::ranks, Launch::lnc}) {
+      LaunchDecl& d = which == Launch::ranks ? m_.ranks : m_.lnc;
+      const uint64_t at = s.pos();
+      d.value = s.u32();
+      const uint64_t file_at = s.pos();
+      d.loc.file = s.u32();
+      d.loc.line = s.u32();
+      d.loc.col = s.u32();
+      const uint64_t frame_at = s.pos();
+      d.loc.frame = s.i32();
+      if (d.value == 0) {
+        if (d.loc != DebugLoc{})
+          io::fail(file_at,
+                   fmt::format(".{} is not declared but has a location", launch_name(which)));
+        continue;
+      }
+      if (auto why = launch_value_error(which, d.value))
+        io::fail(at, fmt::format(".{} {}: {}", launch_name(which), d.value, *why));
+      // Line 0: declared without a location (a module not from the assembler).
+      if (d.loc.line != 0 && d.loc.file >= m_.files.size())
+        io::fail(file_at,
+                 fmt::format("file index {} out of range ({} files)", d.loc.file, m_.files.size()));
+      if (d.loc.frame < -1 || d.loc.frame >= static_cast<int64_t>(m_.frames.size()))
+        io::fail(frame_at, fmt::format("expansion frame {} out of range ({} frames)", d.loc.frame,
+                                       m_.frames.size()));
+    }
+  }
+
   // Semaphore, replica-group and label operands against the declarations and streams.
   void check_references() {
     for (int e = 0; e < kNumEngines; ++e) {
@@ -576,6 +626,7 @@ private:
 
   std::span<const uint8_t> b_;
   ReadOptions opts_;
+  uint16_t version_ = kObjectVersion;
   Module m_;
   std::vector<std::string> strings_;
   std::array<std::vector<uint64_t>, kNumEngines> starts_; // instruction offsets, for errors

@@ -12,7 +12,10 @@
 namespace nisa {
 
 inline constexpr char kObjectMagic[4] = {'N', 'I', 'S', 'A'};
-inline constexpr uint16_t kObjectVersion = 1;
+// The version write_object writes; read_object also reads every version from
+// kOldestObjectVersion (docs/encoding.md "Versions": 2 added the launch section).
+inline constexpr uint16_t kObjectVersion = 2;
+inline constexpr uint16_t kOldestObjectVersion = 1;
 
 // Serializes a module. Precondition: every instruction passes check_inst (the writer does
 // not re-validate; read_object would reject what it wrote otherwise).

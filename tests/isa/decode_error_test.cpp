@@ -227,7 +227,16 @@ TEST(ObjectError, HeaderChecks) {
   b = good;
   b[4] = 9;
   EXPECT_EQ(object_fails(b).offset, 4u);
-  EXPECT_EQ(object_fails(b).message, "unsupported format version 9 (this nisa reads version 1)");
+  EXPECT_EQ(object_fails(b).message,
+            "unsupported format version 9 (this nisa reads versions 1 to 2)");
+  b = good;
+  b[4] = 0;
+  EXPECT_EQ(object_fails(b).message,
+            "unsupported format version 0 (this nisa reads versions 1 to 2)");
+  b = good;
+  b[12] = 11; // version 2 with version 1's section count
+  EXPECT_EQ(object_fails(b).offset, 12u);
+  EXPECT_EQ(object_fails(b).message, "section count 11 (version 2 has 12)");
   b = good;
   b[8] = 7;
   EXPECT_EQ(object_fails(b).message, "unknown target 7");
@@ -299,6 +308,35 @@ TEST(ObjectError, DebugInfoIndices) {
   EXPECT_EQ(object_fails(write_object(m)).message, "frame 0 has parent 0 (must be -1..-1)");
 }
 
+// The launch section (version 2): values in range, locations inside the files and frames, and
+// no location for a setting not declared.
+TEST(ObjectError, LaunchChecks) {
+  Module m = small_module();
+  m.ranks = {4, {0, 2, 1, -1}};
+  m.lnc = {2, {0, 3, 1, -1}};
+  auto ok = read_object(write_object(m));
+  ASSERT_TRUE(ok.ok()) << ok.error().str();
+  EXPECT_EQ(*ok, m);
+  m.ranks.value = 129;
+  DecodeError e = object_fails(write_object(m));
+  const auto bytes = write_object(m);
+  EXPECT_EQ(e.offset, bytes.size() - 8 - 40); // the launch payload: 2 x 20 bytes
+  EXPECT_EQ(e.message, ".ranks 129: expected 1..128");
+  m.ranks.value = 4;
+  m.lnc.value = 3;
+  EXPECT_EQ(object_fails(write_object(m)).message, ".lnc 3: expected 1 or 2");
+  m.lnc.value = 2;
+  m.lnc.loc.file = 1;
+  EXPECT_EQ(object_fails(write_object(m)).message, "file index 1 out of range (1 files)");
+  m.lnc.loc = {0, 3, 1, 0};
+  EXPECT_EQ(object_fails(write_object(m)).message, "expansion frame 0 out of range (0 frames)");
+  m.lnc = {0, {0, 3, 1, -1}};
+  EXPECT_EQ(object_fails(write_object(m)).message, ".lnc is not declared but has a location");
+  // Declared without a location (line 0): read, and named without one.
+  m.lnc = {2, {}};
+  ASSERT_TRUE(read_object(write_object(m)).ok());
+}
+
 TEST(ObjectError, DeclarationChecks) {
   Module m = small_module();
   m.sems.push_back({"s0", 1});
@@ -349,8 +387,8 @@ TEST(ObjectError, LoadNamesTheFile) {
   }
   auto c = load_object(path);
   ASSERT_FALSE(c.ok());
-  EXPECT_EQ(c.error().str(), path + ": byte 4 (0x4): unsupported format version 257 (this nisa "
-                                    "reads version 1)");
+  EXPECT_EQ(c.error().str(), path + ": byte 4 (0x4): unsupported format version 258 (this nisa "
+                                    "reads versions 1 to 2)");
   std::remove(path.c_str());
 }
 
