@@ -65,6 +65,7 @@ enum class StmtKind : uint8_t {
   View,
   Sem,
   Group,
+  Launch, // .ranks / .lnc: tok's kind says which
   UnknownDirective,
   Inst,
   MacroCall,

@@ -5,6 +5,7 @@
 //   (macro N (param P) (param P E) ...) (endm) (include S) (error S)
 //   (tensor .hbm|.sbuf|.psum N DTYPE (shape E...) ROLE|_ ADDR|_)
 //   (view N SRC AS DTYPE (shape E...)) (sem (decl N) (decl N E) ...) (group N E)
+//   (launch .ranks|.lnc E)
 //   (directive D TOKEN...) (inst MNEMONIC (op E) (op E E) ... (sync KIND (arg E) (arg E E)...)...)
 //   (macrocall N (op E) ...)
 // Expressions: NUMBER NAME "STRING" (call F (carg E) (carg NAME E)...) (paren E) (list E...)
@@ -164,6 +165,7 @@ std::string Printer::run() {
       break;
     case StmtKind::Sem: head("sem"), items(s, "decl", true); break;
     case StmtKind::Group: head("group"), tok(s.name), expr(s.e0); break;
+    case StmtKind::Launch: head("launch"), tok(s.tok), expr(s.e0); break;
     case StmtKind::UnknownDirective:
       head("directive");
       for (Lexer lx(f_.src, s.tok);;) {

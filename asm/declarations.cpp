@@ -1,17 +1,21 @@
-// Declarations: variables, tensors and views, semaphores, replica groups, the target.
+// Declarations: variables, tensors and views, semaphores, replica groups, the launch settings
+// (.ranks, .lnc), the target.
 #include "asm/declarations.h"
 
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <optional>
 
 #include "asm/assembler_util.h"
 #include "asm/eval.h"
 #include "asm/symbols.h"
+#include "isa/launch.h"
 #include "isa/limits.h"
 
 namespace nisa::nasm {
 using namespace detail;
+namespace fs = std::filesystem;
 
 Declarations::Declarations(const AsmOptions& opts, Module& mod, const Sources& src, Symbols& sym,
                            Evaluator& ev)
@@ -206,6 +210,23 @@ void Declarations::group(const Stmt& s) {
   sym_.declare(g.name, src_.loc(s.name), "replica group");
   sym_.add_group(g.name, static_cast<uint16_t>(mod_.groups.size()));
   mod_.groups.push_back(std::move(g));
+}
+
+// `.ranks N` / `.lnc N`: once each, N in the range `nisa run` takes (isa/launch.h).
+void Declarations::launch(const Stmt& s) {
+  const Launch which = src_.file().token(s.tok).kind == Tok::KwRanks ? Launch::ranks : Launch::lnc;
+  const std::string directive = std::string(".") + launch_name(which);
+  LaunchDecl& d = which == Launch::ranks ? mod_.ranks : mod_.lnc;
+  const Loc at = src_.loc(s.tok);
+  if (d.value)
+    fail(at, fmt::format("duplicate {} ({} {} first declared at {}:{}:{})", directive, directive,
+                         d.value, fs::path(mod_.files[d.loc.file]).filename().string(), d.loc.line,
+                         d.loc.col));
+  const int64_t v = ev_.eval_int(s.e0, directive.c_str());
+  if (auto why = launch_value_error(which, v))
+    src_.fail_at(s.e0, fmt::format("{} {}: {}", directive, v, *why));
+  d.value = static_cast<uint32_t>(v);
+  d.loc = DebugLoc{at.file, at.line, at.col, at.frame};
 }
 
 } // namespace nisa::nasm

@@ -1,5 +1,6 @@
 // The directives that declare names: .param/.equ/.set, tensors (.hbm/.sbuf/.psum, allocated by
-// asm/layout.h's Allocator), .view, .sem, .group, and .target (which must come first).
+// asm/layout.h's Allocator), .view, .sem, .group, .ranks / .lnc, and .target (which must come
+// first).
 #pragma once
 #include <memory>
 
@@ -24,6 +25,7 @@ public:
   void view(const Stmt& s);
   void sem(const Stmt& s);
   void group(const Stmt& s);
+  void launch(const Stmt& s); // .ranks, .lnc
   void target(const Stmt& s);
   // After a tensor or an instruction, .target is too late.
   void lock_target() { target_locked_ = true; }

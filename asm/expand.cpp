@@ -65,6 +65,7 @@ void Expander::exec_stmt(uint32_t unit, size_t& i, const Stmt& s) {
     }
   case StmtKind::Sem: return decls_.sem(s);
   case StmtKind::Group: return decls_.group(s);
+  case StmtKind::Launch: return decls_.launch(s);
   case StmtKind::UnknownDirective: return exec_unknown_directive(s);
   default:
     // .elif/.else/.endif/.endfor/.endm reached directly: their blocks are handled by the opener.
@@ -92,7 +93,7 @@ void Expander::exec_macro_def(uint32_t unit, size_t& i, const Stmt& s) {
 void Expander::exec_unknown_directive(const Stmt& s) {
   // Never a keyword: those are tokens of their own (asm/token.h), so the parser matched them.
   std::vector<std::string> directives;
-  for (auto k = static_cast<int>(Tok::KwKernel); k <= static_cast<int>(Tok::KwGroup); ++k)
+  for (auto k = static_cast<int>(Tok::KwKernel); k <= static_cast<int>(Tok::KwLnc); ++k)
     directives.emplace_back(tok_spelling(static_cast<Tok>(k)));
   const std::string_view d = src_.text(s.tok);
   fail(src_.loc(s.tok), fmt::format("unknown directive '{}'{}", d, did_you_mean(d, directives)));

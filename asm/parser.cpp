@@ -378,6 +378,12 @@ void Parser::stmt(Stmt& s) {
     ts_.expect(Tok::Assign);
     s.e0 = ex_.expr();
     break;
+  case Tok::KwRanks: // kind=('.ranks' | '.lnc') expr
+  case Tok::KwLnc:
+    ts_.take();
+    s.kind = StmtKind::Launch;
+    s.e0 = ex_.expr();
+    break;
   case Tok::Directive: // DIRECTIVE (~NL)*
     ts_.take();
     s.kind = StmtKind::UnknownDirective;

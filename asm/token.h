@@ -31,6 +31,8 @@ namespace nisa::nasm {
   X(KwView, ".view")                                                                               \
   X(KwSem, ".sem")                                                                                 \
   X(KwGroup, ".group")                                                                             \
+  X(KwRanks, ".ranks")                                                                             \
+  X(KwLnc, ".lnc")                                                                                 \
   X(DotDot, "..")                                                                                  \
   X(Colon, ":")                                                                                    \
   X(LBrack, "[")                                                                                   \

@@ -31,6 +31,7 @@ stmt
   | '.view' name=ID '=' src=expr askw=ID dtype=ID '[' exprList? ']'   # viewStmt
   | '.sem' semDecl (COMMA semDecl)*                                   # semStmt
   | '.group' name=ID '=' expr                                         # groupStmt
+  | kind=('.ranks' | '.lnc') expr                                     # launchStmt
   | DIRECTIVE (~NL)*                                                  # unknownDirective
   | DOTTED (operand (COMMA operand)*)? sync*                          # instStmt
   | ID (operand (COMMA operand)*)?                                    # macroCall

@@ -124,6 +124,8 @@ std::string print_decls(const Module& m) {
   std::string s;
   if (!m.kernel.empty()) s += fmt::format(".kernel {}\n", m.kernel);
   s += fmt::format(".target {}\n", name_of(m.target));
+  if (m.ranks.value) s += fmt::format(".ranks {}\n", m.ranks.value);
+  if (m.lnc.value) s += fmt::format(".lnc {}\n", m.lnc.value);
   for (const auto& [k, v] : m.params) s += fmt::format(".param {} = {}\n", k, v);
   for (const auto& t : m.tensors) {
     s += fmt::format(".{} {} : {}[{}] {} @ ", name_of(t.space), t.name, dtype_name(t.dtype),

@@ -25,7 +25,7 @@ struct ModulePrintOptions {
   bool source_comments = true;  // "; file:line" from the debug info
 };
 // Declarations, then one section per engine. Re-assembles to the same target, kernel name,
-// tensors, semaphores, groups, streams and labels.
+// launch settings (.ranks, .lnc), tensors, semaphores, groups, streams and labels.
 std::string print_module(const Module& m, const ModulePrintOptions& opts = {});
 
 } // namespace nisa

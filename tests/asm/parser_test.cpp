@@ -102,13 +102,13 @@ private:
 
   std::string any_token() {
     static const char* const v[] = {
-        ",",       ",\n",  "\n",       ":",      "=",     "+=",    "..",     "@",      "(",
-        ")",       "[",    "]",        "-",      "+",     "!",     "~",      "*",      "/",
-        "%",       "<<",   ">>",       "<",      "<=",    ">",     ">=",     "==",     "!=",
-        "&",       "^",    "|",        "&&",     "||",    "a",     "in",     "step",   "as",
-        "f32",     "wait", "7",        "0x1f",   "\"s\"", ".Lx",   ".foo",   "dve.op", ".if",
-        ".kernel", ".for", ".macro",   ".hbm",   ".view", ".sem",  ".group", ".set",   ".endm",
-        "#",       "\\\n", ".include", ".error", ".else", ".endif"};
+        ",",       ",\n",  "\n",       ":",      "=",     "+=",     "..",     "@",      "(",
+        ")",       "[",    "]",        "-",      "+",     "!",      "~",      "*",      "/",
+        "%",       "<<",   ">>",       "<",      "<=",    ">",      ">=",     "==",     "!=",
+        "&",       "^",    "|",        "&&",     "||",    "a",      "in",     "step",   "as",
+        "f32",     "wait", "7",        "0x1f",   "\"s\"", ".Lx",    ".foo",   "dve.op", ".if",
+        ".kernel", ".for", ".macro",   ".hbm",   ".view", ".sem",   ".group", ".set",   ".endm",
+        "#",       "\\\n", ".include", ".error", ".else", ".endif", ".ranks", ".lnc"};
     return one_of(v);
   }
   std::string name() {
@@ -271,7 +271,9 @@ private:
       put(".view"), put(name()), put("="), expr(3), put("as"), put("bf16");
       return expr_list();
     case 9: return put(".sem"), decls();
-    case 10: return put(".group"), put(name()), put("="), expr(3);
+    case 10:
+      if (chance(0.7)) return put(".group"), put(name()), put("="), expr(3);
+      return put(chance(0.5) ? ".ranks" : ".lnc"), expr(3);
     case 11: // an unknown directive: anything up to the end of the line
       put(chance(0.5) ? ".foo" : ".Lx");
       for (int n = between(0, 5); n-- > 0;) {

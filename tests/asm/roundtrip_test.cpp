@@ -79,6 +79,8 @@ TEST(DisasmRoundTrip, RandomModulesReassembleToTheSameStreams) {
   std::mt19937_64 rng(42);
   for (int iter = 0; iter < 200; ++iter) {
     Module m = testing::random_module(rng);
+    if (iter % 3 == 0) m.ranks.value = 1 + iter % 128; // launch settings (their values only:
+    if (iter % 2 == 0) m.lnc.value = 1 + iter % 4 / 2; // the text is where they now stand)
     // Tensors that fit the target (random ones use arbitrary addresses).
     m.tensors = {{"x", MemSpace::hbm, DType::bf16, {256, 64}, Role::input, 0x1000, 0},
                  {"t", MemSpace::sbuf, DType::fp32, {64, 32}, Role::scratch, 0x200, 32},
@@ -89,6 +91,8 @@ TEST(DisasmRoundTrip, RandomModulesReassembleToTheSameStreams) {
     const Module& b = *r.module;
     EXPECT_EQ(b.target, m.target);
     EXPECT_EQ(b.kernel, m.kernel);
+    EXPECT_EQ(b.ranks.value, m.ranks.value);
+    EXPECT_EQ(b.lnc.value, m.lnc.value);
     EXPECT_EQ(b.tensors, m.tensors);
     EXPECT_EQ(b.sems, m.sems);
     EXPECT_EQ(b.groups, m.groups);

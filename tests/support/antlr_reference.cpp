@@ -246,6 +246,8 @@ void Printer::stmt(P::StmtContext* s) {
     for (auto* d : x->semDecl()) decl("decl", d->name, d->expr());
   } else if (auto* x = dynamic_cast<P::GroupStmtContext*>(s)) {
     head("group"), tok(x->name), expr(x->expr());
+  } else if (auto* x = dynamic_cast<P::LaunchStmtContext*>(s)) {
+    head("launch"), tok(x->kind), expr(x->expr());
   } else if (auto* x = dynamic_cast<P::UnknownDirectiveContext*>(s)) {
     head("directive");
     for (auto* c : x->children)
