@@ -1,7 +1,7 @@
 ; fg_allgather.nasm: fine-grained all-gather, the double-buffered ring of seed 000 section 2
 ; (fg_allgather.py) without the matmul of fgcc.
 ;
-; Parameters: M (rows per rank), K, TP (ranks, = --ranks), NUM_GROUPS, FORCE_HBM (0, 1),
+; Parameters: M (rows per rank), K, TP (ranks; `.ranks TP`), NUM_GROUPS, FORCE_HBM (0, 1),
 ;             DT (bf16, fp32, fp16).
 ; Inputs:     lhs : DT[M, K]        Outputs: out : DT[G*M, K], G = TP / NUM_GROUPS: the lhs of
 ;             every rank of my replica group (NUM_GROUPS groups of G consecutive ranks),
@@ -33,6 +33,7 @@
 .if TP < 2 || TP > 128 || TP % 2 != 0
   .error "fg_allgather: TP must be even and in [2, 128]"
 .endif
+.ranks TP                ; one rank per shard: run and check default to --ranks TP
 .if NUM_GROUPS < 1 || TP % NUM_GROUPS != 0
   .error "fg_allgather: NUM_GROUPS must divide TP"
 .endif

@@ -1,7 +1,7 @@
 ; fgcc.nasm: all-gather fused with matmul, the double-buffered ring of seed 000 section 2
 ; (fgcc.py allgather_compute_matmul): out = AllGather(lhs) @ rhs.
 ;
-; Parameters: M (rows per rank), K, N (columns per rank), TP (ranks, = --ranks), NUM_GROUPS,
+; Parameters: M (rows per rank), K, N (columns per rank), TP (ranks; `.ranks TP`), NUM_GROUPS,
 ;             FORCE_HBM (0, 1), DT (bf16, fp32, fp16); FORCE_RHS_STREAM (0, 1: a test knob,
 ;             streams the RHS even when it fits the budget).
 ; Inputs:     lhs : DT[M, K], rhs : DT[K, N]
@@ -52,6 +52,7 @@
 .if TP < 2 || TP > 128 || TP % 2 != 0
   .error "fgcc: TP must be even and in [2, 128]"
 .endif
+.ranks TP                ; one rank per shard: run and check default to --ranks TP
 .if NUM_GROUPS < 1 || TP % NUM_GROUPS != 0
   .error "fgcc: NUM_GROUPS must divide TP"
 .endif

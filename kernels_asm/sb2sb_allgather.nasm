@@ -1,7 +1,7 @@
 ; sb2sb_allgather.nasm: small-tensor all-gather with SBUF source and destination, seed 000
 ; section 2 (sb2sb_allgather.py allgather_sb2sb / allgather_sb2sb_tiled).
 ;
-; Parameters: ROWS, COLS, TP (ranks, = --ranks), TILED (0, 1), DT (bf16, fp32, fp16).
+; Parameters: ROWS, COLS, TP (ranks; `.ranks TP`), TILED (0, 1), DT (bf16, fp32, fp16).
 ; Inputs:     inp : DT[ROWS, COLS]
 ; Outputs:    out : DT[ROWS, COLS*TP], rank r's block in columns r*COLS .. (r+1)*COLS - 1; one
 ;             replica group of all TP ranks.
@@ -29,6 +29,7 @@
 .if TP < 1 || TP > 128
   .error "sb2sb_allgather: TP must be in [1, 128]"
 .endif
+.ranks TP                ; one rank per shard: run and check default to --ranks TP
 .if ROWS < 1 || COLS < 1
   .error "sb2sb_allgather: ROWS and COLS must be positive"
 .endif

@@ -1,9 +1,9 @@
 ; transformer_tkg.nasm: LAYERS dense decode layers in one instruction stream (seed 000 section 3,
 ; docs/machine.md "Seed kernel envelopes"): per layer the attention block (lib/attn.inc, as attention_block_tkg), the
 ; tensor-parallel all-reduce and residual, RMSNorm + SwiGLU MLP (lib/tkg.inc), all-reduce and
-; residual. Run with `--ranks TP`.
+; residual. It runs on TP ranks (`.ranks TP`: the default of --ranks).
 ;
-; Parameters: LAYERS, TP (= --ranks), SBUF_RESIDUAL (0: the residual and the all-reduces go
+; Parameters: LAYERS, TP (ranks; `.ranks TP`), SBUF_RESIDUAL (0: the residual and the all-reduces go
 ;             through HBM; 1: they stay in SBUF), B, S, H, QH (query heads per rank), D, S_CTX,
 ;             I (MLP intermediate size per rank), ROPE (half | interleaved), EPS (1e-6),
 ;             DT (bf16 | fp32).
@@ -85,6 +85,7 @@
 .if TP < 1 || TP > 64
   .error "transformer_tkg: TP must be in [1, 64]"
 .endif
+.ranks TP                ; one rank per shard: run and check default to --ranks TP
 .if B < 1 || QH < 1
   .error "transformer_tkg: B and QH must be positive"
 .endif

@@ -1,11 +1,12 @@
 // `.ranks` and `.lnc` (docs/asm.md "Launch settings"): the values, their errors at the
 // expression's file:line:col, where they were declared, the object (version 2 stores them; a
-// version 1 object written by the nisa before them still reads) and the disassembly round
-// trip.
+// version 1 object written by the nisa before them still reads), the disassembly round trip
+// and the kernels of kernels_asm that declare them.
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include "asm/asm.h"
 #include "isa/launch.h"
@@ -181,6 +182,29 @@ TEST(Launch, ReadsVersion1Objects) {
   auto again = read_object(now);
   ASSERT_TRUE(again.ok()) << again.error().str();
   EXPECT_EQ(*again, *loaded);
+}
+
+// The multi-rank kernels say their rank count; no kernel needs one core count (each splits
+// its work over the cores there are), so none declares .lnc.
+TEST(Launch, KernelsDeclareTheirRanks) {
+  const std::map<std::string, uint32_t> ranks = {{"fgcc.nasm", 4},
+                                                 {"fg_allgather.nasm", 4},
+                                                 {"sb2sb_allgather.nasm", 8},
+                                                 {"transformer_tkg.nasm", 1}};
+  const auto files = nisa::test::files_in(std::string(NISA_SOURCE_DIR) + "/kernels_asm", {".nasm"});
+  ASSERT_GT(files.size(), 10u);
+  for (const fs::path& f : files) {
+    AsmResult r = assemble_file(f.string());
+    ASSERT_TRUE(r.ok()) << f << r.diagnostics_text();
+    auto it = ranks.find(f.filename().string());
+    EXPECT_EQ(r.module->ranks.value, it == ranks.end() ? 0u : it->second) << f;
+    EXPECT_EQ(r.module->lnc.value, 0u) << f;
+  }
+  AsmOptions o;
+  o.defines = {{"TP", "8"}};
+  AsmResult fgcc = assemble_file(std::string(NISA_SOURCE_DIR) + "/kernels_asm/fgcc.nasm", o);
+  ASSERT_TRUE(fgcc.ok()) << fgcc.diagnostics_text();
+  EXPECT_EQ(fgcc.module->ranks.value, 8u);
 }
 
 } // namespace
