@@ -63,7 +63,8 @@ int cmd_check(int argc, char** argv) {
       std::to_string(interp::kCheckNodeBytes) + " bytes a node; default " +
       std::to_string(interp::default_check_memory(interp::memory_in_use()) >> 20) +
       ": 4096, or half of what ulimit -v leaves)";
-  const std::string ranks_help = "SPMD ranks (1.." + std::to_string(interp::kMaxRanks) + ")";
+  const std::string ranks_help = "SPMD ranks (1.." + std::to_string(interp::kMaxRanks) +
+                                 "; default: the kernel's .ranks, else 1)";
   po::options_description opts(
       "usage: nisa check KERNEL.(nasm|nbin) [-D NAME=VALUE]... [--lnc N] [--ranks R]\n\n"
       "Proves without running the data path that every two accesses of different engines, DMA "
@@ -75,7 +76,8 @@ int cmd_check(int argc, char** argv) {
                                                  "NAME=VALUE: set a .param (.nasm only)")(
       "include,I", po::value(&margs.includes)->composing(), "include directory (.nasm only)")(
       "target", po::value(&margs.target), "trn1 | trn2 | trn3 (default: the kernel's .target)")(
-      "lnc", po::value(&margs.lnc)->default_value(1), "cores per logical core: 1 or 2")(
+      "lnc", po::value(&margs.lnc)->default_value(1),
+      "cores per logical core: 1 or 2 (default: the kernel's .lnc, else 1)")(
       "ranks", po::value(&margs.ranks)->default_value(1), ranks_help.c_str())(
       "max-reports", po::value<size_t>()->default_value(40), "unordered pairs printed")(
       "max-seconds", po::value<std::string>()->value_name("S"),
@@ -91,10 +93,10 @@ int cmd_check(int argc, char** argv) {
   if (!margs.apply("check", vm, cfg)) return 1;
   interp::CheckOptions co;
   if (!apply_limits(vm, co)) return 1;
-  auto mod = margs.load_kernel("check", kernel, cfg);
+  auto mod = margs.load_kernel("check", kernel, vm, cfg);
   if (!mod) return 1;
-  co.lnc = margs.lnc;
-  co.ranks = margs.ranks;
+  co.lnc = cfg.machine.lnc; // the options, else the kernel's .lnc / .ranks, else 1
+  co.ranks = cfg.machine.ranks;
   co.target = cfg.target_given ? cfg.machine.target : mod->target;
   co.max_reports = vm["max-reports"].as<size_t>();
   if (co.lnc == 2 && co.target == Target::trn1) {

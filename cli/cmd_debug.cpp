@@ -108,7 +108,7 @@ int cmd_debug(int argc, char** argv) {
     cfg.outputs.push_back(io);
   }
   if (!check_output_paths("debug", kernel, {}, cfg)) return 1;
-  auto loaded = margs.load_kernel("debug", kernel, cfg);
+  auto loaded = margs.load_kernel("debug", kernel, vm, cfg);
   if (!loaded) return 1;
   const Module& mod = *loaded;
   std::unique_ptr<interp::debug::Session> session;

@@ -153,7 +153,7 @@ int cmd_run(int argc, char** argv) {
   if (!stats_json.empty()) files.emplace_back("--stats-json", stats_json);
   if (!profile_json.empty()) files.emplace_back("--profile-json", profile_json);
   if (!check_output_paths("run", kernel, files, cfg)) return 1;
-  auto mod = margs.load_kernel("run", kernel, cfg);
+  auto mod = margs.load_kernel("run", kernel, vm, cfg);
   if (!mod) return 1;
   catch_sigint(cfg);
   return interp::run_module(*mod, cfg, std::cout, std::cerr);

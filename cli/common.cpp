@@ -12,6 +12,7 @@
 #include "asm/asm.h"
 #include "interp/core/host_pool.h"
 #include "interp/core/target.h"
+#include "isa/launch.h"
 #include "isa/object.h"
 #include "isa/output_file.h"
 #include "isa/quote.h"
@@ -174,9 +175,12 @@ void MachineArgs::add_to(po::options_description& opts) {
       "include,I", po::value(&includes)->composing(), "include directory (.nasm only)")(
       "in", po::value(&ins)->composing(), "NAME=FILE.npy: bind an input tensor")(
       "target", po::value(&target), "trn1 | trn2 | trn3 (default: the kernel's .target)")(
-      "lnc", po::value(&lnc)->default_value(1), "cores per logical core: 1 or 2")(
+      "lnc", po::value(&lnc)->default_value(1),
+      "cores per logical core: 1 or 2 (default: the kernel's .lnc, else 1)")(
       "ranks", po::value(&ranks)->default_value(1),
-      ("SPMD ranks (1.." + std::to_string(interp::kMaxRanks) + "), each with its own HBM").c_str())(
+      ("SPMD ranks (1.." + std::to_string(interp::kMaxRanks) +
+       "), each with its own HBM (default: the kernel's .ranks, else 1)")
+          .c_str())(
       "schedule", po::value(&schedule)->default_value("fixed"),
       "fixed | random: random orders ties and stretches latencies by --seed (exposes missing "
       "waits)")("seed", po::value(&seed)->default_value("0"),
@@ -282,7 +286,21 @@ bool MachineArgs::apply(std::string_view cmd, const po::variables_map& vm,
   return true;
 }
 
-std::optional<Module> MachineArgs::load_kernel(std::string_view cmd, const std::string& path,
+std::optional<std::string> apply_declared(const po::variables_map& vm, const Module& mod,
+                                          interp::RunConfig& cfg) {
+  for (Launch which : {Launch::ranks, Launch::lnc}) {
+    int& value = which == Launch::ranks ? cfg.machine.ranks : cfg.machine.lnc;
+    const char* opt = launch_name(which);
+    const bool given = vm.count(opt) && !vm[opt].defaulted();
+    auto r = launch_value(mod, which, given ? std::optional<int>(value) : std::nullopt,
+                          "--" + std::string(opt) + " " + std::to_string(value));
+    if (!r) return r.error();
+    value = *r;
+  }
+  return std::nullopt;
+}
+
+std::optional<Module> MachineArgs::load_module(std::string_view cmd, const std::string& path,
                                                const interp::RunConfig& cfg) const {
   if (path.size() >= 5 && path.compare(path.size() - 5, 5, ".nbin") == 0) {
     if (!defines.empty()) {
@@ -307,6 +325,18 @@ std::optional<Module> MachineArgs::load_kernel(std::string_view cmd, const std::
     return std::nullopt;
   }
   return std::move(*r.module);
+}
+
+std::optional<Module> MachineArgs::load_kernel(std::string_view cmd, const std::string& path,
+                                               const po::variables_map& vm,
+                                               interp::RunConfig& cfg) const {
+  std::optional<Module> mod = load_module(cmd, path, cfg);
+  if (!mod) return std::nullopt;
+  if (auto why = apply_declared(vm, *mod, cfg)) {
+    std::cerr << "nisa " << cmd << ": " << *why << "\n";
+    return std::nullopt;
+  }
+  return mod;
 }
 
 } // namespace nisa::cli

@@ -42,9 +42,18 @@ struct MachineArgs {
   // Fills cfg.machine, cfg.sched and cfg.inputs.
   bool apply(std::string_view cmd, const po::variables_map& vm, interp::RunConfig& cfg) const;
   // .nbin: the object as stored; .nasm: assembled with -D, -I and the run's --target.
-  std::optional<Module> load_kernel(std::string_view cmd, const std::string& path,
+  std::optional<Module> load_module(std::string_view cmd, const std::string& path,
                                     const interp::RunConfig& cfg) const;
+  // load_module, then apply_declared (its error printed as "nisa CMD: ...").
+  std::optional<Module> load_kernel(std::string_view cmd, const std::string& path,
+                                    const po::variables_map& vm, interp::RunConfig& cfg) const;
 };
+
+// The kernel's `.ranks` / `.lnc` as the defaults of --ranks / --lnc (cfg.machine.ranks, lnc;
+// isa/launch.h): the error when an option given differs ("--ranks 2 conflicts with `.ranks 4`
+// at kernels_asm/fgcc.nasm:55"), else nullopt.
+std::optional<std::string> apply_declared(const po::variables_map& vm, const Module& mod,
+                                          interp::RunConfig& cfg);
 
 // A count option's decimal value (digits only, at most UINT64_MAX); prints the error.
 std::optional<uint64_t> parse_count(std::string_view cmd, std::string_view opt,

@@ -38,8 +38,9 @@ void Adapter::launch(const json& a) {
   // The new module and session are built beside the old ones, which stay in use (and intact)
   // until both exist: a kernel that does not load or a machine that cannot be built fails the
   // request and changes nothing.
-  std::optional<Module> loaded = margs.load_kernel("dap", kernel, cfg);
+  std::optional<Module> loaded = margs.load_module("dap", kernel, cfg);
   if (!loaded) throw InputError("the kernel did not load (diagnostics on stderr)");
+  if (auto why = apply_declared(vm, *loaded, cfg)) throw InputError(*why); // .ranks / .lnc
   auto mod = std::make_unique<Module>(std::move(*loaded));
   auto session = std::make_unique<dbg::Session>(*mod, cfg, text_);
   session->model().set_interrupt(&interrupt_);

@@ -184,7 +184,8 @@ int cmd_dap(int argc, char** argv) {
       std::cout << "usage: nisa dap\n\nA Debug Adapter Protocol server on stdin/stdout over the "
                    "debugger of `nisa debug` (docs/editors.md). The launch request takes "
                    "\"program\" (the kernel), \"args\" (the options of nisa debug: -D, --in, "
-                   "--lnc, --ranks, ...) and \"stopOnEntry\".\n";
+                   "--lnc, --ranks, ...; --lnc and --ranks default to the kernel's .lnc and "
+                   ".ranks) and \"stopOnEntry\".\n";
       return 0;
     }
     std::fprintf(stderr, "nisa dap: unexpected argument '%s' (the adapter takes none)\n", argv[1]);
