@@ -33,6 +33,7 @@
 #include "interp/run/run.h"
 #include "interp/sched/scheduler.h"
 #include "isa/error.h"
+#include "isa/launch.h"
 #include "isa/object.h"
 
 namespace py = pybind11;
@@ -288,10 +289,21 @@ interp::RunResult run_interruptibly(interp::Machine& m, interp::SchedOptions so)
 
 // Kernel.check (docs/python.md): `nisa check` of the kernel as a dict; `bounded`: the bounded
 // check a run makes first (interp/run/precheck.h), with the text a run prints for it.
-py::dict check_kernel(const Kernel& k, int lnc, int ranks, const std::string& target,
-                      double max_seconds, uint64_t max_memory_mib, int max_rounds,
-                      uint64_t max_reports, bool bounded) {
+// lnc / ranks as Kernel.run and Kernel.check take them: None for the kernel's .lnc / .ranks,
+// else 1; a value that differs from the declaration is a ValueError naming both (isa/launch.h).
+int launch_setting(const Module& mod, Launch which, std::optional<int> given) {
+  auto r =
+      launch_value(mod, which, given, fmt::format("{}={}", launch_name(which), given.value_or(0)));
+  if (!r) throw py::value_error(r.error());
+  return *r;
+}
+
+py::dict check_kernel(const Kernel& k, std::optional<int> lnc_given, std::optional<int> ranks_given,
+                      const std::string& target, double max_seconds, uint64_t max_memory_mib,
+                      int max_rounds, uint64_t max_reports, bool bounded) {
   const Module& mod = *k.mod;
+  const int lnc = launch_setting(mod, Launch::lnc, lnc_given);
+  const int ranks = launch_setting(mod, Launch::ranks, ranks_given);
   interp::CheckOptions o;
   o.target = mod.target;
   if (!target.empty()) {
@@ -346,12 +358,14 @@ py::dict check_kernel(const Kernel& k, int lnc, int ranks, const std::string& ta
   return d;
 }
 
-py::dict run_kernel(const Kernel& k, int lnc, int ranks, const std::string& schedule, uint64_t seed,
-                    bool check_races, py::dict inputs, uint64_t max_steps,
-                    const std::string& target, py::object bf16,
+py::dict run_kernel(const Kernel& k, std::optional<int> lnc_given, std::optional<int> ranks_given,
+                    const std::string& schedule, uint64_t seed, bool check_races, py::dict inputs,
+                    uint64_t max_steps, const std::string& target, py::object bf16,
                     const std::vector<std::string>& fetch, int threads,
                     const py::object& cost_scale, bool profile) {
   const Module& mod = *k.mod;
+  const int lnc = launch_setting(mod, Launch::lnc, lnc_given);
+  const int ranks = launch_setting(mod, Launch::ranks, ranks_given);
   interp::MachineOptions mo;
   mo.target = mod.target;
   if (!target.empty()) {
@@ -570,6 +584,17 @@ PYBIND11_MODULE(_nisa, m) {
       .def_property_readonly("target",
                              [](const Kernel& k) { return std::string(name_of(k.mod->target)); })
       .def_property_readonly("name", [](const Kernel& k) { return k.mod->kernel; })
+      // The kernel's .ranks / .lnc (the defaults of Kernel.run), None when it declares none.
+      .def_property_readonly("ranks",
+                             [](const Kernel& k) -> py::object {
+                               if (!k.mod->ranks.value) return py::none();
+                               return py::int_(k.mod->ranks.value);
+                             })
+      .def_property_readonly("lnc",
+                             [](const Kernel& k) -> py::object {
+                               if (!k.mod->lnc.value) return py::none();
+                               return py::int_(k.mod->lnc.value);
+                             })
       .def("tensors", &tensors);
   // The units of Kernel.run(cost_scale=...), from the one table (interp/core/cost_scale.h).
   py::tuple units(interp::kNumCostUnits);

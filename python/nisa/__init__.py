@@ -169,19 +169,23 @@ class CheckResult:
 
 
 class Kernel:
-    """An assembled kernel (nisa.assemble). tensors: [{name, space, dtype, shape, role}]."""
+    """An assembled kernel (nisa.assemble). tensors: [{name, space, dtype, shape, role}];
+    ranks, lnc: the kernel's `.ranks` / `.lnc` (the defaults of run and check), None when it
+    declares none."""
 
     def __init__(self, k):
         self._k = k
         self.path, self.name, self.target = k.path, k.name, k.target
+        self.ranks, self.lnc = k.ranks, k.lnc
         self.tensors = k.tensors()
         self._prechecked = {}  # (lnc, ranks, target) -> what the bounded check printed
 
-    def check(self, lnc=1, ranks=1, *, target="", max_seconds=60.0, max_memory=0,
+    def check(self, lnc=None, ranks=None, *, target="", max_seconds=60.0, max_memory=0,
               max_rounds=100, max_reports=40):
         """`nisa check` of the kernel (docs/check.md): whether every conflicting access is
-        ordered and no schedule deadlocks, on lnc x ranks cores. max_memory in MiB (0: the
-        default). Returns a CheckResult; bad options raise InputError."""
+        ordered and no schedule deadlocks, on lnc x ranks cores (None: the kernel's `.lnc` /
+        `.ranks`, else 1, as in run). max_memory in MiB (0: the default). Returns a
+        CheckResult; bad options raise InputError."""
         try:
             d = _nisa.check(self._k, lnc, ranks, target or "", float(max_seconds),
                             int(max_memory), int(max_rounds), int(max_reports), False)
@@ -200,12 +204,14 @@ class Kernel:
         if self._prechecked[key]:
             _warnings.warn(self._prechecked[key].rstrip("\n"), CheckWarning, stacklevel=3)
 
-    def run(self, lnc=1, ranks=1, schedule="fixed", seed=0, check_races=False, *,
+    def run(self, lnc=None, ranks=None, schedule="fixed", seed=0, check_races=False, *,
             max_steps=0, target="", fetch=(), threads=0, cost_scale=None, profile=False,
             check=True, raise_on_error=True, **inputs):
         """Runs the kernel on the inputs (numpy arrays by tensor name) and returns a Result.
         Its outputs are the kernel's output tensors plus the HBM tensors named in fetch (e.g.
         a cache updated in place, as `nisa run --out` saves it).
+        lnc, ranks: None for the kernel's `.lnc` / `.ranks`, else 1; a value that differs from
+        the kernel's declaration is an InputError naming both.
         Raises DeadlockError, FaultError, RaceError or BudgetError (with the report `nisa run`
         prints) unless raise_on_error=False; InputError for bad arguments. threads: host
         threads (0: the host's cores); the results are the same for every value.
@@ -257,7 +263,7 @@ def assemble(path, target=None, include=(), **params):
     return Kernel(k)
 
 
-def run(path, params=None, *, target=None, lnc=1, ranks=1, schedule="fixed", seed=0,
+def run(path, params=None, *, target=None, lnc=None, ranks=None, schedule="fixed", seed=0,
         check_races=False, fetch=(), threads=0, cost_scale=None, profile=False, check=True,
         **inputs):
     """assemble(path, target, **params).run(lnc, ranks, schedule, seed, check_races, **inputs)."""
