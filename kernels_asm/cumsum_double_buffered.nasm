@@ -27,7 +27,7 @@
 .if ROWS < 1 || COLS < 1
   .error "cumsum: ROWS and COLS must be positive"
 .endif
-
+.lnc 1                          ; not sharded: on two cores both would store all of y
 .equ FT = 2048                  ; one scan per 2048-wide free tile
 .equ NP = cdiv(ROWS, 128)       ; partition tiles
 .equ NF = cdiv(COLS, FT)        ; free tiles per partition tile

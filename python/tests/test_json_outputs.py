@@ -61,10 +61,11 @@ def test_diagnostics_json(tmp_path):
 
 
 def test_stats_json_and_timeline(tmp_path):
-    x = np.random.default_rng(0).standard_normal((130, 50)).astype(np.float32)
+    x = np.random.default_rng(0).standard_normal((6, 1000)).astype(np.float32)
     np.save(tmp_path / "x.npy", x)
     sj, tl = tmp_path / "s.json", tmp_path / "t.json"
-    p = nisa("run", kernel("cumsum.nasm"), "-D", "ROWS=130", "-D", "COLS=50", "--lnc", "2",
+    # cascaded_max shards its rows over the two cores (cumsum declares .lnc 1)
+    p = nisa("run", kernel("cascaded_max.nasm"), "-D", "BXS=6", "-D", "V=1000", "--lnc", "2",
              "--in", f"x={tmp_path / 'x.npy'}", "--stats", "--stats-json", sj, "--timeline", tl)
     s = json.loads(sj.read_text())
     assert s["schema"] == "nisa-stats/1" and s["status"] == "ok" and s["exit_code"] == 0

@@ -80,13 +80,18 @@ def test_multi_rank_kernel_without_ranks(rng):
 
 
 def test_undeclared_kernel_keeps_the_old_defaults(rng):
-    x = rng.standard_normal((6, 40)).astype(np.float32)
-    k = nisa.assemble(kernel("cumsum.nasm"), ROWS=6, COLS=40)
+    x = rng.standard_normal((6, 1000)).astype(np.float32)
+    k = nisa.assemble(kernel("cascaded_max.nasm"), BXS=6, V=1000)
     assert (k.ranks, k.lnc) == (None, None)
     r = k.run(x=x)
     assert r.stats["ranks"] == 1 and r.stats["lnc"] == 1
     r = k.run(ranks=2, x=x)
-    assert r.stats["ranks"] == 2 and r.y.shape == (2, 6, 40)
+    assert r.stats["ranks"] == 2 and r.values.shape == (2, 6, 1)
+    # cumsum is not sharded: it declares .lnc 1, and lnc=2 conflicts
+    c = nisa.assemble(kernel("cumsum.nasm"), ROWS=6, COLS=40)
+    assert c.lnc == 1
+    with pytest.raises(nisa.InputError, match=r"lnc=2 conflicts with `\.lnc 1`"):
+        c.run(lnc=2, x=x[:, :40])
     with pytest.raises(nisa.InputError, match=r"^ranks=0: expected 1..128$"):
         k.run(ranks=0, x=x)
 
