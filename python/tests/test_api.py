@@ -305,11 +305,11 @@ def test_a_kernel_reuses_its_machine_and_gives_the_same_bits(rng):
     def stats(r):  # the host's wall time is the one field that may differ
         return {n: v for n, v in r.stats.items() if "wall" not in n}
 
-    first = k.run(lnc=2, x=a)
-    second = k.run(lnc=2, x=b)
-    k.run(lnc=1, x=b)  # other options: a machine of their own
-    again = k.run(lnc=2, x=a)
-    fresh_b = nisa.assemble(path, ROWS=130, COLS=2100).run(lnc=2, x=b)
+    first = k.run(x=a)
+    second = k.run(x=b)
+    k.run(ranks=2, x=b)  # other options: a machine of their own
+    again = k.run(x=a)
+    fresh_b = nisa.assemble(path, ROWS=130, COLS=2100).run(x=b)
     assert first.y.tobytes() == again.y.tobytes()
     assert stats(first) == stats(again)
     assert second.y.tobytes() == fresh_b.y.tobytes()
