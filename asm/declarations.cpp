@@ -69,7 +69,7 @@ void Declarations::target(const Stmt& s) {
   auto t = enum_parse(EnumType::Target, n);
   if (!t)
     fail(src_.loc(s.name),
-         fmt::format("unknown target '{}'{}", n, did_you_mean(n, enum_names(EnumType::Target))));
+         fmt::format("unknown target '{}'{}", n, enum_did_you_mean(EnumType::Target, n)));
   if (target_set_by_option_) return; // --target wins
   if (target_locked_)
     fail(src_.loc(s.tok), ".target must come before tensor declarations and instructions");
@@ -82,11 +82,7 @@ DType Declarations::eval_dtype(uint32_t tok) {
   std::string_view n = src_.text(tok);
   if (const Var* v = sym_.lookup(n); v && v->v.kind == Value::Name) n = v->v.s;
   auto dt = parse_dtype(n);
-  if (!dt) {
-    std::vector<std::string> names;
-    for (const auto& i : kDTypeInfo) names.emplace_back(i.name);
-    fail(src_.loc(tok), fmt::format("unknown dtype '{}'{}", n, did_you_mean(n, names)));
-  }
+  if (!dt) fail(src_.loc(tok), fmt::format("unknown dtype '{}'{}", n, dtype_did_you_mean(n)));
   return *dt;
 }
 
@@ -116,7 +112,7 @@ void Declarations::tensor(const Stmt& s) {
     auto r = enum_parse(EnumType::Role, role);
     if (!r)
       fail(src_.loc(s.word), fmt::format("unknown role '{}'{} (input, output or scratch)", role,
-                                         did_you_mean(role, enum_names(EnumType::Role))));
+                                         enum_did_you_mean(EnumType::Role, role)));
     t.role = static_cast<Role>(*r);
   }
   std::optional<uint64_t> pin;
