@@ -143,6 +143,8 @@ void Declarations::view(const Stmt& s) {
     fail(src_.loc(s.word), "expected 'as' in '.view NAME = TENSOR as DTYPE[SHAPE]'");
   Value src = ev_.eval(s.e0);
   const TensorDecl* base = src.kind == Value::Name ? sym_.find_tensor(src.s) : nullptr;
+  if (!base && src.kind == Value::Name) // a tensor whose declaration failed: no second error
+    sym_.fail_unknown_tensor(s.e0, src.s, fmt::format("'{}' is not a tensor", src.str()));
   if (!base) src_.fail_at(s.e0, fmt::format("'{}' is not a tensor", src.str()));
   TensorDecl v = *base;
   v.name = src_.text(s.name);
