@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include "isa/formulas.h"
 #include "isa/isa.h"
 
 namespace nisa {
@@ -65,6 +66,23 @@ std::string cell(std::string s) {
   return out;
 }
 
+// The operators of tensor_reduce (isa/formulas.def), as a table and as text.
+void reduce_rules_md(std::string& out) {
+  out += fmt::format("{}\n\n| op | dst (the fold of x[0..n)) |\n|---|---|\n", kReduceCommon);
+  for (const auto& m : enum_members(EnumType::AluOp))
+    if (auto r = reduce_rule(static_cast<AluOp>(m.value)); !r.empty())
+      out += fmt::format("| `{}` | {} |\n", m.name, cell(std::string(r)));
+  out += fmt::format("\n{}\n\n", kReduceNegate);
+}
+
+void reduce_rules_text(std::string& out) {
+  out += fmt::format("  {}\n", kReduceCommon);
+  for (const auto& m : enum_members(EnumType::AluOp))
+    if (auto r = reduce_rule(static_cast<AluOp>(m.value)); !r.empty())
+      out += fmt::format("    op={:<12} {}\n", m.name, r);
+  out += fmt::format("  {}\n", kReduceNegate);
+}
+
 void instruction_md(std::string& out, const InstDesc& d) {
   out += fmt::format("### `{}` ({})\n\n{}\n\n", d.mnemonic, d.ident, d.summary);
   out += fmt::format("- opcode: `0x{:04x}`\n- engines: {}\n- generations: {}\n- cost class: "
@@ -86,6 +104,9 @@ void instruction_md(std::string& out, const InstDesc& d) {
                                                         gens_text(o.imm_gens)));
   }
   out += "\n";
+  if (d.op == Opcode::tensor_reduce) reduce_rules_md(out);
+  if (d.op == Opcode::activation)
+    out += "func: the functions and their formulas are in \"ActFunc\" under Enumerations.\n\n";
 }
 
 void instruction_text(std::string& out, const InstDesc& d) {
@@ -101,16 +122,43 @@ void instruction_text(std::string& out, const InstDesc& d) {
                            ? ""
                            : " (a non-default immediate only on " + gens_text(o.imm_gens) + ")");
   }
+  if (d.op == Opcode::tensor_reduce) reduce_rules_text(out);
+  if (d.op == Opcode::activation) out += "  func: the formulas are under ActFunc (ENUMERATIONS)\n";
   out += "\n";
+}
+
+// The activation functions with their formulas (isa/formulas.def).
+void act_funcs_md(std::string& out) {
+  out += fmt::format("### ActFunc\n\n{}\n\n| name | value | f(x) | notes |\n|---|---|---|---|\n",
+                     kActApply);
+  for (const auto& m : enum_members(EnumType::ActFunc)) {
+    const ActFormula f = act_formula(static_cast<ActFunc>(m.value));
+    out += fmt::format("| `{}` | {} | `{}` | {} |\n", m.name, m.value, cell(std::string(f.formula)),
+                       cell(std::string(f.note)));
+  }
+  out += "\n";
+}
+
+void act_funcs_text(std::string& out) {
+  out += fmt::format("  {}\n", kActApply);
+  for (const auto& m : enum_members(EnumType::ActFunc)) {
+    const ActFormula f = act_formula(static_cast<ActFunc>(m.value));
+    out += fmt::format("    {:<22} = {}{}\n", m.name, f.formula,
+                       f.note.empty() ? "" : fmt::format("  ({})", f.note));
+  }
 }
 
 void enums_md(std::string& out) {
   out += "## Enumerations\n\nEncoded as one byte holding the value.\n\n";
 #define NISA_ENUM_SECTION(T)                                                                       \
-  out += "### " #T "\n\n| name | value |\n|---|---|\n";                                            \
-  for (const auto& m : enum_members(EnumType::T))                                                  \
-    out += fmt::format("| `{}` | {} |\n", cell(std::string(m.name)), m.value);                     \
-  out += "\n";
+  if (EnumType::T == EnumType::ActFunc) {                                                          \
+    act_funcs_md(out);                                                                             \
+  } else {                                                                                         \
+    out += "### " #T "\n\n| name | value |\n|---|---|\n";                                          \
+    for (const auto& m : enum_members(EnumType::T))                                                \
+      out += fmt::format("| `{}` | {} |\n", cell(std::string(m.name)), m.value);                   \
+    out += "\n";                                                                                   \
+  }
   NISA_ENUM_TYPES(NISA_ENUM_SECTION)
 #undef NISA_ENUM_SECTION
   out += "### DType\n\n| name | value | bytes | float | signed |\n|---|---|---|---|---|\n";
@@ -127,7 +175,8 @@ void enums_text(std::string& out) {
 #define NISA_ENUM_SECTION(T)                                                                       \
   out += #T ":";                                                                                   \
   for (const auto& m : enum_members(EnumType::T)) out += fmt::format(" {}={}", m.name, m.value);   \
-  out += "\n";
+  out += "\n";                                                                                     \
+  if (EnumType::T == EnumType::ActFunc) act_funcs_text(out);
   NISA_ENUM_TYPES(NISA_ENUM_SECTION)
 #undef NISA_ENUM_SECTION
   out += "DType:";
@@ -138,7 +187,8 @@ void enums_text(std::string& out) {
 
 std::string reference_md() {
   std::string out = "# nisa instruction reference\n\n"
-                    "<!-- Generated by `nisa isa --format md` from isa/insts.def. Do not edit: "
+                    "<!-- Generated by `nisa isa --format md` from isa/insts.def and "
+                    "isa/formulas.def. Do not edit: "
                     "regenerate with `nisa isa --format md > docs/isa.md`. -->\n\n"
                     "Instructions are written `engine.mnemonic operands... [@wait(...)] "
                     "[@signal(...)]`; operands are positional in the order below or named "

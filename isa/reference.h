@@ -7,8 +7,9 @@
 namespace nisa {
 
 // Every instruction (mnemonic, engines, generations, cost class, summary, operands with
-// kinds, spaces, enum types and defaults, opcode) and every enumeration, as Markdown or as
-// plain text. Deterministic: docs/isa.md is exactly isa_reference(true).
+// kinds, spaces, enum types and defaults, opcode) and every enumeration (the activation
+// functions with their formulas, isa/formulas.def), as Markdown or as plain text.
+// Deterministic: docs/isa.md is exactly isa_reference(true).
 std::string isa_reference(bool markdown);
 
 // The per-instruction byte layouts (operand fields in order, minimum and maximum length) as a
