@@ -79,11 +79,15 @@ void add_formulas(EnumType t, uint8_t value, ordered_json& j) {
 
 } // namespace
 
-std::string isa_json() {
+std::string isa_json(std::span<const InstDesc* const> only) {
   ordered_json doc;
   doc["schema"] = "nisa-isa/1";
   ordered_json insts = ordered_json::array();
-  for (const InstDesc& d : inst_table()) {
+  std::vector<const InstDesc*> shown(only.begin(), only.end());
+  if (shown.empty())
+    for (const InstDesc& d : inst_table()) shown.push_back(&d);
+  for (const InstDesc* dp : shown) {
+    const InstDesc& d = *dp;
     ordered_json j;
     j["mnemonic"] = d.mnemonic;
     j["ident"] = d.ident;
