@@ -113,6 +113,9 @@ std::string Printer::stop_text(const Stop& s) {
     if (!h.changed) t += "  (the values are unchanged)\n";
   }
   for (size_t i : s.races) t += model_.races().report_text(model_.races().races()[i]);
+  if (const auto& d = s.engine_done)
+    t += fmt::format("{}{} has finished: {}[{}] was its last instruction.\n", who_of(m, d->core),
+                     name_of(d->engine), name_of(d->engine), d->pc);
   if (s.next) {
     const StepEvent& ev = *s.next;
     t += location_line(ev) + "\n";

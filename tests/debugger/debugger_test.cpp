@@ -133,6 +133,7 @@ INSTANTIATE_TEST_SUITE_P(
                       Transcript{"watch", "kernels_asm/cumsum.nasm"},
                       Transcript{"reverse", "kernels_asm/cumsum.nasm"},
                       Transcript{"races", "tests/debugger/cumsum_missing_wait.nasm"},
+                      Transcript{"next_last", "kernels_asm/cumsum.nasm"},
                       Transcript{"copy_transpose", "tests/debugger/copy_transpose.nasm"},
                       Transcript{"watch_then_break", "kernels_asm/cumsum.nasm"},
                       Transcript{"until_lines", "kernels_asm/cumsum.nasm"},
