@@ -126,6 +126,8 @@ std::string Printer::stop_text(const Stop& s) {
     t += "   => " + describe_inst(mod, mod.streams[int(ev.engine)][size_t(ev.pc)]) + "\n";
   } else if (s.end) {
     t += end_text(*s.end);
+    if (model_.check_races() && model_.races().races().empty())
+      t += model_.races().no_race_text() + ".\n";
   }
   return t;
 }

@@ -69,7 +69,10 @@ bool Model::replay_to(int64_t target) {
   return done;
 }
 
-int Model::exit_code() const { return sched_->finished() ? sched_->result().exit_code : kExitOk; }
+int Model::exit_code() const {
+  const int run = sched_->finished() ? sched_->result().exit_code : kExitOk;
+  return run == kExitOk && stopped_at_race_ ? kExitRace : run;
+}
 bool Model::ended() const { return sched_->finished(); }
 int64_t Model::now() const { return sched_->now(); }
 std::optional<StepEvent> Model::next_event() const { return sched_->peek(); }
@@ -93,6 +96,7 @@ Stop Model::stopped(Stop s) {
                : s.end->status == RunStatus::deadlock ? Stop::Reason::deadlock
                : s.end->status == RunStatus::fault    ? Stop::Reason::fault
                                                       : Stop::Reason::budget;
+  if (!s.races.empty()) stopped_at_race_ = true;
   last_stop_ = s;
   ++stops_;
   return s;

@@ -208,7 +208,8 @@ public:
   int64_t now() const; // ticks
   bool ended() const;  // the run is over (finished, deadlock, fault or budget)
   std::optional<RunEnd> end() const;
-  // 0 while it runs or after it finished, else 2 deadlock, 3 fault, 5 budget spent.
+  // 2 deadlock, 3 fault, 5 budget spent; else 4 when the session has stopped at a race
+  // (check-races on), as `nisa run --check-races` exits; else 0 (running or finished).
   int exit_code() const;
   int current_core() const { return cur_core_; }
   std::optional<StepEvent> next_event() const;
@@ -275,6 +276,7 @@ private:
   size_t races_seen_ = 0;
   bool check_next_ = false; // the next event is unchecked for breakpoints (a stop after an event)
   bool check_races_ = false;
+  bool stopped_at_race_ = false; // some stop of this session reported a race (exit_code())
   const std::atomic<bool>* interrupt_ = nullptr;
   int cur_core_ = 0;
   std::optional<StepEvent> last_; // the last event executed
