@@ -52,7 +52,9 @@ AsmResult assemble_file(const std::string& path, const AsmOptions& opts = {});
 AsmResult assemble_string(std::string_view text, const std::string& name,
                           const AsmOptions& opts = {});
 
-// Edit-distance suggestion: the closest candidate within a small distance, or "".
+// Did-you-mean: a candidate that differs only in case; else the closest candidate within a
+// small edit distance; else, for names of '_'-separated words, the one candidate holding the
+// word's words (gelu_tanh -> gelu_apprx_tanh, rank -> rank_id); else "".
 std::string suggest(std::string_view word, const std::vector<std::string>& candidates);
 
 } // namespace nisa::nasm

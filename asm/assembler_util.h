@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "asm/asm.h"
+#include "isa/dtype.h"
 #include "isa/enums.h"
 
 namespace nisa::nasm::detail {
@@ -64,6 +65,16 @@ inline std::vector<std::string> enum_names(EnumType t) {
   std::vector<std::string> v;
   for (const auto& m : enum_members(t)) v.emplace_back(m.name);
   return v;
+}
+// The did-you-mean of every enumerated name the assembler reads (operand values, targets,
+// roles, memory spaces, engines) and of dtypes: one rule for all of them (suggest()).
+inline std::string enum_did_you_mean(EnumType t, std::string_view w) {
+  return did_you_mean(w, enum_names(t));
+}
+inline std::string dtype_did_you_mean(std::string_view w) {
+  std::vector<std::string> v;
+  for (const auto& i : kDTypeInfo) v.emplace_back(i.name);
+  return did_you_mean(w, v);
 }
 
 // Read-only names the assembler defines from the target (docs/asm.md §3).

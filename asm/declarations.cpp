@@ -73,7 +73,7 @@ void Declarations::target(const Stmt& s) {
   auto t = enum_parse(EnumType::Target, n);
   if (!t)
     fail(src_.loc(s.name),
-         fmt::format("unknown target '{}'{}", n, did_you_mean(n, enum_names(EnumType::Target))));
+         fmt::format("unknown target '{}'{}", n, enum_did_you_mean(EnumType::Target, n)));
   if (target_set_by_option_) return; // --target wins
   if (target_locked_)
     fail(src_.loc(s.tok), ".target must come before tensor declarations and instructions");
@@ -86,11 +86,7 @@ DType Declarations::eval_dtype(uint32_t tok) {
   std::string_view n = src_.text(tok);
   if (const Var* v = sym_.lookup(n); v && v->v.kind == Value::Name) n = v->v.s;
   auto dt = parse_dtype(n);
-  if (!dt) {
-    std::vector<std::string> names;
-    for (const auto& i : kDTypeInfo) names.emplace_back(i.name);
-    fail(src_.loc(tok), fmt::format("unknown dtype '{}'{}", n, did_you_mean(n, names)));
-  }
+  if (!dt) fail(src_.loc(tok), fmt::format("unknown dtype '{}'{}", n, dtype_did_you_mean(n)));
   return *dt;
 }
 
@@ -120,7 +116,7 @@ void Declarations::tensor(const Stmt& s) {
     auto r = enum_parse(EnumType::Role, role);
     if (!r)
       fail(src_.loc(s.word), fmt::format("unknown role '{}'{} (input, output or scratch)", role,
-                                         did_you_mean(role, enum_names(EnumType::Role))));
+                                         enum_did_you_mean(EnumType::Role, role)));
     t.role = static_cast<Role>(*r);
   }
   std::optional<uint64_t> pin;
@@ -151,6 +147,8 @@ void Declarations::view(const Stmt& s) {
     fail(src_.loc(s.word), "expected 'as' in '.view NAME = TENSOR as DTYPE[SHAPE]'");
   Value src = ev_.eval(s.e0);
   const TensorDecl* base = src.kind == Value::Name ? sym_.find_tensor(src.s) : nullptr;
+  if (!base && src.kind == Value::Name) // a tensor whose declaration failed: no second error
+    sym_.fail_unknown_tensor(s.e0, src.s, fmt::format("'{}' is not a tensor", src.str()));
   if (!base) src_.fail_at(s.e0, fmt::format("'{}' is not a tensor", src.str()));
   TensorDecl v = *base;
   v.name = src_.text(s.name);

@@ -44,7 +44,11 @@ void Expander::exec_line(uint32_t unit, size_t& i) {
 void Expander::exec_stmt(uint32_t unit, size_t& i, const Stmt& s) {
   switch (s.kind) {
   case StmtKind::Inst: decls_.lock_target(); return insts_.assemble(s);
-  case StmtKind::Assign: return decls_.assign(s);
+  case StmtKind::Assign: try { return decls_.assign(s);
+    } catch (const StmtError&) {
+      sym_.mark_failed(std::string(src_.text(s.name))); // its uses are not errors of their own
+      throw;
+    }
   case StmtKind::If: return exec_if(unit, i);
   case StmtKind::For: return exec_for(unit, i, s);
   case StmtKind::MacroCall: return exec_macro_call(s);

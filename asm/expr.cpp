@@ -44,6 +44,7 @@ void Evaluator::need_num(const Value& v, uint32_t at) const {
       src_.fail_at(at, fmt::format("tensor '{}' used where a number is expected (addr({}) is its "
                                    "address, size({}) its size in bytes)",
                                    v.s, v.s, v.s));
+    if (sym_.failed(v.s)) fail(src_.loc_of(at), ""); // its declaration's error was reported
     src_.fail_at(at, fmt::format("undefined symbol '{}'{}", v.s, [&] {
                    std::string s = suggest(v.s, sym_.visible_names());
                    return s.empty() ? std::string() : "; did you mean '" + s + "'?";

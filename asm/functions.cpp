@@ -45,8 +45,10 @@ Value Functions::call(uint32_t self) {
       if (!t) {
         const std::vector<std::string> names = sym_.tensor_names();
         std::string sg = v.kind == Value::Name ? suggest(v.s, names) : "";
-        src_.fail_at(args[0], fmt::format("{}() needs a tensor, not {}{}", f, v.str(),
-                                          sg.empty() ? "" : "; did you mean '" + sg + "'?"));
+        const std::string msg = fmt::format("{}() needs a tensor, not {}{}", f, v.str(),
+                                            sg.empty() ? "" : "; did you mean '" + sg + "'?");
+        if (v.kind == Value::Name) sym_.fail_unknown_tensor(args[0], v.s, msg); // silent: failed
+        src_.fail_at(args[0], msg);
       }
     }
     if (f == "addr") return Value::of_int(static_cast<int64_t>(t->address));

@@ -30,7 +30,8 @@ void Labels::define(uint32_t t) {
     // Engine-qualified: a label of that engine's stream only (what the disassembler prints).
     auto e = enum_parse(EnumType::Engine, n.substr(0, dot));
     if (!e)
-      fail(src_.loc(t), fmt::format("unknown engine '{}' in label '{}'", n.substr(0, dot), n));
+      fail(src_.loc(t), fmt::format("unknown engine '{}' in label '{}'{}", n.substr(0, dot), n,
+                                    enum_did_you_mean(EnumType::Engine, n.substr(0, dot))));
     mod_.labels[*e].push_back({n.substr(dot + 1), d.at[*e]});
   }
   labels_[n] = d;

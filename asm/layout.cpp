@@ -95,10 +95,14 @@ std::optional<std::string> Allocator::place_on_chip(TensorDecl& decl,
         moved = true;
       }
   }
+  // A tensor that does not fit takes no space: the next one is tried at the same offset, and
+  // is reported only if it does not fit there on its own (the message says what is left, so a
+  // second error at the same offset reads as its own overflow, not as a repeat).
   if (a + size > cap)
-    return fmt::format("{} over capacity: tensor '{}' needs {} bytes per partition at offset {}, "
-                       "but the {} has {} usable bytes per partition",
-                       sp, decl.name, size, a, sp, cap);
+    return fmt::format("{} over capacity: tensor '{}' needs {} bytes per partition at offset {} "
+                       "(after the tensors placed before it), where {} of the {}'s {} usable "
+                       "bytes per partition are left",
+                       sp, decl.name, size, a, a < cap ? cap - a : 0, sp, cap);
   decl.address = a;
   next_[space_index(decl.space)] = a + size;
   return std::nullopt;

@@ -18,15 +18,24 @@ using namespace detail;
 
 namespace {
 
+constexpr std::pair<std::string_view, std::string_view> kAluAliases[] = {
+    {"mul", "multiply"},     {"sub", "subtract"},    {"eq", "equal"},      {"ne", "not_equal"},
+    {"ge", "greater_equal"}, {"gt", "greater"},      {"le", "less_equal"}, {"lt", "less"},
+    {"pow", "power"},        {"and", "bitwise_and"}, {"or", "bitwise_or"}, {"xor", "bitwise_xor"},
+    {"shl", "left_shift"},   {"shr", "right_shift"}};
+
 std::string_view alu_alias(std::string_view n) {
-  static const std::pair<std::string_view, std::string_view> kAliases[] = {
-      {"mul", "multiply"},     {"sub", "subtract"},    {"eq", "equal"},      {"ne", "not_equal"},
-      {"ge", "greater_equal"}, {"gt", "greater"},      {"le", "less_equal"}, {"lt", "less"},
-      {"pow", "power"},        {"and", "bitwise_and"}, {"or", "bitwise_or"}, {"xor", "bitwise_xor"},
-      {"shl", "left_shift"},   {"shr", "right_shift"}};
-  for (auto [a, full] : kAliases)
+  for (auto [a, full] : kAluAliases)
     if (a == n) return full;
   return n;
+}
+
+// The did-you-mean of an enumerated operand value: the type's names (and AluOp's aliases).
+std::string enum_value_did_you_mean(EnumType t, std::string_view w) {
+  std::vector<std::string> names = enum_names(t);
+  if (t == EnumType::AluOp)
+    for (auto [a, full] : kAluAliases) names.emplace_back(a);
+  return did_you_mean(w, names);
 }
 
 std::optional<int> prefixed_index(std::string_view s, char prefix, int limit) {
@@ -99,17 +108,9 @@ Operand Operands::convert(const InstDesc& d, size_t k, uint32_t e, Engine eng, u
     if (od.enum_type == EnumType::AluOp) n = std::string(alu_alias(n));
     auto ev = enum_parse(od.enum_type, n);
     if (!ev)
-      src_.fail_at(
-          e, fmt::format(
-                 "unknown {} '{}' for operand '{}'{}", enum_type_name(od.enum_type), v.s, od.name,
-                 [&] {
-                   std::vector<std::string> names;
-                   for (const auto& m : enum_members(od.enum_type)) names.emplace_back(m.name);
-                   if (od.enum_type == EnumType::AluOp)
-                     for (const char* a : {"mul", "sub", "eq", "ne", "ge", "gt", "le", "lt", "pow"})
-                       names.emplace_back(a);
-                   return did_you_mean(v.s, names);
-                 }()));
+      src_.fail_at(e,
+                   fmt::format("unknown {} '{}' for operand '{}'{}", enum_type_name(od.enum_type),
+                               v.s, od.name, enum_value_did_you_mean(od.enum_type, v.s)));
     o.i = *ev;
     return o;
   }

@@ -4,6 +4,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
+#include <cstdint>
+#include <utility>
 
 #include "isa/quote.h"
 
@@ -117,7 +120,74 @@ std::string AsmResult::diagnostics_text() const {
   return out;
 }
 
+namespace {
+
+std::vector<std::string_view> words_of(std::string_view s) {
+  std::vector<std::string_view> w;
+  for (size_t b = 0; b <= s.size();) {
+    const size_t e = std::min(s.find('_', b), s.size());
+    if (e > b) w.push_back(s.substr(b, e - b));
+    b = e + 1;
+  }
+  return w;
+}
+
+// The second chance of suggest() for names of '_'-separated words, which a typo rarely
+// explains (gelu_tanh for gelu_apprx_tanh, rank for rank_id, recip for reciprocal): the
+// candidate that has each of the word's words (of 2 or more letters) as a word or a word's
+// start, with the fewest other words, then the fewest words matched only by their start; ""
+// when none has, or when two tie.
+std::string by_words(std::string_view word, const std::vector<std::string>& candidates) {
+  const auto ws = words_of(word);
+  if (ws.empty() || word.size() < 3) return "";
+  for (auto w : ws)
+    if (w.size() < 2) return "";
+  std::string best;
+  std::pair<size_t, size_t> best_cost{SIZE_MAX, SIZE_MAX}; // (other words, prefix matches)
+  bool tie = false;
+  for (const auto& c : candidates) {
+    const auto cs = words_of(c);
+    if (cs.size() < ws.size() || c == word) continue;
+    std::vector<bool> used(cs.size(), false);
+    size_t prefixes = 0;
+    bool all = true;
+    for (auto w : ws) {
+      size_t at = cs.size();
+      for (size_t k = 0; k < cs.size() && at == cs.size(); ++k)
+        if (!used[k] && cs[k] == w) at = k;
+      for (size_t k = 0; k < cs.size() && at == cs.size(); ++k)
+        if (!used[k] && cs[k].starts_with(w)) at = k, ++prefixes;
+      if (at == cs.size()) {
+        all = false;
+        break;
+      }
+      used[at] = true;
+    }
+    if (!all) continue;
+    const std::pair<size_t, size_t> cost{cs.size() - ws.size(), prefixes};
+    if (cost < best_cost) {
+      best_cost = cost;
+      best = c;
+      tie = false;
+    } else if (cost == best_cost && c != best) {
+      tie = true;
+    }
+  }
+  return tie ? "" : best;
+}
+
+bool same_ignoring_case(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) ==
+                  std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+} // namespace
+
 std::string suggest(std::string_view word, const std::vector<std::string>& candidates) {
+  for (const auto& c : candidates)
+    if (c != word && same_ignoring_case(c, word)) return c; // GELU for gelu
   const size_t limit = std::clamp<size_t>(word.size() / 3 + 1, 1, 3);
   std::string best;
   size_t best_d = limit + 1;
@@ -143,7 +213,7 @@ std::string suggest(std::string_view word, const std::vector<std::string>& candi
       best = c;
     }
   }
-  return best;
+  return best.empty() ? by_words(word, candidates) : best;
 }
 
 } // namespace nisa::nasm

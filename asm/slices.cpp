@@ -128,11 +128,13 @@ Value Slices::raw_ap(uint32_t self) {
   };
   const std::string sp = name_arg(pos[0]);
   auto space = enum_parse(EnumType::MemSpace, sp);
-  if (!space) src_.fail_at(pos[0], fmt::format("unknown memory space '{}'", sp));
+  if (!space)
+    src_.fail_at(pos[0], fmt::format("unknown memory space '{}'{}", sp,
+                                     enum_did_you_mean(EnumType::MemSpace, sp)));
   ap.space = static_cast<MemSpace>(*space);
   const std::string dt = name_arg(pos[1]);
   auto dtype = parse_dtype(dt);
-  if (!dtype) src_.fail_at(pos[1], fmt::format("unknown dtype '{}'", dt));
+  if (!dtype) src_.fail_at(pos[1], fmt::format("unknown dtype '{}'{}", dt, dtype_did_you_mean(dt)));
   ap.dtype = *dtype;
   ap.part_start = static_cast<uint16_t>(int_arg(value(pos[2]), 0, 0xffff, "part_start"));
   ap.part_count = static_cast<uint16_t>(int_arg(value(pos[3]), 0, 0xffff, "part_count"));

@@ -79,12 +79,15 @@ public:
   }
   void add_tensor(const TensorDecl& t) { tensors_[t.name] = t; }
   std::vector<std::string> tensor_names() const;
-  // A tensor or view whose declaration failed (and was reported): a use of one abandons its
-  // statement silently instead of reporting "unknown tensor" at every use.
+  // A tensor, view or .equ/.set name whose declaration failed (and was reported): a use of
+  // one abandons its statement silently instead of reporting "unknown tensor" or "undefined
+  // symbol" at every use (one error per failing declaration; a .view of it, addr(), size(),
+  // dim() and part() of it, and the .equ computed from those are uses).
   void mark_failed(std::string name) { failed_decls_.insert(std::move(name)); }
+  bool failed(std::string_view name) const { return failed_decls_.count(name) != 0; }
   [[noreturn]] void fail_unknown_tensor(uint32_t e, std::string_view name,
                                         const std::string& msg) const {
-    if (failed_decls_.count(name)) fail(src_.loc_of(e), "");
+    if (failed(name)) fail(src_.loc_of(e), "");
     src_.fail_at(e, msg);
   }
 

@@ -97,7 +97,8 @@ int cmd_debug(int argc, char** argv) {
                      "NAME=FILE.npy: save an hbm tensor when the session ends (its state then)")(
       "command,x", po::value(&script), "run the commands of SCRIPT first (echoed)")(
       "batch", "exit after the script instead of reading commands, with the run's status: 0 "
-               "running or finished, 2 deadlock, 3 fault, 5 --max-steps spent");
+               "running or finished, 2 deadlock, 3 fault, 4 a race stopped the session "
+               "(set check-races on), 5 --max-steps spent");
   po::variables_map vm;
   if (auto rc = parse_args("debug", argc, argv, opts, kernel, "no kernel given", vm)) return *rc;
   interp::RunConfig cfg;
@@ -120,7 +121,8 @@ int cmd_debug(int argc, char** argv) {
   }
   const bool batch = vm.count("batch") > 0;
   const int rc = repl(*session, script, batch);
-  // Scripts can tell how the run ended: 2 deadlock, 3 fault, 5 budget (0 while it runs).
+  // Scripts can tell how the run ended: 2 deadlock, 3 fault, 5 budget, 4 a race stopped the
+  // session (0 while it runs or after a clean finish).
   const int status = batch ? session->exit_code() : 0;
   if (rc != 0 || cfg.outputs.empty()) return rc ? rc : status;
   try {

@@ -10,6 +10,7 @@
 #include "asm/token.h"
 #include "isa/dtype.h"
 #include "isa/enums.h"
+#include "isa/formulas.h"
 #include "isa/isa.h"
 
 namespace nisa::cli {
@@ -64,13 +65,29 @@ std::string alternation(std::set<std::string> words) {
   return s;
 }
 
+// isa/formulas.def: an activation function's formula and note, an ALU operator's fold as a
+// tensor_reduce operator.
+void add_formulas(EnumType t, uint8_t value, ordered_json& j) {
+  if (t == EnumType::ActFunc) {
+    const ActFormula f = act_formula(static_cast<ActFunc>(value));
+    j["formula"] = f.formula;
+    if (!f.note.empty()) j["note"] = f.note;
+  }
+  if (t == EnumType::AluOp)
+    if (auto r = reduce_rule(static_cast<AluOp>(value)); !r.empty()) j["reduce"] = r;
+}
+
 } // namespace
 
-std::string isa_json() {
+std::string isa_json(std::span<const InstDesc* const> only) {
   ordered_json doc;
   doc["schema"] = "nisa-isa/1";
   ordered_json insts = ordered_json::array();
-  for (const InstDesc& d : inst_table()) {
+  std::vector<const InstDesc*> shown(only.begin(), only.end());
+  if (shown.empty())
+    for (const InstDesc& d : inst_table()) shown.push_back(&d);
+  for (const InstDesc* dp : shown) {
+    const InstDesc& d = *dp;
     ordered_json j;
     j["mnemonic"] = d.mnemonic;
     j["ident"] = d.ident;
@@ -99,8 +116,10 @@ std::string isa_json() {
 #define NISA_ENUM_JSON(T)                                                                          \
   {                                                                                                \
     ordered_json e = ordered_json::array();                                                        \
-    for (const auto& m : enum_members(EnumType::T))                                                \
+    for (const auto& m : enum_members(EnumType::T)) {                                              \
       e.push_back({{"name", m.name}, {"value", m.value}});                                         \
+      add_formulas(EnumType::T, m.value, e.back());                                                \
+    }                                                                                              \
     enums[#T] = std::move(e);                                                                      \
   }
   NISA_ENUM_TYPES(NISA_ENUM_JSON)

@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include "isa/formulas.h"
+
 namespace nisa {
 namespace {
 
@@ -269,19 +271,9 @@ bool tensor_reduce(Rules& r) {
   if (s && (axes < 1 || axes > s->ndims))
     return r.fail("axes",
                   fmt::format("{} is outside 1..{} (the free dims of src)", axes, s->ndims));
-  switch (op) {
-  case AluOp::add:
-  case AluOp::multiply:
-  case AluOp::max:
-  case AluOp::min:
-  case AluOp::logical_and:
-  case AluOp::logical_or:
-  case AluOp::logical_xor:
-  case AluOp::bitwise_and:
-  case AluOp::bitwise_or:
-  case AluOp::bitwise_xor: break;
-  default: return r.fail("op", fmt::format("{} is not a reduction operator", name_of(op)));
-  }
+  // The reduction operators are the rows of isa/formulas.def's NISA_REDUCE_RULES.
+  if (reduce_rule(op).empty())
+    return r.fail("op", fmt::format("{} is not a reduction operator", name_of(op)));
   if (d && s) {
     uint64_t inner = 1;
     for (int k = s->ndims - int(axes); k < s->ndims; ++k) inner *= s->dims[size_t(k)].count;

@@ -3,6 +3,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <vector>
+
+#include "isa/formulas.h"
 #include "isa/isa.h"
 
 namespace nisa {
@@ -65,6 +69,23 @@ std::string cell(std::string s) {
   return out;
 }
 
+// The operators of tensor_reduce (isa/formulas.def), as a table and as text.
+void reduce_rules_md(std::string& out) {
+  out += fmt::format("{}\n\n| op | dst (the fold of x[0..n)) |\n|---|---|\n", kReduceCommon);
+  for (const auto& m : enum_members(EnumType::AluOp))
+    if (auto r = reduce_rule(static_cast<AluOp>(m.value)); !r.empty())
+      out += fmt::format("| `{}` | {} |\n", m.name, cell(std::string(r)));
+  out += fmt::format("\n{}\n\n", kReduceNegate);
+}
+
+void reduce_rules_text(std::string& out) {
+  out += fmt::format("  {}\n", kReduceCommon);
+  for (const auto& m : enum_members(EnumType::AluOp))
+    if (auto r = reduce_rule(static_cast<AluOp>(m.value)); !r.empty())
+      out += fmt::format("    op={:<12} {}\n", m.name, r);
+  out += fmt::format("  {}\n", kReduceNegate);
+}
+
 void instruction_md(std::string& out, const InstDesc& d) {
   out += fmt::format("### `{}` ({})\n\n{}\n\n", d.mnemonic, d.ident, d.summary);
   out += fmt::format("- opcode: `0x{:04x}`\n- engines: {}\n- generations: {}\n- cost class: "
@@ -86,6 +107,9 @@ void instruction_md(std::string& out, const InstDesc& d) {
                                                         gens_text(o.imm_gens)));
   }
   out += "\n";
+  if (d.op == Opcode::tensor_reduce) reduce_rules_md(out);
+  if (d.op == Opcode::activation)
+    out += "func: the functions and their formulas are in \"ActFunc\" under Enumerations.\n\n";
 }
 
 void instruction_text(std::string& out, const InstDesc& d) {
@@ -101,18 +125,64 @@ void instruction_text(std::string& out, const InstDesc& d) {
                            ? ""
                            : " (a non-default immediate only on " + gens_text(o.imm_gens) + ")");
   }
+  if (d.op == Opcode::tensor_reduce) reduce_rules_text(out);
+  if (d.op == Opcode::activation) out += "  func: the formulas are under ActFunc (ENUMERATIONS)\n";
   out += "\n";
 }
 
-void enums_md(std::string& out) {
+// The enumerations a reference shows: every one (a full reference), or those the shown
+// instructions' operands take.
+struct EnumSet {
+  bool all = true;
+  std::vector<EnumType> types;
+  bool has(EnumType t) const {
+    return all || std::find(types.begin(), types.end(), t) != types.end();
+  }
+};
+
+EnumSet enums_of(std::span<const InstDesc* const> shown) {
+  EnumSet s{false, {}};
+  for (const InstDesc* d : shown)
+    for (const auto& o : d->operands)
+      if (o.kind == OperandKind::Enum && !s.has(o.enum_type)) s.types.push_back(o.enum_type);
+  return s;
+}
+
+// The activation functions with their formulas (isa/formulas.def).
+void act_funcs_md(std::string& out) {
+  out += fmt::format("### ActFunc\n\n{}\n\n| name | value | f(x) | notes |\n|---|---|---|---|\n",
+                     kActApply);
+  for (const auto& m : enum_members(EnumType::ActFunc)) {
+    const ActFormula f = act_formula(static_cast<ActFunc>(m.value));
+    out += fmt::format("| `{}` | {} | `{}` | {} |\n", m.name, m.value, cell(std::string(f.formula)),
+                       cell(std::string(f.note)));
+  }
+  out += "\n";
+}
+
+void act_funcs_text(std::string& out) {
+  out += fmt::format("  {}\n", kActApply);
+  for (const auto& m : enum_members(EnumType::ActFunc)) {
+    const ActFormula f = act_formula(static_cast<ActFunc>(m.value));
+    out += fmt::format("    {:<22} = {}{}\n", m.name, f.formula,
+                       f.note.empty() ? "" : fmt::format("  ({})", f.note));
+  }
+}
+
+void enums_md(std::string& out, const EnumSet& shown) {
   out += "## Enumerations\n\nEncoded as one byte holding the value.\n\n";
 #define NISA_ENUM_SECTION(T)                                                                       \
-  out += "### " #T "\n\n| name | value |\n|---|---|\n";                                            \
-  for (const auto& m : enum_members(EnumType::T))                                                  \
-    out += fmt::format("| `{}` | {} |\n", cell(std::string(m.name)), m.value);                     \
-  out += "\n";
+  if (EnumType::T == EnumType::ActFunc && shown.has(EnumType::T)) {                                \
+    act_funcs_md(out);                                                                             \
+  } else if (shown.has(EnumType::T)) {                                                             \
+    out += "### " #T "\n\n| name | value |\n|---|---|\n";                                          \
+    for (const auto& m : enum_members(EnumType::T))                                                \
+      out += fmt::format("| `{}` | {} |\n", cell(std::string(m.name)), m.value);                   \
+    out += "\n";                                                                                   \
+  }
   NISA_ENUM_TYPES(NISA_ENUM_SECTION)
 #undef NISA_ENUM_SECTION
+  if (!shown.all) return;
   out += "### DType\n\n| name | value | bytes | float | signed |\n|---|---|---|---|---|\n";
   for (int k = 0; k < kNumDTypes; ++k) {
     const auto& i = kDTypeInfo[k];
@@ -122,14 +192,18 @@ void enums_md(std::string& out) {
   out += "\n";
 }
 
-void enums_text(std::string& out) {
+void enums_text(std::string& out, const EnumSet& shown) {
   out += "ENUMERATIONS (one byte each)\n\n";
 #define NISA_ENUM_SECTION(T)                                                                       \
-  out += #T ":";                                                                                   \
-  for (const auto& m : enum_members(EnumType::T)) out += fmt::format(" {}={}", m.name, m.value);   \
-  out += "\n";
+  if (shown.has(EnumType::T)) {                                                                    \
+    out += #T ":";                                                                                 \
+    for (const auto& m : enum_members(EnumType::T)) out += fmt::format(" {}={}", m.name, m.value); \
+    out += "\n";                                                                                   \
+    if (EnumType::T == EnumType::ActFunc) act_funcs_text(out);                                     \
+  }
   NISA_ENUM_TYPES(NISA_ENUM_SECTION)
 #undef NISA_ENUM_SECTION
+  if (!shown.all) return;
   out += "DType:";
   for (int k = 0; k < kNumDTypes; ++k)
     out += fmt::format(" {}={}({}B)", kDTypeInfo[k].name, k, kDTypeInfo[k].bytes);
@@ -138,7 +212,8 @@ void enums_text(std::string& out) {
 
 std::string reference_md() {
   std::string out = "# nisa instruction reference\n\n"
-                    "<!-- Generated by `nisa isa --format md` from isa/insts.def. Do not edit: "
+                    "<!-- Generated by `nisa isa --format md` from isa/insts.def and "
+                    "isa/formulas.def. Do not edit: "
                     "regenerate with `nisa isa --format md > docs/isa.md`. -->\n\n"
                     "Instructions are written `engine.mnemonic operands... [@wait(...)] "
                     "[@signal(...)]`; operands are positional in the order below or named "
@@ -164,14 +239,31 @@ std::string reference_md() {
          "| label | branch target in the same engine's stream |\n"
          "| pattern | affine pattern, 1..4 [step, num] pairs, outer to inner |\n"
          "| mask | 32 partition indices within a quadrant, 255 = keep |\n\n";
-  enums_md(out);
+  enums_md(out, EnumSet{});
   return out;
 }
 
 std::string reference_text() {
   std::string out = "NISA INSTRUCTION REFERENCE (from isa/insts.def)\n\n";
   for (const auto& d : inst_table()) instruction_text(out, d);
-  enums_text(out);
+  enums_text(out, EnumSet{});
+  return out;
+}
+
+// The reference of some instructions: their sections, then the enumerations they take.
+std::string selected_md(std::span<const InstDesc* const> shown) {
+  std::string out;
+  for (const InstDesc* d : shown) instruction_md(out, *d);
+  const EnumSet e = enums_of(shown);
+  if (!e.types.empty()) enums_md(out, e);
+  return out;
+}
+
+std::string selected_text(std::span<const InstDesc* const> shown) {
+  std::string out;
+  for (const InstDesc* d : shown) instruction_text(out, *d);
+  const EnumSet e = enums_of(shown);
+  if (!e.types.empty()) enums_text(out, e);
   return out;
 }
 
@@ -221,10 +313,14 @@ SizeBounds encoded_size_bounds(const InstDesc& d) {
   return b;
 }
 
-std::string encoding_reference() {
+std::string encoding_reference(std::span<const InstDesc* const> only) {
   std::string out = "| opcode | mnemonic | operand fields after the header and sync block | "
                     "min bytes | max bytes |\n|---|---|---|---|---|\n";
-  for (const auto& d : inst_table()) {
+  std::vector<const InstDesc*> all;
+  if (only.empty())
+    for (const auto& d : inst_table()) all.push_back(&d);
+  for (const InstDesc* dp : only.empty() ? std::span<const InstDesc* const>(all) : only) {
+    const InstDesc& d = *dp;
     std::string fields;
     for (const auto& o : d.operands)
       fields +=
@@ -236,6 +332,9 @@ std::string encoding_reference() {
   return out;
 }
 
-std::string isa_reference(bool markdown) { return markdown ? reference_md() : reference_text(); }
+std::string isa_reference(bool markdown, std::span<const InstDesc* const> only) {
+  if (!only.empty()) return markdown ? selected_md(only) : selected_text(only);
+  return markdown ? reference_md() : reference_text();
+}
 
 } // namespace nisa

@@ -113,6 +113,9 @@ std::string Printer::stop_text(const Stop& s) {
     if (!h.changed) t += "  (the values are unchanged)\n";
   }
   for (size_t i : s.races) t += model_.races().report_text(model_.races().races()[i]);
+  if (const auto& d = s.engine_done)
+    t += fmt::format("{}{} has finished: {}[{}] was its last instruction.\n", who_of(m, d->core),
+                     name_of(d->engine), name_of(d->engine), d->pc);
   if (s.next) {
     const StepEvent& ev = *s.next;
     t += location_line(ev) + "\n";
@@ -123,6 +126,8 @@ std::string Printer::stop_text(const Stop& s) {
     t += "   => " + describe_inst(mod, mod.streams[int(ev.engine)][size_t(ev.pc)]) + "\n";
   } else if (s.end) {
     t += end_text(*s.end);
+    if (model_.check_races() && model_.races().races().empty())
+      t += model_.races().no_race_text() + ".\n";
   }
   return t;
 }

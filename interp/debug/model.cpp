@@ -69,7 +69,10 @@ bool Model::replay_to(int64_t target) {
   return done;
 }
 
-int Model::exit_code() const { return sched_->finished() ? sched_->result().exit_code : kExitOk; }
+int Model::exit_code() const {
+  const int run = sched_->finished() ? sched_->result().exit_code : kExitOk;
+  return run == kExitOk && stopped_at_race_ ? kExitRace : run;
+}
 bool Model::ended() const { return sched_->finished(); }
 int64_t Model::now() const { return sched_->now(); }
 std::optional<StepEvent> Model::next_event() const { return sched_->peek(); }
@@ -93,6 +96,7 @@ Stop Model::stopped(Stop s) {
                : s.end->status == RunStatus::deadlock ? Stop::Reason::deadlock
                : s.end->status == RunStatus::fault    ? Stop::Reason::fault
                                                       : Stop::Reason::budget;
+  if (!s.races.empty()) stopped_at_race_ = true;
   last_stop_ = s;
   ++stops_;
   return s;
@@ -181,11 +185,29 @@ Stop Model::resume() {
 Stop Model::step(int agent, int64_t n) {
   if (n < 1) throw Error("step: the count must be at least 1");
   int64_t seen = 0;
-  return resume_until([&](const StepEvent& ev) {
-    bool mine = agent < 0 || (agent < kNumEngines ? ev.dma_queue < 0 && int(ev.engine) == agent
-                                                  : ev.dma_queue == agent - kNumEngines);
-    return mine && ++seen >= n;
+  std::optional<StepEvent> done;
+  const bool engine = agent >= 0 && agent < kNumEngines;
+  Stop s = resume_until([&](const StepEvent& ev) {
+    bool mine = agent < 0 || (engine ? ev.dma_queue < 0 && int(ev.engine) == agent
+                                     : ev.dma_queue == agent - kNumEngines);
+    if (mine && ++seen >= n) return true;
+    // `step ENGINE N` stops when that engine has no instruction left, before N.
+    return engine && mine && (done = last_engine_done(ev)).has_value();
   });
+  return with_engine_done(std::move(s), done);
+}
+
+std::optional<StepEvent> Model::last_engine_done(const StepEvent& ev) const {
+  if (ev.dma_queue >= 0 || !sched_->engine_done(ev.core, ev.engine)) return std::nullopt;
+  return ev;
+}
+
+Stop Model::with_engine_done(Stop s, const std::optional<StepEvent>& done) {
+  if (done && s.reason == Stop::Reason::step) {
+    s.engine_done = done;
+    last_stop_.engine_done = done;
+  }
+  return s;
 }
 
 Stop Model::next() {
@@ -196,8 +218,13 @@ Stop Model::next() {
   int32_t f0 = d0 ? d0->frame : -1;
   uint32_t line0 = d0 ? d0->line : 0;
   // Stop before the engine's next instruction that is on another line of the same expansion
-  // level, or outside it; deeper expansions (macros, .for iterations) are stepped over.
-  return resume_until([&](const StepEvent&) {
+  // level, or outside it; deeper expansions (macros, .for iterations) are stepped over. After
+  // the engine's last instruction, stop there (the other engines go on with the next command).
+  std::optional<StepEvent> done;
+  Stop s = resume_until([&](const StepEvent& ev) {
+    if (ev.dma_queue < 0 && ev.engine == ev0.engine && ev.core == ev0.core &&
+        (done = last_engine_done(ev)))
+      return true;
     auto nx = sched_->peek();
     if (!nx || nx->dma_queue >= 0 || nx->engine != ev0.engine || nx->core != ev0.core) return false;
     const DebugLoc* d = loc_of(nx->engine, nx->pc);
@@ -207,6 +234,7 @@ Stop Model::next() {
       if (f == f0) return false; // deeper
     return f0 >= 0;              // outside the current expansion (or nested, at top level)
   });
+  return with_engine_done(std::move(s), done);
 }
 
 Stop Model::finish() {
@@ -216,7 +244,11 @@ Stop Model::finish() {
   if (!d0 || d0->frame < 0)
     throw Error("finish: the stop is not inside a macro expansion or .for iteration");
   int32_t f0 = d0->frame;
-  return resume_until([&](const StepEvent&) {
+  std::optional<StepEvent> done;
+  Stop s = resume_until([&](const StepEvent& ev) {
+    if (ev.dma_queue < 0 && ev.engine == ev0.engine && ev.core == ev0.core &&
+        (done = last_engine_done(ev)))
+      return true; // the expansion was the end of the engine's stream
     auto nx = sched_->peek();
     if (!nx || nx->dma_queue >= 0 || nx->engine != ev0.engine || nx->core != ev0.core) return false;
     const DebugLoc* d = loc_of(nx->engine, nx->pc);
@@ -225,6 +257,7 @@ Stop Model::finish() {
       if (f == f0) return false;
     return true;
   });
+  return with_engine_done(std::move(s), done);
 }
 
 Stop Model::until(int file, int64_t line) {

@@ -160,7 +160,10 @@ struct Stop {
   std::vector<size_t> races;     // indices into Model::races().races() found by this command
   std::optional<StepEvent> next; // the pending event the stop is at (none once the run ended)
   std::optional<RunEnd> end;     // the run has ended (finished / deadlock / fault / budget)
-  int64_t steps = 0;             // events executed so far
+  // next, finish, step ENGINE: the event of the engine's last instruction, when the command
+  // stopped because the engine has none left (the stop is at another engine's event).
+  std::optional<StepEvent> engine_done;
+  int64_t steps = 0; // events executed so far
 };
 std::string_view name_of(Stop::Reason r);
 
@@ -205,7 +208,8 @@ public:
   int64_t now() const; // ticks
   bool ended() const;  // the run is over (finished, deadlock, fault or budget)
   std::optional<RunEnd> end() const;
-  // 0 while it runs or after it finished, else 2 deadlock, 3 fault, 5 budget spent.
+  // 2 deadlock, 3 fault, 5 budget spent; else 4 when the session has stopped at a race
+  // (check-races on), as `nisa run --check-races` exits; else 0 (running or finished).
   int exit_code() const;
   int current_core() const { return cur_core_; }
   std::optional<StepEvent> next_event() const;
@@ -272,6 +276,7 @@ private:
   size_t races_seen_ = 0;
   bool check_next_ = false; // the next event is unchecked for breakpoints (a stop after an event)
   bool check_races_ = false;
+  bool stopped_at_race_ = false; // some stop of this session reported a race (exit_code())
   const std::atomic<bool>* interrupt_ = nullptr;
   int cur_core_ = 0;
   std::optional<StepEvent> last_; // the last event executed
@@ -285,7 +290,11 @@ private:
   bool do_step(); // one event; applies register edits
   template <class F> Stop resume_until(F&& stop_after);
   Stop stopped(Stop s); // fills the position and end of a stop, remembers it
-  Stop not_running();   // the stop of a command given after the end
+  // ev (an instruction's event) when its engine has no instruction left after it.
+  std::optional<StepEvent> last_engine_done(const StepEvent& ev) const;
+  // s with engine_done set (also in last_stop_) when it is a step stop.
+  Stop with_engine_done(Stop s, const std::optional<StepEvent>& done);
+  Stop not_running(); // the stop of a command given after the end
   const DebugLoc* loc_of(Engine e, int64_t pc) const;
 };
 

@@ -106,18 +106,20 @@ void Session::build_commands() {
   add("step", "s", "step [ENGINE] [N]", "execute N events (of ENGINE only, if given)",
       "An event is an instruction completing on its engine, or a DMA transfer completing on its "
       "queue (ENGINE may be q0..q15). Events run in modelled-time order; after the step the "
-      "next pending event is shown.",
+      "next pending event is shown. With an engine, the step also stops when that engine has "
+      "run its last instruction.",
       [](Session& s, const std::string& a) { s.cmd_step(a); });
   add("next", "n", "next", "step over to the next source line of the current engine",
       "Runs until the current engine's next instruction is on another line of the same "
       "expansion level; deeper macro expansions and .for iterations are stepped over whole. "
-      "Other engines run as the schedule says.",
+      "Other engines run as the schedule says. On the engine's last instruction it stops when "
+      "the engine has finished, at the next event of another engine.",
       [](Session& s, const std::string&) { s.show(s.model_.next()); });
   add("until", "u", "until [FILE:]LINE", "run until an instruction of LINE is next",
       "Without LINE, the same as next.", [](Session& s, const std::string& a) { s.cmd_until(a); });
   add("finish", "", "finish", "run until the current engine leaves the current expansion",
       "The current expansion is the innermost macro expansion or .for iteration of the stop "
-      "(see where).",
+      "(see where). It also stops when the engine has run its last instruction.",
       [](Session& s, const std::string&) { s.show(s.model_.finish()); });
   add("break", "b", "break FILE:LINE | LINE | LABEL | ENGINE:INDEX [if COND]",
       "stop before an instruction",

@@ -164,6 +164,7 @@ void RaceChecker::collective(const std::vector<ExecEvent>& evs, const std::vecto
   for (const ExecEvent& ev : evs) clk_[qagent(ev.core, ev.queue)] = j;
   for (size_t i = 0; i < evs.size(); ++i) {
     cur_ = qagent(evs[i].core, evs[i].queue);
+    ++events_;
     scratch_.clear();
     collect_accesses(m_, evs[i].core, *cx[i], *in[i], scratch_);
     RaceReport::Side side{evs[i].core, evs[i].engine, evs[i].pc, evs[i].queue, false};
@@ -207,6 +208,7 @@ void RaceChecker::exec(const ExecEvent& ev, ExecCtx& cx, const Inst& in) {
   }
   ++clk_[cur_][cur_];
   if (!ev.runs_semantics) return;
+  ++events_;
   scratch_.clear();
   collect_accesses(m_, ev.core, cx, in, scratch_);
   RaceReport::Side side{ev.core, ev.engine, ev.pc, ev.queue, false};
@@ -217,6 +219,7 @@ void RaceChecker::exec(const ExecEvent& ev, ExecCtx& cx, const Inst& in) {
 }
 
 void RaceChecker::access(const Region& r, const RaceReport::Side& side) {
+  ++accesses_;
   Mem& mem = mems_[mem_index(r)];
   const Clock& now = clk_[cur_];
   std::vector<Prev> carry; // records this access supersedes, for its own record
@@ -261,6 +264,22 @@ void RaceChecker::access(const Region& r, const RaceReport::Side& side) {
   if (carry.size() > kMaxPrev) carry.erase(carry.begin(), carry.end() - long(kMaxPrev));
   mem.recs.emplace(r.b0, Rec{r, cur_, now[cur_], side, std::move(carry)});
   mem.longest = std::max(mem.longest, r.b1 - r.b0);
+}
+
+namespace {
+std::string grouped(uint64_t n) { // 12345 -> "12,345"
+  std::string d = std::to_string(n), out;
+  for (size_t k = 0; k < d.size(); ++k) {
+    if (k && (d.size() - k) % 3 == 0) out += ',';
+    out += d[k];
+  }
+  return out;
+}
+} // namespace
+
+std::string RaceChecker::no_race_text() const {
+  return fmt::format("check-races: no race in {} accesses ({} instructions and transfers)",
+                     grouped(accesses_), grouped(events_));
 }
 
 size_t RaceChecker::state_size() const {

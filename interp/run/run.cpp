@@ -397,6 +397,10 @@ int run_module(const Module& mod, const RunConfig& cfg, std::ostream& out, std::
     if (!races->races().empty()) {
       err << fmt::format("nisa run: {} race(s) found\n", races->races().size());
       if (r.exit_code == kExitOk) r.exit_code = kExitRace;
+    } else { // say what was checked: a clean run is not silence that could mean "not checked"
+      err << "nisa run: " << races->no_race_text()
+          << (r.status == RunStatus::ok ? "" : ", in the part of the run before it stopped")
+          << "\n";
     }
   }
   if (trace && trace->dropped())

@@ -124,6 +124,8 @@ public:
   const RunResult& result() const; // status, report, stats and timeline so far
   // Every engine of every core, then every DMA queue that is busy or has ever been used.
   std::vector<AgentState> agents() const;
+  // The engine has run its stream to the end (agents()' AgentState::done), cheaply.
+  bool engine_done(int core, Engine e) const;
 
 private:
   void settle(); // runs the work between phases until has_next_ / next_sync_ name the next step

@@ -84,6 +84,11 @@ int64_t Scheduler::now() const { return s_->state().now; }
 bool Scheduler::finished() const { return finished_; }
 const RunResult& Scheduler::result() const { return s_->state().res; }
 
+bool Scheduler::engine_done(int core, Engine e) const {
+  const EngRt& E = s_->state().cores[size_t(core)].eng[int(e)];
+  return E.pc >= E.len || E.st == St::done;
+}
+
 std::vector<AgentState> Scheduler::agents() const {
   const std::vector<CoreRt>& cores = s_->state().cores;
   std::vector<AgentState> out;

@@ -277,6 +277,60 @@ TEST_F(ModelTest, MacroFramesRegistersLabelsAndTheConsoleAgree) {
   EXPECT_EQ(sems, (std::map<std::string, uint32_t>{{"s_in", 1}, {"s_c", 1}, {"s_d", 1}}));
 }
 
+// `next` on an engine's last instruction stops once the engine has finished (at another
+// engine's event), not at the end of the kernel; so does `step ENGINE N` when the engine has
+// fewer than N instructions left.
+TEST_F(ModelTest, NextOnAnEnginesLastInstructionStopsWhenTheEngineFinishes) {
+  fs::path src = dir / "small.nasm";
+  std::ofstream(src) << kSmall;
+  std::vector<float> in(32, 1.0f);
+  write_npy((dir / "small_x.npy").string(), DType::fp32, {4, 8},
+            reinterpret_cast<const uint8_t*>(in.data()));
+  Module mod = assemble(src.string());
+  RunConfig cfg;
+  cfg.inputs = {{"x", (dir / "small_x.npy").string()}};
+  std::ostringstream out;
+  Session console(mod, cfg, out);
+  Model& m = console.model();
+  m.add_breakpoint("mid"); // dve[3], dve's last instruction
+  Stop s = m.run();
+  ASSERT_EQ(s.reason, Stop::Reason::breakpoint);
+  ASSERT_EQ(s.next->engine, Engine::dve);
+  ASSERT_EQ(s.next->pc, 3);
+  m.delete_breakpoints();
+  s = m.next();
+  EXPECT_EQ(s.reason, Stop::Reason::step);
+  EXPECT_FALSE(s.end) << "next ran the kernel to its end";
+  ASSERT_TRUE(s.engine_done);
+  EXPECT_EQ(s.engine_done->engine, Engine::dve);
+  EXPECT_EQ(s.engine_done->pc, 3);
+  ASSERT_TRUE(s.next);
+  EXPECT_NE(s.next->engine, Engine::dve);
+  // dve's memset 3.0 ran; the store of t and pool's memset 4.0 after it did not.
+  for (double v : m.read("t").numbers()) EXPECT_EQ(v, 3.0);
+  for (const Agent& g : m.agents()) {
+    if (g.state.queue >= 0) continue;
+    const bool done = g.state.state == AgentState::done;
+    EXPECT_EQ(done, g.state.engine == Engine::dve || g.state.engine == Engine::pe ||
+                        g.state.engine == Engine::act || g.state.engine == Engine::cc)
+        << name_of(g.state.engine); // pe, act, cc: no instructions; sp and pool: still to run
+  }
+  s = m.resume();
+  EXPECT_EQ(s.reason, Stop::Reason::finished);
+  for (double v : m.read("t").numbers()) EXPECT_EQ(v, 4.0);
+
+  // step dve 10 from the start: dve has 4 instructions; the step stops after the fourth.
+  m.restart();
+  s = m.step(int(Engine::dve), 10);
+  EXPECT_FALSE(s.end);
+  ASSERT_TRUE(s.engine_done);
+  EXPECT_EQ(s.engine_done->pc, 3);
+  EXPECT_NE(console.printer().stop_text(s).find("dve has finished: dve[3] was its last "
+                                                "instruction.\n"),
+            std::string::npos)
+      << console.printer().stop_text(s);
+}
+
 TEST_F(ModelTest, DeadlockIsTheStopReason) {
   Module mod = sized("tests/debugger/deadlock.nasm");
   Model m(mod, config());

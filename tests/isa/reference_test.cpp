@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "isa/formulas.h"
 #include "isa/isa.h"
 #include "isa/reference.h"
 #include "tests/support/test_files.h"
@@ -51,6 +52,41 @@ TEST(Reference, CoversEveryInstructionAndEnum) {
     for (const auto& m : enum_members(EnumType::ActFunc))
       EXPECT_NE(ref.find(std::string(m.name)), std::string::npos) << m.name;
   }
+}
+
+// The formulas come from isa/formulas.def: every activation function's row carries its
+// formula, and tensor_reduce's section every reduction operator's fold and the negate rule.
+TEST(Reference, FormulasAreInTheReference) {
+  const std::string md = isa_reference(true), text = isa_reference(false);
+  for (const auto& m : enum_members(EnumType::ActFunc)) {
+    const ActFormula f = act_formula(static_cast<ActFunc>(m.value));
+    EXPECT_NE(md.find(fmt::format("| `{}` | {} | `{}` |", m.name, m.value, f.formula)),
+              std::string::npos)
+        << m.name;
+    // text: a line "    NAME   = FORMULA  (NOTE)" under the ActFunc line
+    const size_t at = text.find(fmt::format("\n    {} ", m.name));
+    ASSERT_NE(at, std::string::npos) << m.name;
+    const std::string line = text.substr(at + 1, text.find('\n', at + 1) - at - 1);
+    EXPECT_NE(line.find(fmt::format(" = {}", f.formula)), std::string::npos) << line;
+    if (!f.note.empty()) {
+      EXPECT_NE(line.find(std::string(f.note)), std::string::npos) << line;
+    }
+  }
+  const size_t tr = md.find("### `tensor_reduce`"), next = md.find("### `", tr + 1);
+  ASSERT_NE(tr, std::string::npos);
+  const std::string section = md.substr(tr, next - tr);
+  int ops = 0;
+  for (const auto& m : enum_members(EnumType::AluOp)) {
+    const std::string_view r = reduce_rule(static_cast<AluOp>(m.value));
+    EXPECT_EQ(section.find(fmt::format("| `{}` |", m.name)) != std::string::npos, !r.empty())
+        << m.name;
+    ops += !r.empty();
+  }
+  EXPECT_EQ(ops, 10);
+  EXPECT_NE(section.find(std::string(kReduceNegate)), std::string::npos);
+  EXPECT_NE(md.find("| `gelu_apprx_tanh` | 11 | `0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 "
+                    "x^3)))` |"),
+            std::string::npos);
 }
 
 TEST(Reference, MarkdownShowsOperandRows) {

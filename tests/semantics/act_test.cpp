@@ -52,25 +52,11 @@ L reference(ActFunc f, L x) {
   return NAN;
 }
 
-// Input range on which each function is valid (docs/machine.md "Activation functions").
-std::pair<float, float> range_of(ActFunc f) {
-  switch (f) {
-  case ActFunc::log:
-  case ActFunc::rsqrt:
-  case ActFunc::sqrt: return {0.01f, 50.0f};
-  case ActFunc::reciprocal: return {0.05f, 20.0f};
-  case ActFunc::sin:
-  case ActFunc::arctan: return {-1.5f, 1.5f};
-  case ActFunc::exp: return {-20.0f, 20.0f};
-  default: return {-8.0f, 8.0f};
-  }
-}
-
 TEST(Activation, EveryFunctionMatchesItsFormula) {
   for (const auto& m : enum_members(EnumType::ActFunc)) {
     const auto f = static_cast<ActFunc>(m.value);
     SCOPED_TRACE(std::string(m.name));
-    const auto [lo, hi] = range_of(f);
+    const auto [lo, hi] = act_range(f);
     const auto xs = randoms(2000, 100 + m.value, lo, hi);
     for (float x : xs) {
       const float got = ew::act_fn(f, x);

@@ -7,6 +7,7 @@
 #include <memory>
 #include <random>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "interp/core/exec.h"
@@ -149,6 +150,21 @@ inline std::vector<int64_t> random_ints(size_t n, uint32_t seed, int64_t lo, int
   std::vector<int64_t> v(n);
   for (auto& x : v) x = d(g);
   return v;
+}
+
+// Input range on which each activation function is sampled (inside the ranges of
+// docs/machine.md "Activation functions" where the hardware's polynomials hold).
+inline std::pair<float, float> act_range(ActFunc f) {
+  switch (f) {
+  case ActFunc::log:
+  case ActFunc::rsqrt:
+  case ActFunc::sqrt: return {0.01f, 50.0f};
+  case ActFunc::reciprocal: return {0.05f, 20.0f};
+  case ActFunc::sin:
+  case ActFunc::arctan: return {-1.5f, 1.5f};
+  case ActFunc::exp: return {-20.0f, 20.0f};
+  default: return {-8.0f, 8.0f};
+  }
 }
 
 // Expect a Fault whose message contains `part`.

@@ -1,0 +1,5 @@
+break dve:10
+run
+next
+info engines
+continue
