@@ -287,8 +287,6 @@ interp::RunResult run_interruptibly(interp::Machine& m, interp::SchedOptions so)
   return r;
 }
 
-// Kernel.check (docs/python.md): `nisa check` of the kernel as a dict; `bounded`: the bounded
-// check a run makes first (interp/run/precheck.h), with the text a run prints for it.
 // lnc / ranks as Kernel.run and Kernel.check take them: None for the kernel's .lnc / .ranks,
 // else 1; a value that differs from the declaration is a ValueError naming both (isa/launch.h).
 int launch_setting(const Module& mod, Launch which, std::optional<int> given) {
@@ -298,22 +296,36 @@ int launch_setting(const Module& mod, Launch which, std::optional<int> given) {
   return *r;
 }
 
+// The cores and target of a run or a check, each checked (ValueError).
+struct Launched {
+  int lnc, ranks;
+  Target target;
+};
+Launched launched(const Module& mod, std::optional<int> lnc_given, std::optional<int> ranks_given,
+                  const std::string& target) {
+  Launched l{launch_setting(mod, Launch::lnc, lnc_given),
+             launch_setting(mod, Launch::ranks, ranks_given), mod.target};
+  if (!target.empty()) {
+    const interp::TargetParams* tp = interp::find_target(target);
+    if (!tp) throw py::value_error(fmt::format("unknown target '{}' (trn1, trn2, trn3)", target));
+    l.target = tp->target;
+  }
+  if (l.lnc != 1 && l.lnc != 2)
+    throw py::value_error(fmt::format("lnc={}: expected 1 or 2", l.lnc));
+  if (l.ranks < 1 || l.ranks > interp::kMaxRanks)
+    throw py::value_error(fmt::format("ranks={}: expected 1..{}", l.ranks, interp::kMaxRanks));
+  return l;
+}
+
+// Kernel.check (docs/python.md): `nisa check` of the kernel as a dict; `bounded`: the bounded
+// check a run makes first (interp/run/precheck.h), with the text a run prints for it.
 py::dict check_kernel(const Kernel& k, std::optional<int> lnc_given, std::optional<int> ranks_given,
                       const std::string& target, double max_seconds, uint64_t max_memory_mib,
                       int max_rounds, uint64_t max_reports, bool bounded) {
   const Module& mod = *k.mod;
-  const int lnc = launch_setting(mod, Launch::lnc, lnc_given);
-  const int ranks = launch_setting(mod, Launch::ranks, ranks_given);
+  const auto [lnc, ranks, tgt] = launched(mod, lnc_given, ranks_given, target);
   interp::CheckOptions o;
-  o.target = mod.target;
-  if (!target.empty()) {
-    const interp::TargetParams* tp = interp::find_target(target);
-    if (!tp) throw py::value_error(fmt::format("unknown target '{}' (trn1, trn2, trn3)", target));
-    o.target = tp->target;
-  }
-  if (lnc != 1 && lnc != 2) throw py::value_error(fmt::format("lnc={}: expected 1 or 2", lnc));
-  if (ranks < 1 || ranks > interp::kMaxRanks)
-    throw py::value_error(fmt::format("ranks={}: expected 1..{}", ranks, interp::kMaxRanks));
+  o.target = tgt;
   if (!(max_seconds >= 0) || max_seconds > 1e9)
     throw py::value_error(fmt::format("max_seconds={}: expected >= 0 (0: no limit)", max_seconds));
   if (max_memory_mib > (uint64_t(1) << 40))
@@ -364,17 +376,9 @@ py::dict run_kernel(const Kernel& k, std::optional<int> lnc_given, std::optional
                     const std::vector<std::string>& fetch, int threads,
                     const py::object& cost_scale, bool profile) {
   const Module& mod = *k.mod;
-  const int lnc = launch_setting(mod, Launch::lnc, lnc_given);
-  const int ranks = launch_setting(mod, Launch::ranks, ranks_given);
+  const auto [lnc, ranks, tgt] = launched(mod, lnc_given, ranks_given, target);
   interp::MachineOptions mo;
-  mo.target = mod.target;
-  if (!target.empty()) {
-    const interp::TargetParams* tp = interp::find_target(target);
-    if (!tp) throw py::value_error(fmt::format("unknown target '{}' (trn1, trn2, trn3)", target));
-    mo.target = tp->target;
-  }
-  if (lnc != 1 && lnc != 2) throw py::value_error(fmt::format("lnc={}: expected 1 or 2", lnc));
-  if (ranks < 1) throw py::value_error(fmt::format("ranks={}: expected at least 1", ranks));
+  mo.target = tgt;
   mo.lnc = lnc;
   mo.ranks = ranks;
   interp::SchedOptions so;
