@@ -7,22 +7,12 @@ import numpy as np
 import pytest
 
 import nisa
-from conftest import KERNELS, kernel
+from conftest import KERNELS, SRC, kernel
 from test_dap import Client
 
-COPY = """.kernel copy
-.ranks 3
-.lnc 2
-.hbm x : fp32[4, 8] input
-.hbm y : fp32[4, 8] output
-.sbuf t : fp32[4, 8]
-.sem s
-        sp.sysreg r1, program_id
-        sp.bnz r1, done
-        sp.dma q0, t, x @signal(s)
-        sp.dma q1, y, t @wait(s >= 1)
-done:
-"""
+# One kernel for this test and tests/launch/launch_cli_test.cpp: core 0 of every rank copies x to
+# y, core 1 does nothing (race-free at lnc 2); it declares .ranks 3 and .lnc 2 (lines 2 and 3).
+COPY = (SRC / "tests" / "launch" / "copy_ranks.nasm").read_text()
 
 def ranks_line():
     """The line of `.ranks TP` in sb2sb_allgather.nasm, as the errors name it."""

@@ -20,20 +20,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Core 0 of every rank copies x to y; core 1 does nothing (race-free at --lnc 2).
-constexpr const char* kCopy = R"(.kernel copy
-.ranks 3
-.lnc 2
-.hbm x : fp32[4, 8] input
-.hbm y : fp32[4, 8] output
-.sbuf t : fp32[4, 8]
-.sem s
-        sp.sysreg r1, program_id
-        sp.bnz r1, done
-        sp.dma q0, t, x @signal(s)
-        sp.dma q1, y, t @wait(s >= 1)
-done:
-)";
+// Core 0 of every rank copies x to y; core 1 does nothing (race-free at --lnc 2); it declares
+// .ranks 3 and .lnc 2 (shared with python/tests/test_launch.py).
+const std::string kCopy = read_file(std::string(NISA_SOURCE_DIR) + "/tests/launch/copy_ranks.nasm");
 
 // Two cores meet at a barrier: proved at --lnc 2, outside what is proved at --lnc 1.
 constexpr const char* kBarrier = ".kernel barrier\n.lnc 2\n        sp.core_barrier\n";
