@@ -1,11 +1,17 @@
 // The static check before a run (precheck.h).
 #include "interp/run/precheck.h"
 
+#include <cstdlib>
+#include <filesystem>
 #include <fmt/format.h>
+#include <fstream>
 #include <new>
 #include <sstream>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "isa/error.h"
+#include "isa/object.h"
 
 namespace nisa::interp {
 
@@ -45,6 +51,64 @@ std::string precheck_text(const CheckResult& r, const std::string& who) {
   for (std::string line; std::getline(is, line);)
     if (!line.starts_with("not proved:")) os << line << "\n";
   return os.str();
+}
+
+namespace {
+
+std::filesystem::path cache_dir() {
+  if (const char* d = std::getenv("NISA_CACHE_DIR")) return std::string(d) == "off" ? "" : d;
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x)
+    return std::filesystem::path(x) / "nisa";
+  if (const char* h = std::getenv("HOME"); h && *h)
+    return std::filesystem::path(h) / ".cache" / "nisa";
+  return {};
+}
+
+// The binary that checks: a rebuilt nisa (a changed checker) does not read its old entries.
+uint64_t binary_stamp() {
+  struct stat st {};
+  if (::stat("/proc/self/exe", &st) != 0) return 0;
+  return uint64_t(st.st_mtim.tv_sec) * 1000000007ull ^ uint64_t(st.st_mtim.tv_nsec) ^
+         uint64_t(st.st_size) << 20;
+}
+
+} // namespace
+
+std::string precheck_text_cached(const Module& mod, Target target, int lnc, int ranks,
+                                 const std::string& who) {
+  namespace fs = std::filesystem;
+  const fs::path dir = cache_dir();
+  if (dir.empty()) return precheck_text(precheck(mod, target, lnc, ranks), who);
+  std::vector<uint8_t> key = write_object(mod);
+  const std::string opts =
+      fmt::format("|{}|{}|{}|{}|{}", int(target), lnc, ranks, binary_stamp(), kPrecheckMaxNodes);
+  key.insert(key.end(), opts.begin(), opts.end());
+  const fs::path file = dir / fmt::format("precheck-{:016x}.txt", fnv1a64(key));
+  // The text is stored with "WHO" for the command's name, so one entry serves every caller.
+  static constexpr std::string_view kWho = "\x01WHO\x01";
+  auto with_who = [&](std::string t) {
+    for (size_t at = 0; (at = t.find(kWho, at)) != std::string::npos; at += who.size())
+      t.replace(at, kWho.size(), who);
+    return t;
+  };
+  if (std::ifstream in{file, std::ios::binary}) {
+    std::ostringstream text;
+    text << in.rdbuf();
+    const std::string t = text.str();
+    if (t.starts_with("nisa-precheck/1\n")) return with_who(t.substr(16));
+  }
+  const std::string text = precheck_text(precheck(mod, target, lnc, ranks), std::string(kWho));
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  const fs::path tmp = file.string() + fmt::format(".{}.tmp", ::getpid());
+  {
+    std::ofstream out{tmp, std::ios::binary};
+    out << "nisa-precheck/1\n" << text;
+    out.close();
+    if (out) fs::rename(tmp, file, ec); // atomic: a reader sees the whole entry or none
+  }
+  fs::remove(tmp, ec);
+  return with_who(text);
 }
 
 } // namespace nisa::interp

@@ -26,4 +26,13 @@ CheckResult precheck(const Module& mod, Target target, int lnc, int ranks,
 // what is proved).
 std::string precheck_text(const CheckResult& r, const std::string& who);
 
+// precheck_text(precheck(...)) through a cache of those texts (docs/check.md "Before every
+// run"): a file per (module bytes, lnc, ranks, target, this binary) in $NISA_CACHE_DIR, else
+// $XDG_CACHE_HOME/nisa, else ~/.cache/nisa. A kernel run again pays a hash of its module
+// instead of the check (depthwise_conv1d at the bench shape: ~75 ms). The cache is only a
+// cache: a directory that cannot be made or written is not an error; NISA_CACHE_DIR=off turns
+// it off.
+std::string precheck_text_cached(const Module& mod, Target target, int lnc, int ranks,
+                                 const std::string& who);
+
 } // namespace nisa::interp

@@ -37,9 +37,10 @@ struct Precheck : ::testing::Test {
   }
   void TearDown() override { fs::remove_all(dir); }
   std::string p(const std::string& f) const { return (dir / f).string(); }
-  int nisa(const std::string& args, std::string& err) {
-    const std::string cmd =
-        std::string(NISA_BINARY) + " " + args + " 2> " + p("err.txt") + " > " + p("out.txt");
+  int nisa(const std::string& args, std::string& err, const std::string& cache = "") {
+    const std::string cmd = "NISA_CACHE_DIR=" + (cache.empty() ? p("cache") : cache) + " " +
+                            std::string(NISA_BINARY) + " " + args + " 2> " + p("err.txt") +
+                            " > " + p("out.txt");
     const int rc = std::system(cmd.c_str());
     err = test::read_file(p("err.txt"));
     return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
@@ -91,6 +92,36 @@ TEST_F(Precheck, PastTheBoundIsOneNote) {
   interp::CheckResult r = interp::precheck(*a.module, a.module->target, 1, 1, 0);
   EXPECT_EQ(r.status, interp::CheckStatus::outside);
   EXPECT_TRUE(r.limit);
+}
+
+// The texts are cached by module, options and binary: a second run prints the same from the
+// cache; a damaged entry is computed again; "off" and an unwritable directory cache nothing.
+TEST_F(Precheck, TheCacheGivesTheSameTextAndIsOnlyACache) {
+  const std::string k = planted("reuse_across_iterations.nasm");
+  const std::string io = " --in x=" + p("x.npy") + " --out y=" + p("y.npy");
+  std::string first, again;
+  ASSERT_EQ(nisa("run " + k + io, first), 0) << first;
+  EXPECT_NE(first.find("add @wait(s_cmp >= max(0, i - 1))"), std::string::npos) << first;
+  std::vector<fs::path> entries;
+  for (const auto& e : fs::directory_iterator(p("cache"))) entries.push_back(e.path());
+  ASSERT_EQ(entries.size(), 1u);
+  EXPECT_EQ(nisa("run " + k + io, again), 0);
+  EXPECT_EQ(again, first);
+  std::ofstream(entries[0]) << "damaged";
+  EXPECT_EQ(nisa("run " + k + io, again), 0);
+  EXPECT_EQ(again, first);
+  EXPECT_EQ(test::read_file(entries[0].string()).rfind("nisa-precheck/1\n", 0), 0u);
+  // other options: another entry (the fixed kernel: proved, nothing printed)
+  EXPECT_EQ(nisa("run " + k + " -D FIXED=1" + io, again), 0);
+  EXPECT_EQ(again, "");
+  size_t n = 0;
+  for ([[maybe_unused]] const auto& e : fs::directory_iterator(p("cache"))) ++n;
+  EXPECT_EQ(n, 2u);
+  EXPECT_EQ(nisa("run " + k + io, again, "off"), 0);
+  EXPECT_EQ(again, first);
+  EXPECT_FALSE(fs::exists(fs::path("off")));
+  EXPECT_EQ(nisa("run " + k + io, again, "/proc/nisa-cannot-be-made"), 0);
+  EXPECT_EQ(again, first);
 }
 
 } // namespace
