@@ -3,7 +3,7 @@ BUILD ?= build
 JOBS  ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all bootstrap build demo test bench bench-torch asan format clean
+.PHONY: all bootstrap build demo test bench bench-torch asan package format clean
 
 all: build
 
@@ -38,6 +38,11 @@ bench-torch: $(BUILD)/CMakeCache.txt
 # sanitized Debug build; the same kernels' smaller cases run under it).
 asan:
 	@$(MAKE) test BUILD=build-asan CTEST_ARGS="-E '^(AttnLarge|TkgLarge)[.]'" CMAKE_FLAGS="-DNISA_SANITIZE=ON -DNISA_BENCH=OFF -DCMAKE_BUILD_TYPE=Debug"
+
+# The Debian package $(BUILD)/nisa_<version>_amd64.deb (packaging/cpack.cmake; README.md
+# "Install"): sudo apt install ./$(BUILD)/nisa_*.deb
+package: build
+	cd $(BUILD) && cpack -G DEB
 
 format:
 	git ls-files '*.cpp' '*.h' | xargs clang-format -i

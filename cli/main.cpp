@@ -149,7 +149,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (sub == "--version") {
-    std::printf("nisa 0.1.0\n");
+    std::printf("nisa %s\n", NISA_VERSION); // project(VERSION) of the top CMakeLists.txt
     return 0;
   }
   const int job = nisa::interp::mpi_job_size();

@@ -8,7 +8,8 @@ PKGS=(cmake make g++ antlr4 libantlr4-runtime-dev libfmt-dev libboost-program-op
       googletest libgtest-dev libgmock-dev libbenchmark-dev libopenblas-dev libreadline-dev
       clang-format tmux nlohmann-json3-dev pybind11-dev python3-dev python3-numpy python3-pytest
       python3-hypothesis
-      openmpi-bin libopenmpi-dev)
+      openmpi-bin libopenmpi-dev
+      help2man man-db dpkg-dev)  # the man page, its test, the .deb (packaging/CMakeLists.txt)
 BENCH_PKGS=(python3-torch)
 for a in "$@"; do
   case "$a" in
