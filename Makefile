@@ -16,7 +16,10 @@ $(BUILD)/CMakeCache.txt: | bootstrap
 build: bootstrap $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j $(JOBS)
 
-demo: build
+# Only what the demo needs: the nisa binary and the demo driver (no tests, benchmarks or Python
+# module; `make test` builds everything).
+demo: bootstrap $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j $(JOBS) --target nisa nisa-demo
 	@bash scripts/demo.sh $(BUILD)
 
 test: build
