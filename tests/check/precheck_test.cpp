@@ -39,8 +39,8 @@ struct Precheck : ::testing::Test {
   std::string p(const std::string& f) const { return (dir / f).string(); }
   int nisa(const std::string& args, std::string& err, const std::string& cache = "") {
     const std::string cmd = "NISA_CACHE_DIR=" + (cache.empty() ? p("cache") : cache) + " " +
-                            std::string(NISA_BINARY) + " " + args + " 2> " + p("err.txt") +
-                            " > " + p("out.txt");
+                            std::string(NISA_BINARY) + " " + args + " 2> " + p("err.txt") + " > " +
+                            p("out.txt");
     const int rc = std::system(cmd.c_str());
     err = test::read_file(p("err.txt"));
     return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
