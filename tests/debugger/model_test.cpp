@@ -43,11 +43,15 @@ protected:
     for (int k = 0; k <= c; ++k) acc += x[size_t(r) * kCols + size_t(k)];
     return acc;
   }
+
+public:
   static Module assemble(const std::string& path, nasm::AsmOptions ao = {}) {
     nasm::AsmResult r = nasm::assemble_file(path, ao);
     EXPECT_TRUE(r.ok()) << r.diagnostics_text();
     return std::move(*r.module);
   }
+
+protected:
   // A kernel of the source tree with ROWS and COLS of the input.
   static Module sized(const std::string& kernel) {
     nasm::AsmOptions ao;
@@ -212,16 +216,21 @@ mid:    dve.memset t, 3.0 @signal(s_c)
         pool.memset t, 4.0 @wait(s_d >= 1)
 )";
 
-TEST_F(ModelTest, MacroFramesRegistersLabelsAndTheConsoleAgree) {
+// kSmall assembled from dir/small.nasm, with x (`in`) bound from dir/small_x.npy.
+Module small_kernel(const fs::path& dir, const std::vector<float>& in, RunConfig& cfg) {
   fs::path src = dir / "small.nasm";
   std::ofstream(src) << kSmall;
-  std::vector<float> in(32);
-  for (int i = 0; i < 32; ++i) in[size_t(i)] = float(i);
   write_npy((dir / "small_x.npy").string(), DType::fp32, {4, 8},
             reinterpret_cast<const uint8_t*>(in.data()));
-  Module mod = assemble(src.string());
-  RunConfig cfg;
   cfg.inputs = {{"x", (dir / "small_x.npy").string()}};
+  return ModelTest::assemble(src.string());
+}
+
+TEST_F(ModelTest, MacroFramesRegistersLabelsAndTheConsoleAgree) {
+  std::vector<float> in(32);
+  for (int i = 0; i < 32; ++i) in[size_t(i)] = float(i);
+  RunConfig cfg;
+  Module mod = small_kernel(dir, in, cfg);
   std::ostringstream out;
   Session console(mod, cfg, out);
   Model& m = console.model();
@@ -251,7 +260,7 @@ TEST_F(ModelTest, MacroFramesRegistersLabelsAndTheConsoleAgree) {
   // The console prints these same structs.
   EXPECT_EQ(console.printer().where_text(fr),
             fmt::format("#0  dve[1] at {0}:7:9\n#1  in expansion of macro fill at {0}:11:9\n",
-                        src.string()));
+                        (dir / "small.nasm").string()));
   console.execute("print t[3, 6:8]");
   EXPECT_NE(out.str().find("p3   30   31"), std::string::npos) << out.str();
 
@@ -281,14 +290,8 @@ TEST_F(ModelTest, MacroFramesRegistersLabelsAndTheConsoleAgree) {
 // engine's event), not at the end of the kernel; so does `step ENGINE N` when the engine has
 // fewer than N instructions left.
 TEST_F(ModelTest, NextOnAnEnginesLastInstructionStopsWhenTheEngineFinishes) {
-  fs::path src = dir / "small.nasm";
-  std::ofstream(src) << kSmall;
-  std::vector<float> in(32, 1.0f);
-  write_npy((dir / "small_x.npy").string(), DType::fp32, {4, 8},
-            reinterpret_cast<const uint8_t*>(in.data()));
-  Module mod = assemble(src.string());
   RunConfig cfg;
-  cfg.inputs = {{"x", (dir / "small_x.npy").string()}};
+  Module mod = small_kernel(dir, std::vector<float>(32, 1.0f), cfg);
   std::ostringstream out;
   Session console(mod, cfg, out);
   Model& m = console.model();
