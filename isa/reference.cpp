@@ -250,20 +250,13 @@ std::string reference_text() {
   return out;
 }
 
-// The reference of some instructions: their sections, then the enumerations they take.
-std::string selected_md(std::span<const InstDesc* const> shown) {
+// The reference of some instructions: their sections, then the enumerations they take (md or
+// text).
+std::string selected(std::span<const InstDesc* const> shown, bool markdown) {
   std::string out;
-  for (const InstDesc* d : shown) instruction_md(out, *d);
+  for (const InstDesc* d : shown) (markdown ? instruction_md : instruction_text)(out, *d);
   const EnumSet e = enums_of(shown);
-  if (!e.types.empty()) enums_md(out, e);
-  return out;
-}
-
-std::string selected_text(std::span<const InstDesc* const> shown) {
-  std::string out;
-  for (const InstDesc* d : shown) instruction_text(out, *d);
-  const EnumSet e = enums_of(shown);
-  if (!e.types.empty()) enums_text(out, e);
+  if (!e.types.empty()) (markdown ? enums_md : enums_text)(out, e);
   return out;
 }
 
@@ -333,7 +326,7 @@ std::string encoding_reference(std::span<const InstDesc* const> only) {
 }
 
 std::string isa_reference(bool markdown, std::span<const InstDesc* const> only) {
-  if (!only.empty()) return markdown ? selected_md(only) : selected_text(only);
+  if (!only.empty()) return selected(only, markdown);
   return markdown ? reference_md() : reference_text();
 }
 
