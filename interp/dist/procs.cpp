@@ -90,19 +90,21 @@ Procs* g_procs = nullptr;
 void (*g_stop)() = nullptr;
 bool g_started = false;
 
-// Where the MPI module is: NISA_MPI_MODULE if set, else beside an installed nisa
-// (<prefix>/bin/nisa -> <prefix>/lib/nisa/), else where this build put it.
+// Where the MPI module is: NISA_MPI_MODULE if set, else beside this nisa binary: installed
+// (<prefix>/bin/nisa -> <prefix>/lib/nisa/: the .deb, a wheel in a venv) or in its build tree
+// (build/cli/nisa -> build/interp/). Never a path compiled in: an installed nisa must not load
+// a build tree's module of another version.
 std::vector<std::string> module_paths() {
-  std::vector<std::string> out;
   if (const char* e = std::getenv("NISA_MPI_MODULE")) return {e};
+  std::vector<std::string> out;
   char exe[4096];
   ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
   if (n > 0) {
     std::string dir(exe, size_t(n));
     dir = dir.substr(0, dir.find_last_of('/') + 1);
     out.push_back(dir + "../lib/nisa/libnisa_mpi.so");
+    out.push_back(dir + "../interp/libnisa_mpi.so");
   }
-  out.push_back(NISA_MPI_MODULE_BUILD);
   return out;
 }
 
