@@ -20,7 +20,8 @@ int cmd_asm(int argc, char** argv) {
   opts.add_options()("help,h", "show this help")("output,o", po::value(&output),
                                                  "output object (default: IN with .nbin)")(
       "define,D", po::value(&defines)->composing(), "NAME=VALUE: override a .param")(
-      "include,I", po::value(&includes)->composing(), "DIR: search .include files here")(
+      "include,I", po::value(&includes)->composing(),
+      "DIR: search .include files here (then, installed, <prefix>/share/nisa/kernels_asm)")(
       "target", po::value(&target), "trn1 | trn2 | trn3 (overrides .target; default trn2)")(
       "max-errors", po::value<int>()->default_value(20), "stop after this many errors")(
       "diagnostics-format", po::value(&diag_format)->value_name("text|json"),
@@ -33,7 +34,7 @@ int cmd_asm(int argc, char** argv) {
     return 1;
   }
   nasm::AsmOptions o;
-  o.include_dirs = includes;
+  o.include_dirs = include_path(includes);
   o.max_errors = vm["max-errors"].as<int>();
   if (!parse_defines("asm", defines, o.defines)) return 1;
   if (!target.empty()) {

@@ -4,9 +4,12 @@
 
 #include "interp/core/host_pool.h"
 
+#include <unistd.h>
+
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <filesystem>
 #include <iostream>
 
 #include "asm/asm.h"
@@ -18,6 +21,18 @@
 #include "isa/quote.h"
 
 namespace nisa::cli {
+
+std::vector<std::string> include_path(std::vector<std::string> dirs) {
+  char exe[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n <= 0) return dirs;
+  const std::filesystem::path lib =
+      std::filesystem::path(std::string(exe, size_t(n))).parent_path().parent_path() / "share" /
+      "nisa" / "kernels_asm";
+  std::error_code ec;
+  if (std::filesystem::is_directory(lib, ec)) dirs.push_back(lib.string());
+  return dirs;
+}
 
 std::optional<int> parse_args(std::string_view cmd, int argc, char** argv,
                               const po::options_description& opts, std::string& positional,
@@ -172,7 +187,8 @@ void MachineArgs::add_to(po::options_description& opts) {
       std::to_string(interp::kDefaultMaxStepsRecording) + " for run --trace or --timeline)";
   opts.add_options()("define,D", po::value(&defines)->composing(),
                      "NAME=VALUE: set a .param (.nasm only)")(
-      "include,I", po::value(&includes)->composing(), "include directory (.nasm only)")(
+      "include,I", po::value(&includes)->composing(),
+      "include directory (.nasm only; then, installed, <prefix>/share/nisa/kernels_asm)")(
       "in", po::value(&ins)->composing(), "NAME=FILE.npy: bind an input tensor")(
       "target", po::value(&target), "trn1 | trn2 | trn3 (default: the kernel's .target)")(
       "lnc", po::value(&lnc)->default_value(1),
@@ -317,7 +333,7 @@ std::optional<Module> MachineArgs::load_module(std::string_view cmd, const std::
   }
   nasm::AsmOptions ao;
   if (!parse_defines(cmd, defines, ao.defines)) return std::nullopt;
-  ao.include_dirs = includes;
+  ao.include_dirs = include_path(includes);
   if (cfg.target_given) ao.target = cfg.machine.target;
   nasm::AsmResult r = nasm::assemble_file(path, ao);
   if (!r.ok()) {

@@ -26,6 +26,11 @@ std::optional<int> parse_args(std::string_view cmd, int argc, char** argv,
 bool parse_defines(std::string_view cmd, const std::vector<std::string>& defines,
                    std::vector<std::pair<std::string, std::string>>& out);
 
+// The .include search path: the -I directories, then, when this nisa is installed, the kernels'
+// standard library beside it (<prefix>/bin/nisa -> <prefix>/share/nisa/kernels_asm), so that a
+// kernel anywhere can `.include "lib/attn.inc"` as the shipped kernels do.
+std::vector<std::string> include_path(std::vector<std::string> dirs);
+
 // The options `nisa run` and `nisa debug` share.
 struct MachineArgs {
   std::vector<std::string> defines, includes, ins;
