@@ -571,6 +571,7 @@ py::list tensors(const Kernel& k) {
 
 PYBIND11_MODULE(_nisa, m) {
   m.doc() = "nisa: assemble and run .nasm kernels on the modelled machine (see nisa/__init__.py)";
+  m.attr("__version__") = NISA_VERSION; // project(VERSION) of the top CMakeLists.txt
   // The Python boundary of the library's errors (docs/decisions.md "Errors"): bad input is a
   // ValueError (nisa/__init__.py raises it as nisa.InputError), what the host could not do
   // an OSError, any other nisa::Error a RuntimeError.

@@ -1,7 +1,7 @@
 """nisa: assemble and run .nasm kernels on the modelled Neuron machine from Python.
 
-    import nisa                     # PYTHONPATH=build/python (docs/python.md)
-    k = nisa.assemble("kernels_asm/cumsum.nasm", ROWS=4, COLS=8)
+    import nisa                     # pip install . (docs/python.md)
+    k = nisa.assemble(nisa.kernels_dir() / "cumsum.nasm", ROWS=4, COLS=8)
     r = k.run(x=np.ones((4, 8), np.float32))
     r.y, r["y"], r.outputs["y"]     # numpy arrays
     r.stats["makespan_ns"]          # the `nisa run --stats-json` object as a dict
@@ -13,13 +13,17 @@ input may be [ranks, ...shape] (one slice per rank) and every output is [ranks, 
 """
 import collections as _collections
 import json as _json
+import os as _os
+import pathlib as _pathlib
 import warnings as _warnings
 
 from . import _nisa
 
 __all__ = ["assemble", "run", "Kernel", "Result", "NisaError", "AssemblyError", "InputError",
            "RunError", "DeadlockError", "FaultError", "RaceError", "BudgetError", "bf16_dtype",
-           "cost_units", "CheckResult", "CheckPair", "CheckFix", "CheckWarning"]
+           "cost_units", "kernels_dir", "CheckResult", "CheckPair", "CheckFix", "CheckWarning"]
+
+__version__ = _nisa.__version__  # project(VERSION) of the top CMakeLists.txt
 
 # The units of Kernel.run(cost_scale={unit: factor}) (`nisa run --cost-scale UNIT=F`): the
 # engines, then dma (docs/machine.md "Cost scale (what-if)").
@@ -249,13 +253,37 @@ def _define(v):
     return str(v)
 
 
+def kernels_dir():
+    """The kernels shipped with nisa (kernels_asm/: topk.nasm, ..., and their .include library
+    lib/) as a pathlib.Path, or None: $NISA_KERNELS_DIR if set; installed (a wheel, the .deb),
+    <prefix>/share/nisa/kernels_asm beside <prefix>/lib/pythonX/site-packages/nisa; in the build
+    tree, the source tree's kernels_asm."""
+    env = _os.environ.get("NISA_KERNELS_DIR")
+    if env:
+        return _pathlib.Path(env)
+    here = _pathlib.Path(__file__).resolve().parent
+    installed = here.parents[3] / "share" / "nisa" / "kernels_asm" if len(here.parents) > 3 else None
+    if installed is not None and installed.is_dir():
+        return installed
+    try:
+        from . import _build_tree  # written by python/CMakeLists.txt into the build tree only
+        return _pathlib.Path(_build_tree.KERNELS_DIR)
+    except ImportError:
+        return None
+
+
 def assemble(path, target=None, include=(), **params):
     """Assembles a .nasm kernel (params: its .param values, e.g. ROWS=4, DT="bf16") or loads a
-    .nbin. Raises AssemblyError carrying file, line, column and message."""
+    .nbin. `.include` files are searched beside the kernel, then in `include`, then in
+    kernels_dir() (the kernels' library: `.include "lib/attn.inc"`). Raises AssemblyError
+    carrying file, line, column and message."""
+    dirs = [str(i) for i in include]
+    lib = kernels_dir()
+    if lib is not None:
+        dirs.append(str(lib))
     try:
         k, diags, text = _nisa.assemble(str(path), target or "",
-                                        [(n, _define(v)) for n, v in params.items()],
-                                        [str(i) for i in include])
+                                        [(n, _define(v)) for n, v in params.items()], dirs)
     except ValueError as e:
         raise InputError(str(e)) from None
     if k is None:
