@@ -8,6 +8,7 @@ PKGS=(cmake make g++ antlr4 libantlr4-runtime-dev libfmt-dev libboost-program-op
       googletest libgtest-dev libgmock-dev libbenchmark-dev libopenblas-dev libreadline-dev
       clang-format tmux nlohmann-json3-dev pybind11-dev python3-dev python3-numpy python3-pytest
       python3-hypothesis
+      python3-setuptools python3-wheel python3-build python3-venv python3-pip  # the wheel (setup.py)
       openmpi-bin libopenmpi-dev
       help2man man-db dpkg-dev)  # the man page, its test, the .deb (packaging/CMakeLists.txt)
 BENCH_PKGS=(python3-torch)

@@ -101,15 +101,22 @@ def main(build, version):
         if shape != (rows, cols) or y != want:
             fail(f"cumsum of the packaged kernel: shape {shape} values {y}, want {want}")
 
+        # A kernel outside the package that .includes "lib/lnc.inc": found beside usr/bin/nisa.
+        user = os.path.join(tmp, "argmax.nasm")
+        with open(kernel.replace("cumsum.nasm", "cascaded_max.nasm")) as f, open(user, "w") as g:
+            g.write(f.read())
+        run([nisa, "asm", user, "-o", os.path.join(tmp, "argmax.nbin")], cwd=tmp)
+
         # The packaged Python module, with the packaged kernel.
         site = os.path.join(root, "usr/lib/python3/dist-packages")
         code = ("import nisa, numpy as np; r = nisa.run(%r, dict(ROWS=2, COLS=3), "
-                "x=np.ones((2, 3), np.float32)); print(nisa.__file__); print(r.y.tolist())"
-                % kernel)
+                "x=np.ones((2, 3), np.float32)); print(nisa.__file__); print(r.y.tolist()); "
+                "print(nisa.__version__); print(nisa.kernels_dir())" % kernel)
         py = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
         got = run([py, "-c", code], env=dict(os.environ, PYTHONPATH=site), cwd=tmp)
         if got.splitlines() != [os.path.join(site, "nisa/__init__.py"),
-                                "[[1.0, 2.0, 3.0], [1.0, 2.0, 3.0]]"]:
+                                "[[1.0, 2.0, 3.0], [1.0, 2.0, 3.0]]", version,
+                                os.path.join(root, "usr/share/nisa/kernels_asm")]:
             fail(f"the packaged Python module printed {got!r}")
 
         # The packaged man page renders and the packaged completion completes.
