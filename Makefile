@@ -3,7 +3,7 @@ BUILD ?= build
 JOBS  ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all bootstrap build demo test bench bench-torch asan package format clean
+.PHONY: all bootstrap build demo test bench bench-torch asan package vsix wheel format clean
 
 all: build
 
@@ -46,6 +46,17 @@ asan:
 # "Install"): sudo apt install ./$(BUILD)/nisa_*.deb
 package: build
 	cd $(BUILD) && cpack -G DEB
+
+# The VS Code extension $(BUILD)/nisa-nasm-<version>.vsix (packaging/vsix.sh: installs
+# @vscode/vsce from npm into $(BUILD)/vsce, packs editors/vscode, checks the manifest):
+# code --install-extension $(BUILD)/nisa-nasm-*.vsix
+vsix: bootstrap $(BUILD)/CMakeCache.txt
+	@bash packaging/vsix.sh $(BUILD)
+
+# The wheel $(BUILD)/dist/nisa-<version>-*.whl of this build tree's targets (setup.py); a
+# `pip install --no-build-isolation .` builds its own (build/wheel: Release, no tests).
+wheel: bootstrap $(BUILD)/CMakeCache.txt
+	NISA_BUILD_DIR=$(abspath $(BUILD)) /usr/bin/python3 -m build --no-isolation --wheel --outdir $(BUILD)/dist .
 
 format:
 	git ls-files '*.cpp' '*.h' | xargs clang-format -i
