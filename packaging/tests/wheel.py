@@ -37,8 +37,7 @@ def run(cmd, **kw):
 
 def clean_env(**extra):
     """The environment of a user's shell: nothing pointing into the source or build tree."""
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith("NISA_") and k not in ("PYTHONPATH", "LD_PRELOAD")}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NISA_") and k != "PYTHONPATH"}
     env.update(extra)
     return env
 
