@@ -74,7 +74,8 @@ int cmd_check(int argc, char** argv) {
       "flow that depends on data, a limit reached).\n\noptions");
   opts.add_options()("help,h", "show this help")("define,D", po::value(&margs.defines)->composing(),
                                                  "NAME=VALUE: set a .param (.nasm only)")(
-      "include,I", po::value(&margs.includes)->composing(), "include directory (.nasm only; then, installed, <prefix>/share/nisa/kernels_asm)")(
+      "include,I", po::value(&margs.includes)->composing(),
+      "include directory (.nasm only; then, installed, <prefix>/share/nisa/kernels_asm)")(
       "target", po::value(&margs.target), "trn1 | trn2 | trn3 (default: the kernel's .target)")(
       "lnc", po::value(&margs.lnc)->default_value(1),
       "cores per logical core: 1 or 2 (default: the kernel's .lnc, else 1)")(
