@@ -41,6 +41,15 @@ struct ObjectFileError {
   std::string str() const; // "k.nbin: byte 12 (0xc): bad magic" or "k.nbin: cannot open: ..."
 };
 std::optional<ObjectFileError> save_object(const std::string& path, const Module& m);
+// save_object of bytes write_object made.
+std::optional<ObjectFileError> write_object_file(const std::string& path,
+                                                 std::span<const uint8_t> bytes);
 Result<Module, ObjectFileError> load_object(const std::string& path);
+// The bytes of a file, as load_object reads them (the error says why not).
+std::optional<ObjectFileError> read_object_bytes(const std::string& path,
+                                                 std::vector<uint8_t>& bytes);
+// The checksum stored in an object's last 8 bytes (FNV-1a 64 of the rest): a hash of the
+// module it holds, for keys of caches. Precondition: read_object accepted `bytes`.
+uint64_t object_checksum(std::span<const uint8_t> bytes);
 
 } // namespace nisa
