@@ -347,7 +347,7 @@ int run_module(const Module& mod, const RunConfig& cfg, std::ostream& out, std::
   }
   // Before the run: what `nisa check` finds within a small bound (the run goes on).
   if (cfg.static_check && root)
-    err << precheck_text_cached(mod, mo.target, mo.lnc, mo.ranks, "nisa run");
+    err << precheck_text_cached(mod, mo.target, mo.lnc, mo.ranks, "nisa run", cfg.module_hash);
   SchedOptions so = cfg.sched;
   so.timeline = so.timeline || !cfg.timeline_path.empty();
   const bool profiling = cfg.profile || !cfg.profile_json_path.empty();
