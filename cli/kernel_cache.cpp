@@ -3,9 +3,13 @@
 
 #include <fmt/format.h>
 
+#include <cstring>
+#include <fcntl.h>
 #include <filesystem>
 #include <span>
 #include <string_view>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <vector>
 
@@ -23,6 +27,50 @@ constexpr std::string_view kMagic = "nisa-asm/1\n";
 uint64_t hash_of(std::string_view s) {
   return fnv1a64({reinterpret_cast<const uint8_t*>(s.data()), s.size()});
 }
+
+// The entry's check of its object, in place of the object's own FNV-1a (a byte at a time:
+// ~2.5 ms for depthwise_conv1d's 1.3 MB): 8 bytes a step over 4 independent lanes.
+uint64_t quick_hash(std::span<const uint8_t> b) {
+  constexpr uint64_t kMul = 0xff51afd7ed558ccdull;
+  uint64_t h[4] = {0x9e3779b97f4a7c15ull ^ b.size(), 1, 2, 3};
+  size_t i = 0;
+  for (; i + 32 <= b.size(); i += 32)
+    for (int l = 0; l < 4; ++l) {
+      uint64_t w;
+      std::memcpy(&w, b.data() + i + 8 * l, 8);
+      h[l] = (h[l] ^ w) * kMul;
+      h[l] ^= h[l] >> 29;
+    }
+  for (; i < b.size(); ++i) h[0] = (h[0] ^ b[i]) * kMul;
+  uint64_t r = 0;
+  for (uint64_t x : h) r = (r ^ x) * kMul, r ^= r >> 32;
+  return r;
+}
+
+// A cache file mapped read-only (no copy of its 10^6 bytes into a buffer first).
+class Mapped {
+public:
+  explicit Mapped(const std::string& path) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return;
+    struct stat st {};
+    if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
+      void* p = ::mmap(nullptr, size_t(st.st_size), PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+      if (p != MAP_FAILED) data_ = static_cast<const uint8_t*>(p), size_ = size_t(st.st_size);
+    }
+    ::close(fd);
+  }
+  ~Mapped() {
+    if (data_) ::munmap(const_cast<uint8_t*>(data_), size_);
+  }
+  Mapped(const Mapped&) = delete;
+  Mapped& operator=(const Mapped&) = delete;
+  std::span<const uint8_t> bytes() const { return {data_, size_}; }
+
+private:
+  const uint8_t* data_ = nullptr;
+  size_t size_ = 0;
+};
 
 void put_u64(std::string& out, uint64_t v) {
   for (int k = 0; k < 8; ++k) out.push_back(static_cast<char>(v >> (8 * k)));
@@ -75,8 +123,8 @@ bool same_file(const std::string& path, uint64_t want) {
 }
 
 std::optional<CachedModule> lookup(const fs::path& file, const std::string& key) {
-  std::vector<uint8_t> bytes;
-  if (read_object_bytes(file.string(), bytes)) return std::nullopt;
+  const Mapped map(file.string());
+  const std::span<const uint8_t> bytes = map.bytes();
   if (bytes.size() < kMagic.size() ||
       std::string_view(reinterpret_cast<const char*>(bytes.data()), kMagic.size()) != kMagic)
     return std::nullopt;
@@ -92,9 +140,13 @@ std::optional<CachedModule> lookup(const fs::path& file, const std::string& key)
     const fs::path p(c.str());
     if (!c.ok || fs::exists(p, ec) || ec) return std::nullopt;
   }
+  const uint64_t check = c.u64();
   if (!c.ok) return std::nullopt;
-  const std::span<const uint8_t> object = std::span<const uint8_t>(bytes).subspan(c.at);
-  auto m = read_object(object); // checks it whole: a damaged entry is a miss
+  const std::span<const uint8_t> object = bytes.subspan(c.at);
+  if (quick_hash(object) != check) return std::nullopt; // a damaged entry is a miss
+  ReadOptions ro;
+  ro.verify_checksum = false; // quick_hash did; every other check of read_object still holds
+  auto m = read_object(object, ro);
   if (!m) return std::nullopt;
   return CachedModule{std::move(*m), object_checksum(object)};
 }
@@ -107,6 +159,7 @@ void store(const fs::path& dir, const fs::path& file, const std::string& key,
   for (const auto& [path, h] : r.read_files) put_str(entry, path), put_u64(entry, h);
   put_u64(entry, r.absent_files.size());
   for (const auto& path : r.absent_files) put_str(entry, path);
+  put_u64(entry, quick_hash(object));
   entry.append(reinterpret_cast<const char*>(object.data()), object.size());
   std::error_code ec;
   fs::create_directories(dir, ec);

@@ -22,7 +22,8 @@ inline constexpr uint16_t kOldestObjectVersion = 1;
 std::vector<uint8_t> write_object(const Module& m);
 
 struct ReadOptions {
-  // Off only for fuzzing, so that mutated inputs reach the section parsers.
+  // Off for fuzzing, so that mutated inputs reach the section parsers, and for bytes the caller
+  // has checked otherwise (the cache of assembled kernels: cli/kernel_cache.h).
   bool verify_checksum = true;
 };
 // Parses and validates an object: magic, version, lengths, every instruction (check_inst and
