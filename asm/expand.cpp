@@ -38,7 +38,10 @@ void Expander::exec_range(uint32_t unit, size_t begin, size_t end) {
 void Expander::exec_line(uint32_t unit, size_t& i) {
   const Stmt& s = src_.file().stmts[i];
   if (++steps_ > opts_.max_steps) rep_.count_step(src_.loc(s.first));
-  count_lexed(src_.unit(unit).bytes[i], src_.loc(s.first));
+  // count_lexed, with the location only computed when it is reported (a line's position is a
+  // search of the line table and a scan of the line, per statement executed).
+  lexed_ += src_.unit(unit).bytes[i];
+  if (lexed_ > uint64_t(opts_.max_lexed_bytes)) rep_.count_lexed(src_.loc(s.first));
   try {
     if (s.label != kNone) labels_.define(s.label);
     if (s.kind != StmtKind::None) exec_stmt(unit, i, s);
