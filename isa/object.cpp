@@ -510,7 +510,8 @@ private:
       if (auto e = decode_inst_into(window, at, in, len)) throw io::Failure{std::move(*e)};
       if (in.engine != engine)
         io::fail(at + 4, fmt::format("{} in the {} stream", inst_name(in), name_of(engine)));
-      if (auto e = check_inst_for_target(in, m_.target)) io::fail(at, *e);
+      if (opts_.check_instructions)
+        if (auto e = check_inst_for_target(in, m_.target)) io::fail(at, *e);
       starts_[static_cast<int>(engine)].push_back(at);
       at += len;
     }

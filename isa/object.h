@@ -25,6 +25,10 @@ struct ReadOptions {
   // Off for fuzzing, so that mutated inputs reach the section parsers, and for bytes the caller
   // has checked otherwise (the cache of assembled kernels: cli/kernel_cache.h).
   bool verify_checksum = true;
+  // Off: no check_inst_for_target per decoded instruction (each field is still checked as it
+  // is read), for bytes this binary wrote from a module the assembler checked (the cache of
+  // assembled kernels): a third of decoding 10^4 instructions.
+  bool check_instructions = true;
 };
 // Parses and validates an object: magic, version, lengths, every instruction (check_inst and
 // the target's generation rules), indices (semaphores, groups, labels, files, frames) and the
