@@ -87,6 +87,7 @@ int cmd_run(int argc, char** argv) {
   cfg.stats_json_path = stats_json;
   cfg.check_races = vm.count("check-races") > 0;
   cfg.static_check = vm.count("no-check") == 0;
+  cfg.keep_machine = true; // the process ends after the run
   cfg.trace_path = trace;
   cfg.profile = vm.count("profile") > 0;
   cfg.profile_json_path = profile_json;

@@ -305,6 +305,15 @@ int run_module(const Module& mod, const RunConfig& cfg, std::ostream& out, std::
     return kExitUsage;
   }
   std::unique_ptr<Machine> m;
+  struct Keep { // destroyed before `m`: on every return after the machine is made
+    std::unique_ptr<Machine>& m;
+    bool on;
+    ~Keep() {
+      static std::vector<std::unique_ptr<Machine>>* kept =
+          new std::vector<std::unique_ptr<Machine>>;
+      if (on && m) kept->push_back(std::move(m));
+    }
+  } keep{m, cfg.keep_machine};
   std::string setup_error;
   try {
     for (const IoSpec& io : cfg.outputs) {
