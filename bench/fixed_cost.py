@@ -10,6 +10,10 @@ writes the inputs as .npy files and then, interleaved in one loop, runs
             a machine made per call, outputs fetched): what torch_compare.py's in-process
             column times
 
+  io floor  `cp` of the row's output files into a scratch directory, over the copies of the
+            previous round: a native process that writes the same bytes through the page cache
+            and replaces existing files, as nisa's outputs do (bench/io_floor's idea for any row)
+
 and prints the medians, fixed = whole - inproc (the issue's bound: < 15 ms for every row whose
 declared HBM is under 256 MB), and the minima. The first `nisa run` of each row fills nisa's
 caches (assembled kernels, the static check's texts: ~/.cache/nisa), as a user's second run
@@ -69,6 +73,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--nisa", default=os.path.join(ROOT, "build", "cli", "nisa"))
     ap.add_argument("--only", action="append", default=[], help="a row (prefix); repeatable")
+    ap.add_argument("--skip", action="append", default=[], help="leave a row out; repeatable")
     ap.add_argument("--repeat", type=int, default=11, help="processes and calls per row")
     ap.add_argument("--cold", action="store_true", help="NISA_CACHE_DIR=off for every process")
     ap.add_argument("--workdir", help="directory for the .npy files (default: a temp dir)")
@@ -87,15 +92,15 @@ def main():
         env["NISA_CACHE_DIR"] = "off"
     work = args.workdir or tempfile.mkdtemp(prefix="nisa_fixed_cost_")
     rows = [(n, m) for n, m in tc.ROWS
-            if not args.only or any(n.startswith(o) for o in args.only)]
+            if (not args.only or any(n.startswith(o) for o in args.only)) and n not in args.skip]
     print("nisa %s; %d processes and in-process calls per row, interleaved (medians; min in "
           "brackets); %s; load average %.1f" %
           (nisa, args.repeat, "cold (NISA_CACHE_DIR=off)" if args.cold else "nisa's caches warm",
            os.getloadavg()[0]))
     print()
-    print("| row | declared HBM | whole | in process | fixed = whole - in process | "
-          "nisa --version | bound |")
-    print("| --- | --- | --- | --- | --- | --- | --- |")
+    print("| row | declared HBM | outputs | whole | in process | fixed = whole - in process | "
+          "nisa --version | io floor (cp of the outputs) | bound |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     version = [nisa, "--version"]
     for name, make in rows:
         row = make(numpy.random.default_rng(tc.seed_of(name)))
@@ -118,21 +123,27 @@ def main():
         mb = declared_mb(k, kw.get("ranks", k.ranks or 1))
         log = os.path.join(d, "nisa.log")
         spawn_wall(cmd, env, log)  # warm: the page cache, nisa's caches, the static check
+        outs = [os.path.join(d, "out_" + k + ".npy") for k in row.outs]
+        floor_dir = os.path.join(d, "floor")
+        os.makedirs(floor_dir, exist_ok=True)
+        cp = [shutil.which("cp") or "/bin/cp"] + outs + [floor_dir]
+        out_mb = sum(os.path.getsize(o) for o in outs) / 1e6
         k.run(**kw, fetch=tuple(row.outs), **row.ins)
-        whole, inproc, ver = [], [], []
+        whole, inproc, ver, floor = [], [], [], []
         for _ in range(max(1, args.repeat)):
             ver.append(spawn_wall(version, env, log))
+            floor.append(spawn_wall(cp, env, log))
             whole.append(spawn_wall(cmd, env, log))
             t0 = time.perf_counter()
             r = k.run(**kw, fetch=tuple(row.outs), **row.ins)
             inproc.append(time.perf_counter() - t0)
             del r
-        w, i, v = (statistics.median(x) * 1e3 for x in (whole, inproc, ver))
+        w, i, v, fl = (statistics.median(x) * 1e3 for x in (whole, inproc, ver, floor))
         fixed = w - i
         bound = ("ok" if fixed < BOUND_MS else "OVER") if mb < LIMIT_MB else "n/a (>= 256 MB)"
-        print("| %s | %.0f MB | %.1f ms [%.1f] | %.1f ms [%.1f] | %.1f ms [%.1f] | %.1f ms | %s |" %
-              (name, mb, w, min(whole) * 1e3, i, min(inproc) * 1e3, fixed,
-               (min(whole) - min(inproc)) * 1e3, v, bound))
+        print("| %s | %.0f MB | %.1f MB | %.1f ms [%.1f] | %.1f ms [%.1f] | %.1f ms [%.1f] | %.1f ms "
+              "| %.1f ms | %s |" % (name, mb, out_mb, w, min(whole) * 1e3, i, min(inproc) * 1e3,
+                                   fixed, (min(whole) - min(inproc)) * 1e3, v, fl, bound))
         sys.stdout.flush()
         row.ins = None
         if not args.workdir:
