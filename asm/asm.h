@@ -10,6 +10,14 @@
 
 namespace nisa::nasm {
 
+// Where an assembly's time went (nisa asm --time-report; bench/asm_process.py), in seconds.
+struct AsmTimes {
+  double read = 0;    // reading the main file
+  double parse = 0;   // lexing and parsing every unit (the main file, each include)
+  double expand = 0;  // expansion: blocks, loops, macros, expressions, operands, checks
+  double resolve = 0; // labels, @after edges, the module finished
+};
+
 struct AsmOptions {
   std::vector<std::pair<std::string, std::string>> defines; // -D NAME=VALUE
   std::vector<std::string> include_dirs;                    // -I DIR
@@ -22,6 +30,7 @@ struct AsmOptions {
   // Bytes lexed, all told: every file once when it is read (the main file, each include), and
   // each statement's bytes every time it is expanded (loops, macros and includes multiply).
   int64_t max_lexed_bytes = int64_t(256) << 20;
+  AsmTimes* times = nullptr; // when set, each phase's time is added there
 };
 
 // The largest source file (the main file or an include), in bytes.
@@ -42,6 +51,12 @@ struct Diagnostic {
 struct AsmResult {
   std::optional<Module> module; // set when there is no error
   std::vector<Diagnostic> diags;
+  // What the assembly read, so that a cache of its output can tell whether it still holds
+  // (cli/kernel_cache.h): every file read with the FNV-1a 64 of its bytes (the main file
+  // first; not for assemble_string), and every include candidate that did not exist then (a
+  // file made there later would be included instead).
+  std::vector<std::pair<std::string, uint64_t>> read_files;
+  std::vector<std::string> absent_files;
   bool ok() const { return module.has_value(); }
   std::string diagnostics_text() const; // every diagnostic, formatted
 };

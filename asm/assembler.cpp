@@ -8,6 +8,7 @@
 #include <cctype>
 #include <filesystem>
 #include <new>
+#include <optional>
 
 #include "asm/assembler_util.h"
 #include "isa/error.h"
@@ -16,11 +17,18 @@ namespace nisa::nasm {
 namespace fs = std::filesystem;
 using namespace detail;
 
-Assembler::Assembler(const AsmOptions& opts) : opts_(opts) {}
+Assembler::Assembler(const AsmOptions& opts) : opts_(opts) {
+  if (opts_.times) src_.parse_time = &opts_.times->parse;
+}
 
 AsmResult Assembler::run_file(const std::string& path) {
   std::string text;
-  if (auto why = read_text(path, text)) {
+  std::optional<std::string> why;
+  {
+    const Stopwatch watch(opts_.times ? &opts_.times->read : nullptr);
+    why = read_text(path, text);
+  }
+  if (why) {
     Diagnostic d;
     d.file = path;
     d.message = "cannot read file: it " + *why;
@@ -30,6 +38,7 @@ AsmResult Assembler::run_file(const std::string& path) {
   }
   std::error_code ec;
   expander_.set_main_path(fs::weakly_canonical(path, ec).string());
+  expander_.note_read(path, text);
   return run(std::move(text), path);
 }
 
@@ -38,6 +47,18 @@ AsmResult Assembler::run_string(std::string_view text, const std::string& name) 
 }
 
 AsmResult Assembler::run(std::string text, const std::string& name) {
+  // Expansion's time is the run's less the parsing it asks for (includes are parsed on the way).
+  const double parsed_before = opts_.times ? opts_.times->parse : 0;
+  {
+    const Stopwatch watch(opts_.times ? &opts_.times->expand : nullptr);
+    expand(std::move(text), name);
+  }
+  if (opts_.times) opts_.times->expand -= opts_.times->parse - parsed_before;
+  const Stopwatch watch(opts_.times ? &opts_.times->resolve : nullptr);
+  return finish();
+}
+
+void Assembler::expand(std::string text, const std::string& name) {
   add_defines();
   decls_.start();
   try {
@@ -49,7 +70,6 @@ AsmResult Assembler::run(std::string text, const std::string& name) {
     }
   } catch (const Abort&) {
   }
-  return finish();
 }
 
 void Assembler::add_defines() {
@@ -96,6 +116,8 @@ AsmResult Assembler::finish() {
   }
   AsmResult r;
   r.diags = rep_.take();
+  r.read_files = std::move(expander_.read_files());
+  r.absent_files = std::move(expander_.absent_files());
   if (rep_.errors() == 0) {
     mod_.frames.shrink_to_fit();
     r.module = std::move(mod_);

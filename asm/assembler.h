@@ -33,7 +33,8 @@ public:
 
 private:
   AsmResult run(std::string text, const std::string& name);
-  void add_defines(); // -D NAME=VALUE
+  void expand(std::string text, const std::string& name); // the main unit's statements
+  void add_defines();                                     // -D NAME=VALUE
   AsmResult finish();
 
   // Each part holds references to the parts it uses (some declared after it: they are only

@@ -1,5 +1,6 @@
 // Helpers of the assembler's own files: not part of its API.
 #pragma once
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -16,6 +17,23 @@
 
 namespace nisa::nasm::detail {
 namespace fs = std::filesystem;
+
+// Adds the time of its scope to *to, when set (the phases of AsmTimes).
+class Stopwatch {
+public:
+  explicit Stopwatch(double* to) : to_(to) {
+    if (to_) t0_ = std::chrono::steady_clock::now();
+  }
+  ~Stopwatch() {
+    if (to_) *to_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+  }
+  Stopwatch(const Stopwatch&) = delete;
+  Stopwatch& operator=(const Stopwatch&) = delete;
+
+private:
+  double* to_;
+  std::chrono::steady_clock::time_point t0_;
+};
 
 // Reads a source file into `out`: nullopt when read, else why not, as the end of a sentence
 // about the file ("is a directory"). Regular files only (never a device or a FIFO), of at most

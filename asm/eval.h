@@ -22,8 +22,15 @@ public:
   int64_t eval_int(uint32_t e, const char* what);
   void need_num(const Value& v, uint32_t at) const; // StmtError unless a number
 
+  // The integer value of `e` when it and every node under it are plain integers (numbers,
+  // integer variables, arithmetic, comparisons, min/max/cdiv/align_up of integers) and nothing
+  // would fail; else false, and eval() decides (with its errors). Never throws. Most of a
+  // kernel's expressions are such: this skips building a Value per node.
+  bool try_int(uint32_t e, int64_t& out);
+
 private:
   Value eval_binary(uint32_t e);
+  bool try_int_call(const Node& c, int64_t& out);
 
   const Sources& src_;
   Symbols& sym_;

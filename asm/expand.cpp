@@ -17,10 +17,16 @@
 #include "asm/labels.h"
 #include "asm/reporter.h"
 #include "asm/symbols.h"
+#include "isa/object.h"
 
 namespace nisa::nasm {
 namespace fs = std::filesystem;
 using namespace detail;
+
+void Expander::note_read(const std::string& path, std::string_view text) {
+  read_files_.emplace_back(path,
+                           fnv1a64({reinterpret_cast<const uint8_t*>(text.data()), text.size()}));
+}
 
 void Expander::exec_range(uint32_t unit, size_t begin, size_t end) {
   const uint32_t saved = src_.cur_unit();
@@ -32,7 +38,10 @@ void Expander::exec_range(uint32_t unit, size_t begin, size_t end) {
 void Expander::exec_line(uint32_t unit, size_t& i) {
   const Stmt& s = src_.file().stmts[i];
   if (++steps_ > opts_.max_steps) rep_.count_step(src_.loc(s.first));
-  count_lexed(src_.unit(unit).bytes[i], src_.loc(s.first));
+  // count_lexed, with the location only computed when it is reported (a line's position is a
+  // search of the line table and a scan of the line, per statement executed).
+  lexed_ += src_.unit(unit).bytes[i];
+  if (lexed_ > uint64_t(opts_.max_lexed_bytes)) rep_.count_lexed(src_.loc(s.first));
   try {
     if (s.label != kNone) labels_.define(s.label);
     if (s.kind != StmtKind::None) exec_stmt(unit, i, s);
@@ -286,6 +295,7 @@ void Expander::exec_include(const Stmt& s) {
       canon = fs::weakly_canonical(path, ec).string();
       break;
     }
+    absent_files_.push_back(c.string());
   }
   if (path.empty())
     fail(src_.loc(s.word),
@@ -311,6 +321,7 @@ void Expander::exec_include(const Stmt& s) {
       fail(src_.loc(s.word), fmt::format("cannot include '{}': {} {}", rel, path, *why));
     }
     count_lexed(content.size(), src_.loc(s.word));
+    note_read(path, content);
     unit = src_.load(path, std::move(content));
     unit_by_path_[canon] = unit;
   }

@@ -4,6 +4,8 @@
 #pragma once
 #include <map>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "asm/ast.h"
@@ -32,6 +34,11 @@ public:
     lexed_ += bytes;
     if (lexed_ > uint64_t(opts_.max_lexed_bytes)) rep_.count_lexed(at);
   }
+
+  // What was read (AsmResult::read_files, absent_files).
+  void note_read(const std::string& path, std::string_view text);
+  std::vector<std::pair<std::string, uint64_t>>& read_files() { return read_files_; }
+  std::vector<std::string>& absent_files() { return absent_files_; }
 
 private:
   struct Macro {
@@ -64,6 +71,8 @@ private:
   NameMap<Macro> macros_;
   std::vector<std::string> include_stack_; // canonical paths, for cycle detection
   std::map<std::string, uint32_t> unit_by_path_;
+  std::vector<std::pair<std::string, uint64_t>> read_files_;
+  std::vector<std::string> absent_files_;
   int depth_ = 0;      // nested macro expansions and includes
   int64_t steps_ = 0;  // statements executed and loop iterations begun (opts_.max_steps)
   uint64_t lexed_ = 0; // bytes lexed (opts_.max_lexed_bytes)

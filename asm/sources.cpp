@@ -12,6 +12,7 @@ namespace nisa::nasm {
 using namespace detail;
 
 uint32_t Sources::load(const std::string& display, std::string text) {
+  const Stopwatch watch(parse_time);
   const uint32_t id = static_cast<uint32_t>(units_.size());
   mod_.files.push_back(display);
   units_.emplace_back();

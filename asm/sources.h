@@ -54,6 +54,7 @@ public:
 
   // Parses a file into a new unit (its syntax and block errors reported); returns its id.
   uint32_t load(const std::string& display, std::string text);
+  double* parse_time = nullptr; // when set, load's time is added there (AsmTimes::parse)
   Unit& unit(uint32_t u) { return units_[u]; }
   const Unit& unit(uint32_t u) const { return units_[u]; }
   size_t units() const { return units_.size(); }

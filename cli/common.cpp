@@ -13,6 +13,7 @@
 #include <iostream>
 
 #include "asm/asm.h"
+#include "cli/kernel_cache.h"
 #include "interp/core/host_pool.h"
 #include "interp/core/target.h"
 #include "isa/launch.h"
@@ -317,24 +318,41 @@ std::optional<std::string> apply_declared(const po::variables_map& vm, const Mod
 }
 
 std::optional<Module> MachineArgs::load_module(std::string_view cmd, const std::string& path,
-                                               const interp::RunConfig& cfg) const {
+                                               const interp::RunConfig& cfg,
+                                               uint64_t* checksum) const {
   if (path.size() >= 5 && path.compare(path.size() - 5, 5, ".nbin") == 0) {
     if (!defines.empty()) {
       std::cerr << "nisa " << cmd << ": -D applies to .nasm kernels only (" << path
                 << " is assembled)\n";
       return std::nullopt;
     }
-    auto r = load_object(path);
-    if (!r) {
-      std::cerr << "nisa " << cmd << ": " << r.error().str() << "\n";
-      return std::nullopt;
+    std::vector<uint8_t> bytes;
+    std::optional<ObjectFileError> err = read_object_bytes(path, bytes);
+    if (!err) {
+      auto r = read_object(bytes);
+      if (r) {
+        if (checksum) *checksum = object_checksum(bytes);
+        return std::move(*r);
+      }
+      err = ObjectFileError{path, r.error().offset, r.error().message};
     }
-    return std::move(*r);
+    std::cerr << "nisa " << cmd << ": " << err->str() << "\n";
+    return std::nullopt;
   }
   nasm::AsmOptions ao;
   if (!parse_defines(cmd, defines, ao.defines)) return std::nullopt;
   ao.include_dirs = include_path(includes);
   if (cfg.target_given) ao.target = cfg.machine.target;
+  if (checksum) { // a run: through the cache of assembled kernels
+    std::string diags;
+    auto c = assemble_cached(path, ao, diags);
+    if (!c) {
+      std::cerr << diags;
+      return std::nullopt;
+    }
+    *checksum = c->checksum;
+    return std::move(c->module);
+  }
   nasm::AsmResult r = nasm::assemble_file(path, ao);
   if (!r.ok()) {
     std::cerr << r.diagnostics_text();
@@ -346,7 +364,10 @@ std::optional<Module> MachineArgs::load_module(std::string_view cmd, const std::
 std::optional<Module> MachineArgs::load_kernel(std::string_view cmd, const std::string& path,
                                                const po::variables_map& vm,
                                                interp::RunConfig& cfg) const {
-  std::optional<Module> mod = load_module(cmd, path, cfg);
+  // `nisa run` only: the other commands keep the assembler's module as it made it.
+  uint64_t checksum = 0;
+  std::optional<Module> mod = load_module(cmd, path, cfg, cmd == "run" ? &checksum : nullptr);
+  cfg.module_hash = checksum;
   if (!mod) return std::nullopt;
   if (auto why = apply_declared(vm, *mod, cfg)) {
     std::cerr << "nisa " << cmd << ": " << *why << "\n";

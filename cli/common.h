@@ -47,8 +47,11 @@ struct MachineArgs {
   // Fills cfg.machine, cfg.sched and cfg.inputs.
   bool apply(std::string_view cmd, const po::variables_map& vm, interp::RunConfig& cfg) const;
   // .nbin: the object as stored; .nasm: assembled with -D, -I and the run's --target.
+  // `checksum`: when given, the object's checksum goes there (0: unknown) and a .nasm is
+  // assembled through the cache of assembled kernels (kernel_cache.h).
   std::optional<Module> load_module(std::string_view cmd, const std::string& path,
-                                    const interp::RunConfig& cfg) const;
+                                    const interp::RunConfig& cfg,
+                                    uint64_t* checksum = nullptr) const;
   // load_module, then apply_declared (its error printed as "nisa CMD: ...").
   std::optional<Module> load_kernel(std::string_view cmd, const std::string& path,
                                     const po::variables_map& vm, interp::RunConfig& cfg) const;

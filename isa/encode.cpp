@@ -290,6 +290,10 @@ void encode_operand(io::Writer& w, const OperandDesc& d, const Operand& o) {
 
 void encode_inst(const Inst& in, std::vector<uint8_t>& out) {
   io::Writer w(out);
+  io::encode_inst(w, in);
+}
+
+void io::encode_inst(io::Writer& w, const Inst& in) {
   const size_t start = w.size();
   const InstDesc& d = desc(in.op);
   w.u16(d.opcode);

@@ -75,6 +75,10 @@ private:
   size_t len_;
 };
 
+// encode_inst into a writer held across instructions (write_object: the object's bytes in one
+// buffer, not each instruction's appended through a writer of its own).
+void encode_inst(Writer& w, const Inst& in);
+
 // Reads [pos, end) of a buffer; offsets are absolute within the buffer. A read past `end`
 // fails with `truncated` (a description of the window) at the offending field.
 class Reader {

@@ -22,8 +22,13 @@ inline constexpr uint16_t kOldestObjectVersion = 1;
 std::vector<uint8_t> write_object(const Module& m);
 
 struct ReadOptions {
-  // Off only for fuzzing, so that mutated inputs reach the section parsers.
+  // Off for fuzzing, so that mutated inputs reach the section parsers, and for bytes the caller
+  // has checked otherwise (the cache of assembled kernels: cli/kernel_cache.h).
   bool verify_checksum = true;
+  // Off: no check_inst_for_target per decoded instruction (each field is still checked as it
+  // is read), for bytes this binary wrote from a module the assembler checked (the cache of
+  // assembled kernels): a third of decoding 10^4 instructions.
+  bool check_instructions = true;
 };
 // Parses and validates an object: magic, version, lengths, every instruction (check_inst and
 // the target's generation rules), indices (semaphores, groups, labels, files, frames) and the
@@ -41,6 +46,15 @@ struct ObjectFileError {
   std::string str() const; // "k.nbin: byte 12 (0xc): bad magic" or "k.nbin: cannot open: ..."
 };
 std::optional<ObjectFileError> save_object(const std::string& path, const Module& m);
+// save_object of bytes write_object made.
+std::optional<ObjectFileError> write_object_file(const std::string& path,
+                                                 std::span<const uint8_t> bytes);
 Result<Module, ObjectFileError> load_object(const std::string& path);
+// The bytes of a file, as load_object reads them (the error says why not).
+std::optional<ObjectFileError> read_object_bytes(const std::string& path,
+                                                 std::vector<uint8_t>& bytes);
+// The checksum stored in an object's last 8 bytes (FNV-1a 64 of the rest): a hash of the
+// module it holds, for keys of caches. Precondition: read_object accepted `bytes`.
+uint64_t object_checksum(std::span<const uint8_t> bytes);
 
 } // namespace nisa

@@ -157,7 +157,10 @@ void OutputFile::commit() {
 }
 
 void write_file_atomic(const std::string& path, std::string_view bytes) {
-  write_files_atomic({{path, std::string(bytes)}});
+  OutputFile f(path); // as write_files_atomic, without copying the bytes into a string first
+  f.write(bytes);
+  f.finish();
+  f.commit();
 }
 
 void write_files_atomic(const std::vector<std::pair<std::string, std::string>>& files) {

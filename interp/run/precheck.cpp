@@ -53,33 +53,39 @@ std::string precheck_text(const CheckResult& r, const std::string& who) {
   return os.str();
 }
 
-namespace {
-
-std::filesystem::path cache_dir() {
+std::string cache_dir() {
   if (const char* d = std::getenv("NISA_CACHE_DIR")) return std::string(d) == "off" ? "" : d;
   if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x)
-    return std::filesystem::path(x) / "nisa";
+    return (std::filesystem::path(x) / "nisa").string();
   if (const char* h = std::getenv("HOME"); h && *h)
-    return std::filesystem::path(h) / ".cache" / "nisa";
+    return (std::filesystem::path(h) / ".cache" / "nisa").string();
   return {};
 }
 
-// The binary that checks: a rebuilt nisa (a changed checker) does not read its old entries.
 uint64_t binary_stamp() {
-  struct stat st {};
-  if (::stat("/proc/self/exe", &st) != 0) return 0;
-  return uint64_t(st.st_mtim.tv_sec) * 1000000007ull ^ uint64_t(st.st_mtim.tv_nsec) ^
-         uint64_t(st.st_size) << 20;
+  static const uint64_t stamp = [] {
+    struct stat st {};
+    if (::stat("/proc/self/exe", &st) != 0) return uint64_t(0);
+    return uint64_t(uint64_t(st.st_mtim.tv_sec) * 1000000007ull ^ uint64_t(st.st_mtim.tv_nsec) ^
+                    uint64_t(st.st_size) << 20);
+  }();
+  return stamp;
 }
 
-} // namespace
-
 std::string precheck_text_cached(const Module& mod, Target target, int lnc, int ranks,
-                                 const std::string& who) {
+                                 const std::string& who, uint64_t module_hash) {
   namespace fs = std::filesystem;
   const fs::path dir = cache_dir();
   if (dir.empty()) return precheck_text(precheck(mod, target, lnc, ranks), who);
-  std::vector<uint8_t> key = write_object(mod);
+  // The module's bytes, or their checksum when the caller has it (writing a 10^4-instruction
+  // object again cost a run ~5 ms).
+  std::vector<uint8_t> key;
+  if (module_hash != 0) {
+    const std::string h = fmt::format("object {:016x}", module_hash);
+    key.assign(h.begin(), h.end());
+  } else {
+    key = write_object(mod);
+  }
   const std::string opts =
       fmt::format("|{}|{}|{}|{}|{}", int(target), lnc, ranks, binary_stamp(), kPrecheckMaxNodes);
   key.insert(key.end(), opts.begin(), opts.end());

@@ -32,7 +32,16 @@ std::string precheck_text(const CheckResult& r, const std::string& who);
 // instead of the check (depthwise_conv1d at the bench shape: ~75 ms). The cache is only a
 // cache: a directory that cannot be made or written is not an error; NISA_CACHE_DIR=off turns
 // it off.
+// `module_hash`: the checksum of the module's object (isa/object.h object_checksum) when the
+// caller has it (a .nbin, a cached assembly), so the key costs no write_object; 0: unknown.
 std::string precheck_text_cached(const Module& mod, Target target, int lnc, int ranks,
-                                 const std::string& who);
+                                 const std::string& who, uint64_t module_hash = 0);
+
+// The directory of nisa's caches (the texts above, assembled kernels: cli/kernel_cache.h):
+// $NISA_CACHE_DIR ("off": none), else $XDG_CACHE_HOME/nisa, else ~/.cache/nisa; empty: none.
+std::string cache_dir();
+// This binary's mtime and size: part of every cache key, so that a rebuilt nisa (a changed
+// checker or assembler) does not read its old entries.
+uint64_t binary_stamp();
 
 } // namespace nisa::interp

@@ -46,6 +46,14 @@ struct RunConfig {
   // Run the bounded static check first and print what it finds (precheck.h); the CLI's
   // default (--no-check: off).
   bool static_check = false;
+  // The checksum of the module's object when the caller has it (isa/object.h object_checksum:
+  // a .nbin, a cached assembly); the static check's cache key then costs no write_object.
+  // 0: unknown.
+  uint64_t module_hash = 0;
+  // The process ends after this run (nisa run): the machine is left to the process's exit,
+  // not destroyed (its memories unmapped one by one while the host threads still run: ~2 ms
+  // for attention_block_tkg's). Kept reachable, for leak checkers.
+  bool keep_machine = false;
 };
 
 // The profile of a run made with SchedOptions::history, with its what-if makespans (what_if):
