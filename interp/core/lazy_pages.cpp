@@ -3,6 +3,7 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <cstring>
 
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23 // Linux 5.14; older kernels answer EINVAL (the faults remain)
@@ -22,6 +23,21 @@ LazyPages::LazyPages(uint8_t* base, size_t bytes)
 
 void LazyPages::clear() {
   for (size_t w = 0; w < (pages_ + 63) / 64; ++w) bits_[w].store(0, std::memory_order_relaxed);
+}
+
+void LazyPages::repoison(uint8_t poison) {
+  auto bit = [&](size_t g) {
+    return bits_[g / 64].load(std::memory_order_relaxed) >> (g % 64) & 1;
+  };
+  for (size_t g = 0; g < pages_;) {
+    const size_t from = g;
+    const uint64_t b = bit(g);
+    while (g < pages_ && bit(g) == b) ++g;
+    if (b)
+      std::memset(base_ + from * kPage, poison, (g - from) * kPage);
+    else
+      madvise(base_ + from * kPage, (g - from) * kPage, MADV_DONTNEED);
+  }
 }
 
 void LazyPages::populate(const uint8_t* lo, const uint8_t* hi) const {

@@ -160,9 +160,8 @@ void HostBuffer::zero() {
 
 void HostBuffer::repoison() {
   if (!p_) return;
-  if (pages_) { // lazy: private pages go; the file's poison shows through again
-    madvise(p_, (n_ + 4095) & ~size_t(4095), MADV_DONTNEED);
-    pages_->clear();
+  if (pages_) { // lazy: the pages written are poisoned in place, the rest show the file again
+    pages_->repoison(kPoisonByte);
     return;
   }
   std::memset(p_, kPoisonByte, n_);
