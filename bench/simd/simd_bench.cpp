@@ -626,7 +626,7 @@ void BM_iota(benchmark::State& s) {
 void levels_and_tiles(benchmark::internal::Benchmark* b) {
   for (int64_t l : {2, 1, 0})
     for (int64_t dt : {0, 1})
-      for (int64_t n : {2048, 8192, 16384}) b->Args({l, dt, n});
+      for (int64_t n : {2048, 4096, 8192, 16384}) b->Args({l, dt, n});
   b->ArgNames({"level", "bf16", "n"});
 }
 void reduce_args(benchmark::internal::Benchmark* b) {
