@@ -619,10 +619,10 @@ void BM_iota(benchmark::State& s) {
   }
 }
 
-// n = 2048 / 8192 fp32 (1 / 4 MiB a tile) sit in a 4 MiB L2 with the baseline; 16384 fp32
-// (8 MiB) does not, nor bf16 at 32768 (8 MiB; bf16 16384 is 4 MiB, the L2's size): the sizes
-// where both sides stream from beyond L2 (docs/performance.md "Row kernels against a streaming
-// pass"). 16384 is the search instructions' limit.
+// n = 2048 fp32 (1 MiB a tile) sits in a 2 MiB L2 with the baseline; 8192 / 16384 fp32 (4 / 8
+// MiB) and bf16 16384 / 32768 (4 / 8 MiB) do not: there both sides stream from L3
+// (docs/performance.md "Row kernels against a streaming pass"). 16384 is the search
+// instructions' limit; 4096 is the folded top-K's window.
 void levels_and_tiles(benchmark::internal::Benchmark* b) {
   for (int64_t l : {2, 1, 0})
     for (int64_t dt : {0, 1})
