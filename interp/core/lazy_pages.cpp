@@ -14,10 +14,6 @@
 
 namespace nisa::interp {
 
-namespace {
-constexpr size_t kPage = 4096;
-}
-
 LazyPages::LazyPages(uint8_t* base, size_t bytes)
     : base_(base), pages_((bytes + kPage - 1) / kPage),
       bits_(std::make_unique<std::atomic<uint64_t>[]>((pages_ + 63) / 64)) {
@@ -74,7 +70,7 @@ void LazyPages::repoison(uint8_t poison) {
   }
 }
 
-void LazyPages::populate(const uint8_t* lo, const uint8_t* hi) const {
+void LazyPages::populate_slow(const uint8_t* lo, const uint8_t* hi) const {
   if (hi <= lo || lo < base_) return;
   size_t g = size_t(lo - base_) / kPage;
   const size_t end = std::min(pages_, (size_t(hi - base_) + kPage - 1) / kPage);
