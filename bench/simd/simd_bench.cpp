@@ -286,11 +286,13 @@ void BM_scan(benchmark::State& s) {
   const DType t = dt_of(s.range(1));
   const uint32_t n = uint32_t(s.range(2));
   c.fill(t, 0, n, 5);
+  // in0 and dst past the source at n = 16384 (up to 64 KiB each; a partition has 224 KiB)
+  const uint64_t in0 = n <= 8192 ? 40000 : 70000, dst = n <= 8192 ? 80000 : 140000;
   for (uint32_t p = 0; p < kP; ++p)
-    for (uint32_t j = 0; j < n; ++j) store_from_f32(DType::fp32, c.row(p, 40000) + 4 * j, 1.0f);
+    for (uint32_t j = 0; j < n; ++j) store_from_f32(DType::fp32, c.row(p, in0) + 4 * j, 1.0f);
   Inst in = make_inst(Opcode::scan, Engine::dve);
-  set_ap(in, "dst", tile(t, 80000, n));
-  set_ap(in, "in0", tile(DType::fp32, 40000, n));
+  set_ap(in, "dst", tile(t, dst, n));
+  set_ap(in, "in0", tile(DType::fp32, in0, n));
   set_ap(in, "in1", tile(t, 0, n));
   set_i(in, "op0", int64_t(AluOp::multiply));
   set_i(in, "op1", int64_t(AluOp::add));
@@ -617,17 +619,22 @@ void BM_iota(benchmark::State& s) {
   }
 }
 
+// n = 2048 fp32 (1 MiB a tile) sits in a 2 MiB L2 with the baseline; 8192 / 16384 fp32 (4 / 8
+// MiB) and bf16 16384 / 32768 (4 / 8 MiB) do not: there both sides stream from L3
+// (docs/performance.md "Row kernels against a streaming pass"). 16384 is the search
+// instructions' limit; 4096 is the folded top-K's window.
 void levels_and_tiles(benchmark::internal::Benchmark* b) {
   for (int64_t l : {2, 1, 0})
     for (int64_t dt : {0, 1})
-      for (int64_t n : {2048, 8192}) b->Args({l, dt, n});
+      for (int64_t n : {2048, 4096, 8192, 16384}) b->Args({l, dt, n});
   b->ArgNames({"level", "bf16", "n"});
 }
 void reduce_args(benchmark::internal::Benchmark* b) {
   for (int64_t op : {int64_t(AluOp::max), int64_t(AluOp::add), int64_t(AluOp::multiply)})
     for (int64_t l : {2, 1, 0})
       for (int64_t dt : {0, 1})
-        for (int64_t n : {2048, 8192}) b->Args({l, dt, n, op});
+        for (int64_t n : {2048, 8192, 16384, 32768})
+          if (dt || n <= 16384) b->Args({l, dt, n, op});
   b->ArgNames({"level", "bf16", "n", "op"});
 }
 BENCHMARK(BM_max8)->Name("max8")->Apply(levels_and_tiles);

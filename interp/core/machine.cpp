@@ -160,9 +160,8 @@ void HostBuffer::zero() {
 
 void HostBuffer::repoison() {
   if (!p_) return;
-  if (pages_) { // lazy: private pages go; the file's poison shows through again
-    madvise(p_, (n_ + 4095) & ~size_t(4095), MADV_DONTNEED);
-    pages_->clear();
+  if (pages_) { // lazy: the pages written are poisoned in place, the rest show the file again
+    pages_->repoison(kPoisonByte);
     return;
   }
   std::memset(p_, kPoisonByte, n_);
@@ -415,8 +414,9 @@ void Machine::reset(InputFill fill) {
     if (!fresh_) r.hbm_written.zero();
   };
   auto reset_core = [&](CoreSlot& c) {
-    c.sbuf.repoison();
-    c.psum.repoison();
+    // (A fresh lazy buffer reads as poison already: no pagemap read for each of 128 cores.)
+    if (!fresh_ || !c.sbuf.lazy()) c.sbuf.repoison();
+    if (!fresh_ || !c.psum.lazy()) c.psum.repoison();
     std::fill(c.st.psum_written.begin(), c.st.psum_written.end(), 0);
     if (!fresh_) {
       c.sbuf_written.zero();

@@ -28,7 +28,7 @@ public:
   // so that an input file's data can be mapped in place (map_npy_pages in interp/run/npy.h).
   explicit HostBuffer(size_t bytes, size_t shift = 0);
   // A private copy-on-write mapping of a shared file of poison bytes: reads as kPoisonByte,
-  // and only the pages written (or read) cost memory. repoison() drops the written pages.
+  // and only the pages written (or read) cost memory. repoison() poisons written pages in place.
   // For machines of many cores (--ranks 64 --lnc 2), whose SBUFs are mostly unused.
   static HostBuffer lazy_poison(size_t bytes);
   // A shared mapping of an unnamed temporary file in `dir`: the page cache writes it back and

@@ -16,6 +16,7 @@
 #include <cmath>
 
 #include "interp/core/host_pool.h"
+#include "interp/core/target.h"
 #include "interp/engines/elementwise.h"
 #include "interp/engines/engines.h"
 
@@ -76,6 +77,38 @@ __attribute__((target("avx512f"))) void mm_avx512(const float* s, int mp, const 
   }
 }
 
+// Output rows [m0, m1) one at a time (the rows of a last block beyond M: a 1-row matmul, as
+// depthwise_conv1d's per-channel one, computed 4x by the 4-row blocks); the same fma chain per
+// element as mm_avx512.
+__attribute__((target("avx512f"))) void mm_rows_avx512(const float* s, int mp, const float* v,
+                                                       int np, int k_n, float* c, int m0, int m1,
+                                                       size_t ldv) {
+  for (int m = m0; m < m1; ++m) {
+    int n = 0;
+    for (; n + 128 <= np; n += 128) {
+      __m512 acc[8];
+#pragma GCC unroll 8
+      for (int j = 0; j < 8; ++j) acc[j] = _mm512_setzero_ps();
+      for (int k = 0; k < k_n; ++k) {
+        const float* vr = v + size_t(k) * ldv + n;
+        const __m512 a = _mm512_set1_ps(s[size_t(k) * mp + m]);
+#pragma GCC unroll 8
+        for (int j = 0; j < 8; ++j)
+          acc[j] = _mm512_fmadd_ps(a, _mm512_loadu_ps(vr + 16 * j), acc[j]);
+      }
+#pragma GCC unroll 8
+      for (int j = 0; j < 8; ++j) _mm512_storeu_ps(c + size_t(m) * np + n + 16 * j, acc[j]);
+    }
+    for (; n < np; n += 16) {
+      __m512 acc = _mm512_setzero_ps();
+      for (int k = 0; k < k_n; ++k)
+        acc = _mm512_fmadd_ps(_mm512_set1_ps(s[size_t(k) * mp + m]),
+                              _mm512_loadu_ps(v + size_t(k) * ldv + n), acc);
+      _mm512_storeu_ps(c + size_t(m) * np + n, acc);
+    }
+  }
+}
+
 __attribute__((target("avx2,fma"))) void mm_avx2(const float* s, int mp, const float* v, int np,
                                                  int k_n, float* c, int m0, int m1, size_t ldv) {
   for (int m = m0; m < m1; m += kRowBlock)
@@ -126,6 +159,14 @@ std::vector<float> padded_rows(const View& v, int width) {
 const float* padded_rows_into(const View& v, int width, std::vector<float>& out) {
   const size_t w = size_t(width), n = v.free_elems;
   if (out.size() < size_t(v.parts) * w) out.resize(size_t(v.parts) * w);
+  if (fp32_direct(v)) { // rows a partition stride apart: all their loads in flight at once
+    for (uint32_t p = 0; p < v.parts; ++p) {
+      float* r = out.data() + size_t(p) * w;
+      std::memcpy(r, v.row(p), n * sizeof(float));
+      if (w > n) std::fill(r + n, r + w, 0.0f);
+    }
+    return out.data();
+  }
   for (uint32_t p = 0; p < v.parts; ++p) {
     float* r = out.data() + size_t(p) * w;
     load_row(v, p, r);
@@ -209,9 +250,18 @@ void sem_matmul(ExecCtx& cx, const Inst& in) {
   // Operand buffers reused per host thread (this one: the matmul's own thread).
   thread_local std::vector<float> s_buf, v_buf, c_buf;
   const float* s = padded_rows_into(st, mp, s_buf);
-  // An aligned fp32 moving operand of whole 16-float rows is read in place (its rows a
-  // partition stride apart): no conversion copy.
-  const bool direct = fp32_direct(mv) && int64_t(N) == np && mv.pstride >= 0;
+  // An aligned fp32 moving operand is read in place (its rows a partition stride apart): no
+  // conversion copy. Rows not a whole 16 floats are read on past their end into the padded
+  // columns (whose results are dropped) only on chip, where every row is followed by at least
+  // kHostPartPad host bytes of its partition (core/target.h).
+  const auto on_chip = [&](const uint8_t* q) {
+    const CoreState* cs = cx.state;
+    return (cs->sbuf && q >= cs->sbuf && q < cs->sbuf + kNumPartitions * cs->sbuf_stride) ||
+           (cs->psum && q >= cs->psum && q < cs->psum + kNumPartitions * cs->psum_stride);
+  };
+  static_assert(kHostPartPad >= kColPad * sizeof(float));
+  const bool direct = fp32_direct(mv) && mv.pstride >= 0 &&
+                      (int64_t(N) == np || (mv.parts > 0 && on_chip(mv.base)));
   const float* v =
       direct ? reinterpret_cast<const float*>(mv.base) : padded_rows_into(mv, np, v_buf);
   const size_t ldv = direct ? size_t(mv.pstride) / 4 : size_t(np);
@@ -223,7 +273,11 @@ void sem_matmul(ExecCtx& cx, const Inst& in) {
   for_row_ranges(cx.pool, uint32_t(mp / kRowBlock), uint64_t(kRowBlock) * np * K,
                  [&](uint32_t b0, uint32_t b1) {
                    const int m0 = int(b0) * kRowBlock, m1 = int(b1) * kRowBlock, k = int(K);
-                   if (avx512)
+                   const int mf = std::min(m1, int(M) / kRowBlock * kRowBlock);
+                   if (avx512 && mf < m1) { // a last block of fewer than 4 real rows
+                     if (m0 < mf) mm_avx512(s, mp, v, np, k, c, m0, mf, ldv);
+                     mm_rows_avx512(s, mp, v, np, k, c, std::max(m0, mf), int(M), ldv);
+                   } else if (avx512)
                      mm_avx512(s, mp, v, np, k, c, m0, m1, ldv);
                    else if (avx2)
                      mm_avx2(s, mp, v, np, k, c, m0, m1, ldv);

@@ -151,11 +151,61 @@ void sem_affine_select(ExecCtx& cx, const Inst& in) {
   }
 }
 
+namespace {
+// The bytes [lo, hi) the rows of a contiguous view cover.
+std::pair<const uint8_t*, const uint8_t*> row_span(const View& v) {
+  const uint8_t *lo = v.row(0), *hi = lo;
+  for (uint32_t p = 1; p < v.parts; ++p) {
+    lo = std::min<const uint8_t*>(lo, v.row(p));
+    hi = std::max<const uint8_t*>(hi, v.row(p));
+  }
+  return {lo, hi + v.free_elems * uint64_t(dtype_bytes(v.dtype))};
+}
+
+// n_gather of 4-byte elements by 32-bit indices, all rows contiguous, dst apart from data: a
+// row's indices checked first (the fault, and what is written before it, as the general path),
+// then the bits copied straight from data's row (topk's index gathers: 6% of topk_cascaded
+// in the general path's per-element loads and copies).
+bool gather_direct(const Inst& in, const View& d, const View& data, const View& idx) {
+  if (dtype_bytes(d.dtype) != 4 || dtype_bytes(data.dtype) != 4 ||
+      (idx.dtype != DType::uint32 && idx.dtype != DType::int32) || !d.contiguous() ||
+      !data.contiguous() || !idx.contiguous() || !d.row_skip.empty() || !data.row_skip.empty() ||
+      !idx.row_skip.empty() || d.parts == 0 || d.free_elems != idx.free_elems ||
+      data.parts != d.parts || idx.parts != d.parts)
+    return false;
+  const auto [d0, d1] = row_span(d);
+  const auto [s0, s1] = row_span(data);
+  if (d0 < s1 && s0 < d1) return false;
+  const uint64_t f = data.free_elems, n = idx.free_elems;
+  const bool sign = idx.dtype == DType::int32;
+  for (uint32_t p = 0; p < d.parts; ++p) {
+    const uint8_t* ir = idx.row(p);
+    for (uint64_t j = 0; j < n; ++j) {
+      uint32_t u;
+      std::memcpy(&u, ir + 4 * j, 4);
+      const int64_t ix = sign ? int64_t(int32_t(u)) : int64_t(u);
+      if (ix < 0 || uint64_t(ix) >= f)
+        fault(in, nisa::op::n_gather::idx,
+              fmt::format("[{}, {}] = {} is outside [0, {})", p, j, ix, f));
+    }
+    const uint8_t* sr = data.row(p);
+    uint8_t* dr = d.row(p);
+    for (uint64_t j = 0; j < n; ++j) {
+      uint32_t u;
+      std::memcpy(&u, ir + 4 * j, 4);
+      std::memcpy(dr + 4 * j, sr + 4 * uint64_t(u), 4);
+    }
+  }
+  return true;
+}
+} // namespace
+
 void sem_n_gather(ExecCtx& cx, const Inst& in) {
   require_legal(cx, in);
   const View d = operand_view(cx, in, nisa::op::n_gather::dst, Access::write);
   const View data = operand_view(cx, in, nisa::op::n_gather::data, Access::read);
   const View idx = operand_view(cx, in, nisa::op::n_gather::idx, Access::read);
+  if (gather_direct(in, d, data, idx)) return;
   const std::vector<uint8_t> src = gather_bits(data); // read first: dst may alias
   std::vector<int64_t> ix(idx.free_elems);
   const size_t eb = dtype_bytes(d.dtype);

@@ -87,16 +87,19 @@ TEST(Matmul, OddShapesAndStridedOperands) {
     }
 }
 
-// fp32 moving operands: aligned rows of a multiple of 16 columns are read in place at the
-// partition stride (a one-row matmul as depthwise_conv1d issues, and a full one), others are
-// converted and padded (20 columns; an odd byte offset); all the fma chain in k order.
+// fp32 moving operands: aligned rows are read in place at the partition stride (a one-row
+// matmul as depthwise_conv1d issues, and a full one; rows not a multiple of 16 columns read on
+// into the partition's host pad, also at the very end of a partition: 33 columns), others are
+// converted and padded (an odd byte offset); M not a multiple of 4 (1, 3, 6: the last rows one
+// at a time); all the fma chain in k order.
 TEST(Matmul, Fp32MovingInPlaceAndPadded) {
   struct Case {
     uint32_t K, M, N;
     uint64_t voff;
   };
   for (const Case c :
-       {Case{128, 1, 512, 256}, Case{128, 128, 512, 0}, Case{9, 3, 20, 64}, Case{5, 2, 16, 2}}) {
+       {Case{128, 1, 512, 256}, Case{128, 128, 512, 0}, Case{9, 3, 20, 64}, Case{5, 2, 16, 2},
+        Case{128, 1, 385, 0}, Case{7, 6, 33, 98304 - 33 * 4}, Case{3, 6, 130, 2}}) {
     Bench b;
     const auto S = Bench::sb(DType::fp32, c.K, c.M, 8192),
                V = Bench::sb(DType::fp32, c.K, c.N, c.voff), D = Bench::ps(DType::fp32, c.M, c.N);

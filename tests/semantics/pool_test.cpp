@@ -107,5 +107,31 @@ TEST(NGather, PerPartitionGatherAndBounds) {
   EXPECT_FAULT(b.run(in), "operand `idx`: [3, 7] = 300 is outside [0, 300)");
 }
 
+// The other paths: int32 indices into bf16 data, and a dst that overlaps data (the gather reads
+// every index's source before it writes: in place, the first J columns).
+TEST(NGather, Int32IndicesBf16AndInPlace) {
+  const uint32_t P = 16, F = 100, J = 40;
+  for (const DType t : {DType::bf16, DType::fp32}) {
+    Bench b;
+    const auto x = randoms(P * F, 83);
+    const auto idx = random_ints(P * J, 84, 0, F - 1);
+    b.put(Bench::sb(t, P, F), x);
+    const auto xs = b.get(Bench::sb(t, P, F)); // as stored (bf16 rounded)
+    b.put_int(Bench::sb(DType::int32, P, J, 2048), idx);
+    Inst in = make(Opcode::n_gather, Engine::pool);
+    set_ap(in, "dst", Bench::sb(t, P, J)); // the first J columns of data itself
+    set_ap(in, "data", Bench::sb(t, P, F));
+    set_ap(in, "idx", Bench::sb(DType::int32, P, J, 2048));
+    b.run(in);
+    const auto got = b.get(Bench::sb(t, P, F));
+    for (uint32_t p = 0; p < P; ++p)
+      for (uint32_t j = 0; j < J; ++j) ASSERT_EQ(got[p * F + j], xs[p * F + idx[p * J + j]]);
+    auto bad = idx;
+    bad[2 * J + 5] = -1;
+    b.put_int(Bench::sb(DType::int32, P, J, 2048), bad);
+    EXPECT_FAULT(b.run(in), "operand `idx`: [2, 5] = -1 is outside [0, 100)");
+  }
+}
+
 } // namespace
 } // namespace nisa::interp::test
