@@ -107,16 +107,7 @@ def main():
         d = os.path.join(work, name)
         os.makedirs(d, exist_ok=True)
         kpath = os.path.join(tc.KDIR, row.kernel)
-        cmd = [nisa, "run", kpath]
-        for k, v in row.defines.items():
-            cmd += ["-D", "%s=%s" % (k, v)]
-        cmd += row.flags
-        for k, a in row.ins.items():
-            p = os.path.join(d, k + ".npy")
-            numpy.save(p, a)
-            cmd += ["--in", "%s=%s" % (k, p)]
-        for k in row.outs:
-            cmd += ["--out", "%s=%s" % (k, os.path.join(d, "out_" + k + ".npy"))]
+        cmd = tc.run_command(nisa, row, d)
         os.sync()
         k = tc.nisa_py.assemble(kpath, **{n: str(v) for n, v in row.defines.items()})
         kw = tc.run_kwargs(row.flags)

@@ -645,6 +645,22 @@ with open(out, "w") as f:
 """
 
 
+def run_command(nisa, row, d, extra=()):
+    """The `nisa run` command line of a row; writes its inputs as .npy files into d (the
+    outputs go to d/out_NAME.npy)."""
+    cmd = [nisa, "run", os.path.join(KDIR, row.kernel)]
+    for k, v in row.defines.items():
+        cmd += ["-D", "%s=%s" % (k, v)]
+    cmd += row.flags + list(extra)
+    for k, a in row.ins.items():
+        p = os.path.join(d, k + ".npy")
+        np.save(p, a)
+        cmd += ["--in", "%s=%s" % (k, p)]
+    for k in row.outs:
+        cmd += ["--out", "%s=%s" % (k, os.path.join(d, "out_" + k + ".npy"))]
+    return cmd
+
+
 def run_nisa(cmd, log):
     """One whole `nisa run` process: wall (s), user (s), sys (s), peak RSS (MB), rc."""
     res = log + ".rusage"
@@ -835,16 +851,7 @@ def run_row(name, make, args, work, threads):
     row = make(rng)
     d = os.path.join(work, name)
     os.makedirs(d, exist_ok=True)
-    cmd = [args.nisa, "run", os.path.join(KDIR, row.kernel)]
-    for k, v in row.defines.items():
-        cmd += ["-D", "%s=%s" % (k, v)]
-    cmd += row.flags + threads
-    for k, a in row.ins.items():
-        p = os.path.join(d, k + ".npy")
-        np.save(p, a)
-        cmd += ["--in", "%s=%s" % (k, p)]
-    for k in row.outs:
-        cmd += ["--out", "%s=%s" % (k, os.path.join(d, "out_" + k + ".npy"))]
+    cmd = run_command(args.nisa, row, d, threads)
     # The inputs just written are dirty page cache: write them back first, or the first
     # nisa run pays for it (writeback throttling of its own output showed as 0.2-0.4 s of
     # system time on the first row).
