@@ -43,12 +43,14 @@ void operator delete(void* p, std::size_t) noexcept { std::free(p); }
 #endif
 
 namespace {
-void* g_heap_head = nullptr; // huge_heap's block, kept reachable for leak checkers
 // The main heap in 2 MiB pages (what GLIBC_TUNABLES=glibc.malloc.hugetlb=1 does, without the
 // environment): `nisa asm` of depthwise_conv1d's 10^4 instructions touched ~18 MB of heap in
 // 4 KiB pages, 4,600 page faults and a quarter of the process; here the heap grows once by a
 // 64 MiB pad marked MADV_HUGEPAGE, ~400 faults. Pages are still backed only when touched.
 // Not under ASan, whose allocator is its own.
+#if !defined(__SANITIZE_ADDRESS__)
+void* g_heap_head = nullptr; // huge_heap's block, kept reachable for leak checkers
+#endif
 void huge_heap() {
 #if !defined(__SANITIZE_ADDRESS__)
   constexpr size_t kPad = size_t(64) << 20, kHuge = size_t(2) << 20, kGrow = size_t(16) << 20;
