@@ -1,8 +1,8 @@
-// Cross-entropy and the convolutions on the modelled machine (assembled once; each iteration resets the machine, binds
-// the inputs and runs) beside native C++ of the same math in the same run: a fused
-// log-softmax loop (cross-entropy forward + backward), an im2col convolution on sgemm (conv1d),
-// a direct per-channel loop (depthwise). bf16 data; the native code works on the same values
-// in fp32.
+// Cross-entropy and the convolutions on the modelled machine (assembled once; each iteration resets
+// the machine, binds the inputs and runs) beside native C++ of the same math in the same run: a
+// fused log-softmax loop (cross-entropy forward + backward), an im2col convolution on sgemm
+// (conv1d), a direct per-channel loop (depthwise). bf16 data; the native code works on the same
+// values in fp32.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
