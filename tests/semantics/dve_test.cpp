@@ -387,13 +387,7 @@ TEST(TensorReduce, TrailingAxesAndNegate) {
     const uint32_t outer = A * B * C / inner;
     const auto D = Bench::sb(DType::fp32, P, outer, 8192);
     for (AluOp op : {AluOp::add, AluOp::max}) {
-      Inst in = make(Opcode::tensor_reduce, Engine::dve);
-      set_ap(in, "dst", D);
-      set_ap(in, "src", S);
-      set_e(in, "op", op);
-      set_i(in, "axes", axes);
-      set_i(in, "negate", op == AluOp::add);
-      b.run(in);
+      b.run(tensor_reduce(D, S, op, op == AluOp::add, axes));
       const auto got = b.get(D);
       for (uint32_t p = 0; p < P; ++p)
         for (uint32_t o = 0; o < outer; ++o) {

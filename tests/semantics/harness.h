@@ -135,6 +135,18 @@ inline void set_i(Inst& in, std::string_view name, int64_t i) {
 template <class E> void set_e(Inst& in, std::string_view name, E e) {
   set_i(in, name, static_cast<int64_t>(e));
 }
+// One tensor_reduce of src into dst over its innermost `axes` free axes (1: the whole free
+// axis of a [P, n] tile into [P, 1]), the result negated when `negate`.
+inline Inst tensor_reduce(const AccessPattern& dst, const AccessPattern& src, AluOp op, bool negate,
+                          int64_t axes = 1) {
+  Inst in = make(Opcode::tensor_reduce, Engine::dve);
+  set_ap(in, "dst", dst);
+  set_ap(in, "src", src);
+  set_e(in, "op", op);
+  set_i(in, "axes", axes);
+  set_i(in, "negate", negate);
+  return in;
+}
 
 // Seeded random values (never constant).
 inline std::vector<float> randoms(size_t n, uint32_t seed, float lo = -4.0f, float hi = 4.0f) {

@@ -11,17 +11,6 @@
 namespace nisa::interp::test {
 namespace {
 
-// One tensor_reduce over the whole free axis of a [P, n] tile into [P, 1].
-Inst reduce(const AccessPattern& d, const AccessPattern& s, AluOp op, bool negate) {
-  Inst in = make(Opcode::tensor_reduce, Engine::dve);
-  set_ap(in, "dst", d);
-  set_ap(in, "src", s);
-  set_e(in, "op", op);
-  set_i(in, "axes", 1);
-  set_i(in, "negate", negate);
-  return in;
-}
-
 TEST(ReduceRules, TheTableListsExactlyTheOperatorsTensorReduceAccepts) {
   int rows = 0;
   for (const auto& m : enum_members(EnumType::AluOp)) {
@@ -32,7 +21,7 @@ TEST(ReduceRules, TheTableListsExactlyTheOperatorsTensorReduceAccepts) {
     b.put_int(S, {1, 2, 3, 4, 5, 6, 7, 8});
     bool accepted = true;
     try {
-      b.run(reduce(D, S, op, false));
+      b.run(tensor_reduce(D, S, op, false));
     } catch (const Fault& f) {
       accepted = std::string(f.what()).find("is not a reduction operator") == std::string::npos;
     }
@@ -47,21 +36,21 @@ TEST(ReduceRules, NegateNegatesTheResultNotTheInputs) {
   Bench b;
   const auto S = Bench::sb(DType::fp32, 2, 4), D = Bench::sb(DType::fp32, 2, 1, 1024);
   b.put(S, {3, -7, 5, 1, -2, -9, -4, -3});
-  b.run(reduce(D, S, AluOp::max, true));
+  b.run(tensor_reduce(D, S, AluOp::max, true));
   EXPECT_EQ(b.get(D), (std::vector<float>{-5, 2})); // -max, not max(-x) = 7 and 9
-  b.run(reduce(D, S, AluOp::min, true));
+  b.run(tensor_reduce(D, S, AluOp::min, true));
   EXPECT_EQ(b.get(D), (std::vector<float>{7, 9}));
-  b.run(reduce(D, S, AluOp::add, true));
+  b.run(tensor_reduce(D, S, AluOp::add, true));
   EXPECT_EQ(b.get(D), (std::vector<float>{-2, 18}));
-  b.run(reduce(D, S, AluOp::multiply, true));
+  b.run(tensor_reduce(D, S, AluOp::multiply, true));
   EXPECT_EQ(b.get(D), (std::vector<float>{105, -216}));
   // bitwise: the integer result negated in two's complement, wrapped to dst's width
   const auto SI = Bench::sb(DType::int32, 1, 3, 2048);
   b.put_int(SI, {1, 2, 4});
   const auto D8 = Bench::sb(DType::uint8, 1, 1, 3072), D32 = Bench::sb(DType::int32, 1, 1, 3136);
-  b.run(reduce(D32, SI, AluOp::bitwise_or, true));
+  b.run(tensor_reduce(D32, SI, AluOp::bitwise_or, true));
   EXPECT_EQ(b.get_int(D32), (std::vector<int64_t>{-7}));
-  b.run(reduce(D8, SI, AluOp::bitwise_or, true));
+  b.run(tensor_reduce(D8, SI, AluOp::bitwise_or, true));
   EXPECT_EQ(b.get_int(D8), (std::vector<int64_t>{256 - 7}));
 }
 
@@ -71,11 +60,11 @@ TEST(ReduceRules, LogicalFoldsCountNonzeroElements) {
   Bench b;
   const auto S = Bench::sb(DType::fp32, 4, 3), D = Bench::sb(DType::fp32, 4, 1, 1024);
   b.put(S, {0.5f, -3, 2, 0, 0, 0, 0, 4, 0, 1, 1, 0});
-  b.run(reduce(D, S, AluOp::logical_and, false));
+  b.run(tensor_reduce(D, S, AluOp::logical_and, false));
   EXPECT_EQ(b.get(D), (std::vector<float>{1, 0, 0, 0}));
-  b.run(reduce(D, S, AluOp::logical_or, false));
+  b.run(tensor_reduce(D, S, AluOp::logical_or, false));
   EXPECT_EQ(b.get(D), (std::vector<float>{1, 0, 1, 1}));
-  b.run(reduce(D, S, AluOp::logical_xor, false));
+  b.run(tensor_reduce(D, S, AluOp::logical_xor, false));
   EXPECT_EQ(b.get(D), (std::vector<float>{1, 0, 1, 0}));
 }
 
@@ -87,7 +76,7 @@ TEST(ReduceRules, AFoldOfOneElementIsThatElement) {
   b.put(S, {5, -0.25f});
   for (AluOp op : {AluOp::add, AluOp::multiply, AluOp::max, AluOp::min, AluOp::logical_and,
                    AluOp::logical_or, AluOp::logical_xor}) {
-    b.run(reduce(D, S, op, false));
+    b.run(tensor_reduce(D, S, op, false));
     EXPECT_EQ(b.get(D), (std::vector<float>{5, -0.25f})) << name_of(op);
   }
 }
@@ -97,11 +86,11 @@ TEST(ReduceRules, OrderAndNaN) {
   Bench b;
   const auto S = Bench::sb(DType::fp32, 1, 3), D = Bench::sb(DType::fp32, 1, 1, 1024);
   b.put(S, {1e8f, 1, -1e8f}); // (1e8 + 1) - 1e8 = 0 in fp32, left to right
-  b.run(reduce(D, S, AluOp::add, false));
+  b.run(tensor_reduce(D, S, AluOp::add, false));
   EXPECT_EQ(b.get(D), (std::vector<float>{0}));
   b.put(S, {1, NAN, 3});
   for (AluOp op : {AluOp::max, AluOp::min}) {
-    b.run(reduce(D, S, op, false));
+    b.run(tensor_reduce(D, S, op, false));
     EXPECT_TRUE(std::isnan(b.get(D)[0])) << name_of(op);
   }
 }

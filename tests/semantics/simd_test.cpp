@@ -618,13 +618,7 @@ TEST(Simd, TensorReduceMaxMinEveryLevelMatchesSequentialFold) {
         }
         for (Level l : levels()) {
           ASSERT_TRUE(simd::set_level(l));
-          Inst in = make(Opcode::tensor_reduce, Engine::dve);
-          set_ap(in, "dst", D);
-          set_ap(in, "src", S);
-          set_e(in, "op", op);
-          set_i(in, "axes", 1);
-          set_i(in, "negate", neg);
-          b.run(in);
+          b.run(tensor_reduce(D, S, op, neg));
           const View v = b.cx.view(D, Access::read);
           for (uint32_t p = 0; p < P; ++p) {
             uint32_t got;
