@@ -4,8 +4,6 @@
 
 #include "interp/core/host_pool.h"
 
-#include <unistd.h>
-
 #include <cctype>
 #include <charconv>
 #include <cmath>
@@ -24,14 +22,11 @@
 namespace nisa::cli {
 
 std::vector<std::string> include_path(std::vector<std::string> dirs) {
-  char exe[4096];
-  const ssize_t n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
-  if (n <= 0) return dirs;
-  const std::filesystem::path lib =
-      std::filesystem::path(std::string(exe, size_t(n))).parent_path().parent_path() / "share" /
-      "nisa" / "kernels_asm";
+  const std::string bin = interp::exe_dir();
+  if (bin.empty()) return dirs;
+  const std::filesystem::path lib = std::filesystem::path(bin + "../share/nisa/kernels_asm");
   std::error_code ec;
-  if (std::filesystem::is_directory(lib, ec)) dirs.push_back(lib.string());
+  if (std::filesystem::is_directory(lib, ec)) dirs.push_back(lib.lexically_normal().string());
   return dirs;
 }
 

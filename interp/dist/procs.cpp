@@ -1,5 +1,7 @@
 #include "interp/dist/procs.h"
 
+#include <unistd.h>
+
 #include <cstdlib>
 #include <cstring>
 
@@ -7,12 +9,19 @@
 
 #ifdef NISA_HAVE_MPI
 #include <dlfcn.h>
-#include <unistd.h>
 
 #include <cstdio>
 #endif
 
 namespace nisa::interp {
+
+std::string exe_dir() {
+  char exe[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n <= 0) return {};
+  const std::string path(exe, size_t(n));
+  return path.substr(0, path.find_last_of('/') + 1);
+}
 
 int mpi_job_size() {
   // Open MPI's mpirun sets these for every process it starts (MPICH's Hydra: PMI_SIZE).
@@ -96,16 +105,9 @@ bool g_started = false;
 // a build tree's module of another version.
 std::vector<std::string> module_paths() {
   if (const char* e = std::getenv("NISA_MPI_MODULE")) return {e};
-  std::vector<std::string> out;
-  char exe[4096];
-  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  if (n > 0) {
-    std::string dir(exe, size_t(n));
-    dir = dir.substr(0, dir.find_last_of('/') + 1);
-    out.push_back(dir + "../lib/nisa/libnisa_mpi.so");
-    out.push_back(dir + "../interp/libnisa_mpi.so");
-  }
-  return out;
+  const std::string dir = exe_dir();
+  if (dir.empty()) return {};
+  return {dir + "../lib/nisa/libnisa_mpi.so", dir + "../interp/libnisa_mpi.so"};
 }
 
 } // namespace

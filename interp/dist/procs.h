@@ -73,6 +73,9 @@ void mpi_stop();
 // of them share this host.
 int mpi_job_size();
 int mpi_local_size();
+// The directory of this process's executable, with its trailing '/' ("" when /proc cannot say):
+// what an installed nisa finds its MPI module and its kernels' library beside.
+std::string exe_dir();
 
 // A little-endian byte stream for the records the processes exchange.
 struct Bytes {
