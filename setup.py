@@ -50,14 +50,19 @@ def run(cmd):
     subprocess.run([str(c) for c in cmd], check=True)
 
 
+def strip_debug(path):
+    """Drops a binary's debug information (the build tree keeps it), where strip exists."""
+    strip = shutil.which("strip")
+    if strip:
+        run([strip, "--strip-debug", path])
+
+
 def strip_copy(src, dst):
-    """Copies a built binary without its debug information (the build tree keeps it)."""
+    """Copies a built binary without its debug information."""
     Path(dst).parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(src, dst)
     os.chmod(dst, 0o755)
-    strip = shutil.which("strip")
-    if strip:
-        run([strip, "--strip-debug", dst])
+    strip_debug(dst)
 
 
 class build_cmake(Command):
@@ -152,8 +157,8 @@ class nisa_install_data(install_data):
             self.outfiles = [str(comp / "nisa") if f.endswith("nisa.bash-completion") else f
                              for f in self.outfiles]
         mpi = Path(self.install_dir) / "lib/nisa/libnisa_mpi.so"
-        if mpi.exists() and shutil.which("strip"):
-            run([shutil.which("strip"), "--strip-debug", mpi])
+        if mpi.exists():
+            strip_debug(mpi)
 
 
 class BinaryDistribution(Distribution):
