@@ -8,6 +8,10 @@
 // Both then replace OUT through nisa's own isa/output_file.h.
 //   bench_io_floor IN.npy OUT.npy [--repeat N]
 // prints wall, user and system time per mode (median of N, default 7).
+//   bench_io_floor --touch BYTES
+// is one process that maps BYTES as nisa's machine maps its HBM (2 MiB aligned, MADV_HUGEPAGE),
+// writes every page once and exits: the least a fresh process pays for a kernel's memory
+// (bench/fixed_cost.py's memory floor).
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -17,6 +21,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -100,11 +105,36 @@ Times run_child(const std::string& in, const std::string& out, bool stream) {
   return t;
 }
 
+// --touch: first touch of `bytes` of fresh memory, the way interp::HostBuffer maps it.
+int touch(const char* arg) {
+  char* end = nullptr;
+  const unsigned long long n = std::strtoull(arg, &end, 10);
+  if (end == arg || *end != '\0' || n == 0 || n > (1ull << 40)) {
+    std::fprintf(stderr, "bench_io_floor: --touch wants a byte count in [1, 2^40], not '%s'\n",
+                 arg);
+    return 1;
+  }
+  constexpr size_t kHuge = size_t(2) << 20;
+  const size_t len = (size_t(n) + kHuge - 1) & ~(kHuge - 1);
+  void* p = mmap(nullptr, len + kHuge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) {
+    std::fprintf(stderr, "bench_io_floor: cannot map %zu bytes\n", len);
+    return 1;
+  }
+  auto* base = reinterpret_cast<volatile uint8_t*>((reinterpret_cast<uintptr_t>(p) + kHuge - 1) &
+                                                   ~(uintptr_t(kHuge) - 1));
+  madvise(const_cast<uint8_t*>(base), len, MADV_HUGEPAGE);
+  for (size_t i = 0; i < len; i += 4096) base[i] = 1;
+  return 0;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
+  if (argc == 3 && std::string(argv[1]) == "--touch") return touch(argv[2]);
   if (argc < 3 || std::string(argv[1]) == "--help") {
-    std::fprintf(stderr, "usage: bench_io_floor IN.npy OUT.npy [--repeat N]\n");
+    std::fprintf(stderr, "usage: bench_io_floor IN.npy OUT.npy [--repeat N]\n"
+                         "       bench_io_floor --touch BYTES\n");
     return argc < 3 ? 1 : 0;
   }
   int repeat = 7;
