@@ -5,6 +5,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <mutex>
+#include <set>
 #include <sstream>
 
 #include "asm/asm.h"
@@ -17,10 +19,30 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// Every directory and file made here, removed when the test process exits (a name's directory
+// is reused by the later runs of that name in the same process: its inputs stay the same).
+struct Scratch {
+  std::mutex mu;
+  std::set<fs::path> paths;
+  void add(const fs::path& p) {
+    std::lock_guard<std::mutex> lock(mu);
+    paths.insert(p);
+  }
+  ~Scratch() {
+    std::error_code ec;
+    for (const fs::path& p : paths) fs::remove_all(p, ec);
+  }
+};
+Scratch& scratch() {
+  static Scratch s;
+  return s;
+}
+
 fs::path dir_for(const std::string& name) {
   const fs::path d =
       fs::temp_directory_path() / ("nisa_profile_" + name + "_" + std::to_string(::getpid()));
   fs::create_directories(d);
+  scratch().add(d);
   return d;
 }
 
@@ -86,6 +108,7 @@ Module assemble(const std::string& text) {
   const fs::path p = fs::temp_directory_path() / ("nisa_profile_src_" + std::to_string(::getpid()) +
                                                   "_" + std::to_string(n++) + ".nasm");
   std::ofstream(p) << text;
+  scratch().add(p);
   nasm::AsmResult r = nasm::assemble_file(p.string());
   if (!r.ok()) {
     ADD_FAILURE() << r.diagnostics_text();
