@@ -8,9 +8,11 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <random>
 #include <sstream>
 
@@ -181,12 +183,23 @@ TEST(MappedInputs, ARunGivesTheSameOutputsMappedOrCopied) {
 
 TEST(MappedInputsDeathTest, ATruncatedMappedFileEndsTheProcessWithAMessage) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
-  TmpDir d;
+  // The threadsafe style re-runs this body in a new process, which dies: it works in the
+  // parent's directory (named in the environment), which the parent's TmpDir then removes.
+  constexpr const char* kDirVar = "NISA_TEST_DEATH_DIR";
+  std::optional<TmpDir> own;
+  std::filesystem::path dir;
+  if (const char* inherited = std::getenv(kDirVar)) {
+    dir = inherited;
+  } else {
+    own.emplace();
+    dir = own->p;
+    setenv(kDirVar, dir.c_str(), 1);
+  }
   KB k;
   const int x = k.hbm("x", DType::fp32, {64, 4096}, Role::input);
   const std::vector<uint8_t> xb = random_bytes(64 * 4096 * 4, 9);
-  interp::write_npy(d / "x.npy", DType::fp32, {64, 4096}, xb.data());
-  const std::string path = d / "x.npy";
+  const std::string path = dir / "x.npy";
+  interp::write_npy(path, DType::fp32, {64, 4096}, xb.data());
   EXPECT_EXIT(
       {
         auto m = bind_mapped(k.m, {}, {{"x", path}});
@@ -197,6 +210,7 @@ TEST(MappedInputsDeathTest, ATruncatedMappedFileEndsTheProcessWithAMessage) {
         std::_Exit(8); // not reached: the truncated pages raise SIGBUS
       },
       ::testing::ExitedWithCode(1), "x.npy: the input file was truncated while the run had it");
+  unsetenv(kDirVar);
 }
 
 } // namespace
