@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <bit>
 #include <boost/container/small_vector.hpp>
+#include <charconv>
 #include <filesystem>
 #include <optional>
 
@@ -89,7 +90,7 @@ void Expander::exec_stmt(uint32_t unit, size_t& i, const Stmt& s) {
 void Expander::exec_macro_def(uint32_t unit, size_t& i, const Stmt& s) {
   const std::string name(src_.text(s.name));
   sym_.declare(name, src_.loc(s.name), "macro");
-  Macro m{name, unit, i + 1, src_.unit(unit).close[i], s.items, s.nitems, src_.loc(s.name), {}};
+  Macro m{name, unit, i + 1, src_.unit(unit).close[i], s.items, s.nitems, src_.loc(s.name), {}, {}};
   std::vector<std::string_view> seen;
   for (uint32_t k = 0; k < s.nitems; ++k) {
     const uint32_t t = src_.file().items[s.items + k].tok;
@@ -98,6 +99,7 @@ void Expander::exec_macro_def(uint32_t unit, size_t& i, const Stmt& s) {
       fail(src_.loc(t), fmt::format("duplicate parameter '{}' of macro '{}'", pn, name));
     seen.push_back(pn);
     m.param_names.emplace_back(pn);
+    m.param_ids.push_back(sym_.intern(pn));
   }
   macros_[name] = std::move(m);
   i = src_.unit(unit).close[i];
@@ -164,12 +166,20 @@ void Expander::exec_for(uint32_t unit, size_t& i, const Stmt& s) {
     fail(at, fmt::format("integer overflow: the .for counter passes {} after {} iterations",
                          step > 0 ? "INT64_MAX" : "INT64_MIN", int64_t(n)));
   const std::string var(src_.text(s.name));
+  const uint32_t var_id = sym_.intern(var);
   const int32_t outer = src_.frame();
   for (int64_t v = from; step > 0 ? v < to : v > to; v += step) {
     if (++steps_ > opts_.max_steps) rep_.count_step(at);
-    src_.set_frame(src_.push_frame(ExpansionFrame::ForIter, fmt::format("{}={}", var, v), at));
+    // "var=v", as fmt::format("{}={}") spells it, without its machinery per iteration.
+    std::string what;
+    what.reserve(var.size() + 21);
+    what.append(var).push_back('=');
+    char num[24];
+    what.append(num, std::to_chars(num, num + sizeof num, v).ptr);
+    src_.set_frame(src_.push_frame(ExpansionFrame::ForIter, std::move(what), at));
     const size_t base = sym_.depth();
-    sym_.push_scope().vars.emplace_back(var, Var{Value::of_int(v), Var::Loop, at});
+    sym_.push_scope();
+    sym_.add_local(var_id, var, Var{Value::of_int(v), Var::Loop, at});
     try {
       exec_range(unit, open + 1, close);
     } catch (...) {
@@ -246,7 +256,7 @@ void Expander::exec_macro_call(const Stmt& s) {
   const uint32_t caller = src_.cur_unit();
   src_.set_frame(src_.push_frame(ExpansionFrame::Macro, name, at));
   sym_.enter_macro();
-  Scope& scope = sym_.push_scope();
+  sym_.push_scope();
   auto restore = [&] {
     sym_.leave_macro();
     src_.set_frame(outer);
@@ -260,10 +270,10 @@ void Expander::exec_macro_call(const Stmt& s) {
     for (uint32_t k = 0; k < m.nparams; ++k) {
       const std::string_view pn = m.param_names[k];
       if (args[k]) {
-        scope.vars.emplace_back(pn, std::move(*args[k]));
+        sym_.add_local(m.param_ids[k], pn, std::move(*args[k]));
       } else if (params[k].rhs != kNone) {
         Var dv{ev_.eval(params[k].rhs), Var::Arg, src_.loc(params[k].tok)};
-        scope.vars.emplace_back(pn, std::move(dv));
+        sym_.add_local(m.param_ids[k], pn, std::move(dv));
       } else {
         src_.set_frame(outer);
         src_.enter(caller);

@@ -2,7 +2,7 @@
 // lower_slice), raw ap(...) with every field, and a tensor named whole.
 #include <fmt/format.h>
 
-#include <boost/container/small_vector.hpp>
+#include <array>
 #include <limits>
 
 #include "asm/assembler_util.h"
@@ -18,9 +18,9 @@ Value Slices::index(uint32_t self) {
   const TensorDecl* t = nullptr;
   std::string base_name;
   const Node& b = src_.node(x.a);
-  if (b.kind == NodeKind::Name && !sym_.lookup(src_.file().text(b))) {
+  if (b.kind == NodeKind::Name && !sym_.lookup_node(x.a, src_.file().text(b))) {
     // The common case, a tensor named directly: no Value built.
-    t = sym_.find_tensor(src_.file().text(b));
+    t = sym_.find_tensor_node(x.a, src_.file().text(b));
     if (t) base_name = t->name;
   }
   if (!t) {
@@ -38,7 +38,13 @@ Value Slices::index(uint32_t self) {
                                          s.empty() ? "" : "; did you mean '" + s + "'?"));
   }
   const uint32_t* slices = src_.file().kid_begin(x);
-  boost::container::small_vector<SliceIndex, 4> idx(x.nkids);
+  // Most slices have a few indices: those live on the stack (a SliceIndex holds a whole
+  // access pattern, for @vec: constructing them through a growable vector cost more than
+  // lowering the slice).
+  std::array<SliceIndex, 4> small;
+  std::vector<SliceIndex> big;
+  if (x.nkids > small.size()) big.resize(x.nkids);
+  SliceIndex* idx = x.nkids > small.size() ? big.data() : small.data();
   for (uint32_t k = 0; k < x.nkids; ++k) {
     const Node& s = src_.node(slices[k]);
     SliceIndex& si = idx[k];
@@ -88,7 +94,7 @@ Value Slices::index(uint32_t self) {
     si.kind = SliceIndex::DynReg;
     si.reg = static_cast<uint8_t>(reg);
   }
-  auto r = lower_slice(*t, {idx.data(), idx.size()});
+  auto r = lower_slice(*t, {idx, x.nkids});
   if (auto* e = std::get_if<LowerError>(&r)) {
     uint32_t at = self;
     if (e->index >= 0 && static_cast<uint32_t>(e->index) < x.nkids) at = slices[e->index];

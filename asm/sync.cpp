@@ -61,9 +61,10 @@ void SyncLowering::parse(const Sync& s, Inst& in) {
   auto sem_of = [&](uint32_t e) {
     const Node& np = src_.node(e);
     if (np.kind != NodeKind::Name) src_.fail_at(e, "expected a semaphore name");
-    std::string_view n = src_.file().text(np);
-    if (const Var* v = sym_.lookup(n); v && v->v.kind == Value::Name) n = v->v.s;
-    return sym_.sem_index(n, e);
+    const std::string_view n = src_.file().text(np);
+    const Var* v = sym_.lookup_node(e, n);
+    if (!v) return sym_.sem_index_node(e, n); // the semaphore named directly
+    return sym_.sem_index(v->v.kind == Value::Name ? std::string_view(v->v.s) : n, e);
   };
   for (uint32_t k = 0; k < s.nitems; ++k) {
     const Item& a = src_.file().items[s.items + k];
