@@ -22,10 +22,10 @@ const Var* Symbols::lookup(std::string_view name) const {
 // lookup() for a Name node of the current unit: the local scopes by the name's interned id,
 // then the global it names, remembered per node (an expansion evaluates the same nodes over
 // and over).
-const Var* Symbols::lookup_node(uint32_t e, std::string_view name) const {
+const Var* Symbols::lookup_node_slow(uint32_t e, std::string_view name) const {
   NodeInfo& in = info(e);
-  if (const size_t base = macro_base_.back(); nlocals_ > base) {
-    if (in.id == UINT32_MAX) in.id = intern(name);
+  if (in.id == UINT32_MAX) in.id = intern(name);
+  if (const size_t base = macro_base_.back(); nlocals_ > base && live_[in.id] != 0) {
     for (size_t k = flat_ids_.size(), lo = scope_start_[base]; k-- > lo;)
       if (flat_ids_[k] == in.id) {
         const auto [sc, j] = flat_refs_[k];
@@ -56,6 +56,7 @@ uint32_t Symbols::intern(std::string_view name) const {
   if (it != ids_.end()) return it->second;
   const auto id = static_cast<uint32_t>(ids_.size());
   ids_.emplace(std::string(name), id);
+  live_.push_back(0);
   return id;
 }
 

@@ -42,8 +42,16 @@ public:
 
   // ---- variables
   const Var* lookup(std::string_view name) const;
-  // lookup() for a Name node of the current unit (the global it names is remembered).
-  const Var* lookup_node(uint32_t e, std::string_view name) const;
+  // lookup() for a Name node of the current unit (the global it names is remembered). The
+  // usual case inline: a global, and no live local of that name.
+  const Var* lookup_node(uint32_t e, std::string_view name) const {
+    const NodeInfo& in = info(e);
+    if (in.id != UINT32_MAX && live_[in.id] == 0) {
+      if (in.global) return in.global;
+      if (in.absent_at == globals_added_) return nullptr;
+    }
+    return lookup_node_slow(e, name);
+  }
   // The id of a name (the same for every spelling alike; new names get the next id).
   uint32_t intern(std::string_view name) const;
   // The id of a Name node's text, of the current unit (remembered per node).
@@ -87,6 +95,7 @@ public:
   // A variable of the innermost scope.
   void add_local(uint32_t id, std::string_view name, Var v) {
     Scope& sc = locals_[nlocals_ - 1];
+    ++live_[id];
     flat_ids_.push_back(id);
     flat_refs_.emplace_back(static_cast<uint32_t>(nlocals_ - 1),
                             static_cast<uint32_t>(sc.vars.size()));
@@ -94,6 +103,7 @@ public:
   }
   void pop_scopes(size_t to) {
     if (to < nlocals_) {
+      for (size_t k = scope_start_[to]; k < flat_ids_.size(); ++k) --live_[flat_ids_[k]];
       flat_ids_.resize(scope_start_[to]);
       flat_refs_.resize(scope_start_[to]);
     }
@@ -151,6 +161,8 @@ private:
   std::vector<uint32_t> flat_ids_;
   std::vector<std::pair<uint32_t, uint32_t>> flat_refs_;
   std::vector<size_t> scope_start_;
+  mutable std::vector<uint32_t> live_; // per interned id: live locals of that name
+  const Var* lookup_node_slow(uint32_t e, std::string_view name) const;
   // The caches below are filled by const lookups. Per unit and node: the interned id of a Name
   // node's text; the global it resolved to (once found, a global stays), or, for a name with
   // no global, the count of globals then (absent while no global has been added).
