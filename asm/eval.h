@@ -63,7 +63,9 @@ private:
 class Slices {
 public:
   Slices(const Sources& src, Symbols& sym, Evaluator& ev) : src_(src), sym_(sym), ev_(ev) {}
-  Value index(uint32_t e);  // an Index node
+  Value index(uint32_t e); // an Index node
+  // index() without its Value: the access pattern, and the tensor's name in `name_out` if given.
+  AccessPattern lower_index(uint32_t e, std::string* name_out) const;
   Value raw_ap(uint32_t e); // a Call node of ap()
   // A slice, or a tensor named by a value (all of it); `raw`: written as ap(...).
   AccessPattern to_ap(const Value& v, uint32_t e, bool& raw) const;

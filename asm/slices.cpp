@@ -15,6 +15,13 @@ using namespace detail;
 
 // x[...] : lower a tensor slice to an access pattern.
 Value Slices::index(uint32_t self) {
+  Value v;
+  v.kind = Value::Ap;
+  v.ap = lower_index(self, &v.s);
+  return v;
+}
+
+AccessPattern Slices::lower_index(uint32_t self, std::string* name_out) const {
   const Node& x = src_.node(self);
   const TensorDecl* t = nullptr;
   std::string base_name;
@@ -22,7 +29,7 @@ Value Slices::index(uint32_t self) {
   if (b.kind == NodeKind::Name && !sym_.lookup_node(x.a, src_.file().text(b))) {
     // The common case, a tensor named directly: no Value built.
     t = sym_.find_tensor_node(x.a, src_.file().text(b));
-    if (t) base_name = t->name;
+    if (t && name_out) base_name = t->name;
   }
   if (!t) {
     Value base = ev_.eval(x.a);
@@ -101,11 +108,8 @@ Value Slices::index(uint32_t self) {
     if (e->index >= 0 && static_cast<uint32_t>(e->index) < x.nkids) at = slices[e->index];
     src_.fail_at(at, e->message);
   }
-  Value v;
-  v.kind = Value::Ap;
-  v.ap = std::get<AccessPattern>(r);
-  v.s = std::move(base_name);
-  return v;
+  if (name_out) *name_out = std::move(base_name);
+  return std::get<AccessPattern>(r);
 }
 
 // ap()'s dims written as a list literal of [stride, count] lists of integer expressions, each

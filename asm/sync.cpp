@@ -21,10 +21,23 @@ using namespace detail;
 // followed by '(' (what the lexer would return), else through the lexer.
 std::string_view SyncLowering::sync_kind(uint32_t tok) const {
   const std::string_view src = src_.file().src;
-  for (std::string_view w : {"wait", "signal", "after", "after_opt"})
-    if (src.size() > tok + w.size() && src.compare(tok, w.size(), w) == 0 &&
-        src[tok + w.size()] == '(')
-      return src.substr(tok, w.size());
+  auto is = [&](std::string_view w) {
+    return src.size() > tok + w.size() && src.compare(tok, w.size(), w) == 0 &&
+           src[tok + w.size()] == '(';
+  };
+  switch (tok < src.size() ? src[tok] : '\0') { // the candidates of the first letter only
+  case 'w':
+    if (is("wait")) return src.substr(tok, 4);
+    break;
+  case 's':
+    if (is("signal")) return src.substr(tok, 6);
+    break;
+  case 'a':
+    if (is("after")) return src.substr(tok, 5);
+    if (is("after_opt")) return src.substr(tok, 9);
+    break;
+  default: break;
+  }
   return src_.text(tok);
 }
 

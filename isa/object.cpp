@@ -73,6 +73,9 @@ const char* section_name(Section s) {
 class StringTable {
 public:
   uint32_t intern(const std::string& s) {
+    // find first: emplace would build (and free) a node for every string already held, and
+    // most are (one frame per loop iteration, "k=0" .. "k=3" over and over).
+    if (auto it = index_.find(s); it != index_.end()) return it->second;
     auto [it, fresh] = index_.emplace(s, static_cast<uint32_t>(list_.size()));
     if (fresh) list_.push_back(&it->first);
     return it->second;
