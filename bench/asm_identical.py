@@ -12,7 +12,11 @@ Runs `nisa asm` of both binaries over
 and compares the object's bytes, stderr and the exit code of each case.
 
   /usr/bin/python3 bench/asm_identical.py --a /work/main/build/cli/nisa --b build/cli/nisa
-      [--skip-bytes OFFSET:LEN ...]   # bytes of the object not compared (a changed checksum)
+      [--skip-bytes OFFSET:LEN ...]   # bytes of the object not compared (a changed checksum;
+                                      # a negative OFFSET counts from the end)
+
+Against a nisa that writes object version 2 (main before issue 36's version 3, whose checksum is
+XXH64 instead of FNV-1a): --skip-bytes 4:1 --skip-bytes=-8:8 (the version and the checksum).
 
 Exit 0 when every case is identical, 1 otherwise (the differing cases are listed).
 """
@@ -89,6 +93,9 @@ def masked(data, skips):
         return None
     b = bytearray(data)
     for off, n in skips:
+        if off < 0:
+            off += len(b)
+        off = max(0, off)
         b[off:off + n] = bytes(min(n, max(0, len(b) - off)))
     return bytes(b)
 
