@@ -143,7 +143,11 @@ void Instructions::assemble(const Stmt& s) {
              fmt::format("missing operand '{}' of {} (operands: {})", od.name, dotted,
                          operand_list(*d)));
       }
-      in.ops[k] = default_operand(od);
+      // The row's defaults, made once (default_operand parses the table's text).
+      std::vector<Operand>& defs = defaults_[d];
+      if (defs.empty())
+        for (const OperandDesc& o : d->operands) defs.push_back(default_operand(o));
+      in.ops[k] = defs[k];
       continue;
     }
     bool r = false;

@@ -83,14 +83,28 @@ std::optional<std::string> check_ap(uint8_t spaces, const AccessPattern& ap) {
   return check_dyn(ap);
 }
 
+// A pattern or mask at its default (all zero): what == with a default-made one says, without
+// making one per check (every operand of every instruction checked is checked so).
+bool is_zero(const AffinePattern& p) {
+  int32_t any = 0;
+  for (const auto& d : p.d) any |= d[0] | d[1];
+  return p.n == 0 && any == 0;
+}
+bool is_zero(const ShuffleMask& m) {
+  uint8_t any = 0;
+  for (uint8_t v : m.v) any |= v;
+  return any == 0;
+}
+
 // Fields of an Operand not used by its kind must hold their defaults.
 std::optional<std::string> check_unused(const Operand& o, bool uses_i, bool uses_f, bool uses_ap,
                                         bool uses_pat, bool uses_mask) {
+  static const AccessPattern kNoAp{};
   if (!uses_i && o.i != 0) return std::string("unused integer field is not 0");
   if (!uses_f && !(o.f == 0.0f)) return std::string("unused float field is not 0");
-  if (!uses_ap && !(o.ap == AccessPattern{})) return std::string("unused access pattern set");
-  if (!uses_pat && !(o.pat == AffinePattern{})) return std::string("unused pattern set");
-  if (!uses_mask && !(o.mask == ShuffleMask{})) return std::string("unused mask set");
+  if (!uses_ap && !(o.ap == kNoAp)) return std::string("unused access pattern set");
+  if (!uses_pat && !is_zero(o.pat)) return std::string("unused pattern set");
+  if (!uses_mask && !is_zero(o.mask)) return std::string("unused mask set");
   return std::nullopt;
 }
 
