@@ -155,7 +155,7 @@ void Expander::exec_for(uint32_t unit, size_t& i, const Stmt& s) {
   const __int128 span = step > 0 ? __int128(to) - from : __int128(from) - to;
   const __int128 mag = step > 0 ? __int128(step) : -__int128(step);
   const __int128 n = span <= 0 ? 0 : (span + mag - 1) / mag;
-  const Loc at = src_.loc(s.tok);
+  const Loc at{src_.cur_unit(), s.line, s.col, src_.frame()}; // src_.loc(s.tok), as parsed
   if (n > static_cast<__int128>(opts_.max_iterations))
     fail(at, fmt::format(".for of {} iterations exceeds the limit of {}",
                          int64_t(std::min<__int128>(n, INT64_MAX)), opts_.max_iterations));
@@ -193,8 +193,9 @@ void Expander::exec_for(uint32_t unit, size_t& i, const Stmt& s) {
 }
 
 void Expander::exec_macro_call(const Stmt& s) {
-  const std::string name(src_.text(s.tok));
-  const Loc at = src_.loc(s.tok);
+  // The macro's name and where it is: the statement's first token, as parsed.
+  const std::string name(std::string_view(src_.file().src).substr(s.tok, s.tok_len));
+  const Loc at{src_.cur_unit(), s.line, s.col, src_.frame()};
   auto it = macros_.find(name);
   if (it == macros_.end()) {
     if (!find_all_by_mnemonic(name).empty())

@@ -46,13 +46,12 @@ AccessPattern Slices::lower_index(uint32_t self, std::string* name_out) const {
                                          s.empty() ? "" : "; did you mean '" + s + "'?"));
   }
   const uint32_t* slices = src_.file().kid_begin(x);
-  // Most slices have a few indices: those live on the stack (a SliceIndex holds a whole
-  // access pattern, for @vec: constructing them through a growable vector cost more than
-  // lowering the slice).
+  // Most slices have a few indices: those live on the stack.
   std::array<SliceIndex, 4> small;
   std::vector<SliceIndex> big;
   if (x.nkids > small.size()) big.resize(x.nkids);
   SliceIndex* idx = x.nkids > small.size() ? big.data() : small.data();
+  std::vector<AccessPattern> vecs; // the @vec tiles (reserved: the indices point into it)
   for (uint32_t k = 0; k < x.nkids; ++k) {
     const Node& s = src_.node(slices[k]);
     SliceIndex& si = idx[k];
@@ -84,7 +83,9 @@ AccessPattern Slices::lower_index(uint32_t self, std::string* name_out) const {
       if (v.kind != Value::Ap)
         src_.fail_at(src_.file().kid_begin(d)[0], "@vec needs an SBUF index tile");
       si.kind = SliceIndex::DynVec;
-      si.vec = v.ap;
+      if (vecs.empty()) vecs.reserve(x.nkids);
+      vecs.push_back(v.ap);
+      si.vec = &vecs.back();
       continue;
     }
     Value v = ev_.eval(s.a);
