@@ -117,26 +117,30 @@ void Expander::exec_unknown_directive(const Stmt& s) {
 void Expander::exec_if(uint32_t unit, size_t& i) {
   Unit& u = src_.unit(unit);
   const size_t open = i, close = u.close[open];
-  std::vector<size_t> heads{open};
-  heads.insert(heads.end(), u.branches[open].begin(), u.branches[open].end());
-  heads.push_back(close);
+  const std::vector<size_t>& mid = u.branches[open]; // .elif/.else lines
   i = close;
-  for (size_t b = 0; b + 1 < heads.size(); ++b) {
-    const Stmt& s = src_.file().stmts[heads[b]];
+  // Branch b runs from its head (the .if, then each .elif/.else) to the next head or .endif.
+  for (size_t b = 0; b <= mid.size(); ++b) {
+    const size_t head = b == 0 ? open : mid[b - 1], next = b < mid.size() ? mid[b] : close;
+    const Stmt& s = src_.file().stmts[head];
     bool take = true;
     if (s.kind == StmtKind::If || s.kind == StmtKind::Elif) {
-      try {
-        Value v = ev_.eval(s.e0);
-        if (!v.is_num())
-          src_.fail_at(s.e0, fmt::format("condition must be a number, not '{}'", v.str()));
-        take = v.num() != 0;
-      } catch (const StmtError& e) {
-        rep_.report(e.loc, e.message);
-        take = false;
+      if (int64_t x; ev_.try_int(s.e0, x)) { // what eval() gives an integer condition
+        take = x != 0;
+      } else {
+        try {
+          Value v = ev_.eval(s.e0);
+          if (!v.is_num())
+            src_.fail_at(s.e0, fmt::format("condition must be a number, not '{}'", v.str()));
+          take = v.num() != 0;
+        } catch (const StmtError& e) {
+          rep_.report(e.loc, e.message);
+          take = false;
+        }
       }
     }
     if (take) {
-      exec_range(unit, heads[b] + 1, heads[b + 1]);
+      exec_range(unit, head + 1, next);
       return;
     }
   }
