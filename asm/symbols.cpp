@@ -125,7 +125,9 @@ std::vector<std::string> Symbols::param_names() const {
 // exists, then kept.
 bool Symbols::autosync() const {
   const Var* as = nullptr;
-  for (size_t k = nlocals_; !as && k-- > macro_base_.back();) as = locals_[k].find("AUTOSYNC");
+  if (autosync_id_ == UINT32_MAX) autosync_id_ = intern("AUTOSYNC");
+  if (live_[autosync_id_] != 0) // a local of that name is live (else none to search)
+    for (size_t k = nlocals_; !as && k-- > macro_base_.back();) as = locals_[k].find("AUTOSYNC");
   if (!as && !autosync_)
     if (auto it = globals_.find(std::string_view("AUTOSYNC")); it != globals_.end())
       autosync_ = &it->second;

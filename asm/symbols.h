@@ -184,6 +184,7 @@ private:
   mutable std::vector<std::vector<const TensorDecl*>> tensor_cache_; // per unit and node
   mutable std::vector<std::vector<int32_t>> sem_cache_; // per unit and node, -1: unknown
   mutable const Var* autosync_ = nullptr;               // the global AUTOSYNC, once defined
+  mutable uint32_t autosync_id_ = UINT32_MAX;           // "AUTOSYNC" interned
   NameMap<Loc> symbols_;                                // every declared name, for duplicates
   NameMap<TensorDecl> tensors_;                         // includes views
   std::set<std::string, std::less<>> failed_decls_;
