@@ -32,7 +32,9 @@ void Declarations::start() {
 }
 
 void Declarations::assign(const Stmt& s) {
-  const Tok kind = src_.file().token(s.tok).kind;
+  // The keyword (.param, .equ or .set: the parser made an Assign of those only) as spelled.
+  const std::string_view kw = std::string_view(src_.file().src).substr(s.tok, s.tok_len);
+  const Tok kind = kw == ".set" ? Tok::KwSet : kw == ".param" ? Tok::KwParam : Tok::KwEqu;
   const std::string_view name = src_.text(s.name);
   const Loc at = src_.loc(s.name);
   if (kind == Tok::KwSet) {

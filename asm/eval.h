@@ -19,7 +19,10 @@ public:
   Evaluator(const Sources& src, Symbols& sym, Functions& fn, Slices& sl)
       : src_(src), sym_(sym), fn_(fn), sl_(sl) {}
   Value eval(uint32_t e);
-  int64_t eval_int(uint32_t e, const char* what);
+  int64_t eval_int(uint32_t e, const char* what) {
+    if (int64_t v; sub_int(e, v)) return v;
+    return eval_int_slow(e, what);
+  }
   void need_num(const Value& v, uint32_t at) const; // StmtError unless a number
 
   // The integer value of `e` when it and every node under it are plain integers (numbers,
@@ -29,6 +32,9 @@ public:
   bool try_int(uint32_t e, int64_t& out);
 
 private:
+  int leaf_int(const Node& n, uint32_t e, int64_t& out);
+  bool sub_int(uint32_t e, int64_t& out);
+  int64_t eval_int_slow(uint32_t e, const char* what);
   Value eval_binary(uint32_t e);
   bool try_int_call(const Node& c, int64_t& out);
 
@@ -57,15 +63,41 @@ private:
 class Slices {
 public:
   Slices(const Sources& src, Symbols& sym, Evaluator& ev) : src_(src), sym_(sym), ev_(ev) {}
-  Value index(uint32_t e);  // an Index node
+  Value index(uint32_t e); // an Index node
+  // index() without its Value: the access pattern, and the tensor's name in `name_out` if given.
+  AccessPattern lower_index(uint32_t e, std::string* name_out) const;
   Value raw_ap(uint32_t e); // a Call node of ap()
   // A slice, or a tensor named by a value (all of it); `raw`: written as ap(...).
   AccessPattern to_ap(const Value& v, uint32_t e, bool& raw) const;
 
 private:
+  bool int_dims(uint32_t e, AccessPattern& ap);
   const Sources& src_;
   Symbols& sym_;
   Evaluator& ev_;
 };
+
+// A leaf's integer (a number, a name): 1 when set, 0 when not an integer (eval() decides), -1
+// when `n` is not a leaf. Inline: most operands of an operator are leaves.
+inline int Evaluator::leaf_int(const Node& n, uint32_t e, int64_t& out) {
+  if (n.kind == NodeKind::Number) {
+    if (!(n.flags & Node::kIntValue)) return 0;
+    out = static_cast<int64_t>(uint64_t{n.b} << 32 | n.a);
+    return 1;
+  }
+  if (n.kind == NodeKind::Name) {
+    const Var* v = sym_.lookup_node(e, src_.file().text(n));
+    if (!v || v->v.kind != Value::Int) return 0;
+    out = v->v.i;
+    return 1;
+  }
+  return -1;
+}
+
+// try_int of an operand: a leaf without a call.
+inline bool Evaluator::sub_int(uint32_t e, int64_t& out) {
+  const int r = leaf_int(src_.node(e), e, out);
+  return r >= 0 ? r != 0 : try_int(e, out);
+}
 
 } // namespace nisa::nasm

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <bit>
 #include <boost/container/small_vector.hpp>
+#include <charconv>
 #include <filesystem>
 #include <optional>
 
@@ -89,7 +90,7 @@ void Expander::exec_stmt(uint32_t unit, size_t& i, const Stmt& s) {
 void Expander::exec_macro_def(uint32_t unit, size_t& i, const Stmt& s) {
   const std::string name(src_.text(s.name));
   sym_.declare(name, src_.loc(s.name), "macro");
-  Macro m{name, unit, i + 1, src_.unit(unit).close[i], s.items, s.nitems, src_.loc(s.name), {}};
+  Macro m{name, unit, i + 1, src_.unit(unit).close[i], s.items, s.nitems, src_.loc(s.name), {}, {}};
   std::vector<std::string_view> seen;
   for (uint32_t k = 0; k < s.nitems; ++k) {
     const uint32_t t = src_.file().items[s.items + k].tok;
@@ -98,6 +99,7 @@ void Expander::exec_macro_def(uint32_t unit, size_t& i, const Stmt& s) {
       fail(src_.loc(t), fmt::format("duplicate parameter '{}' of macro '{}'", pn, name));
     seen.push_back(pn);
     m.param_names.emplace_back(pn);
+    m.param_ids.push_back(sym_.intern(pn));
   }
   macros_[name] = std::move(m);
   i = src_.unit(unit).close[i];
@@ -115,26 +117,30 @@ void Expander::exec_unknown_directive(const Stmt& s) {
 void Expander::exec_if(uint32_t unit, size_t& i) {
   Unit& u = src_.unit(unit);
   const size_t open = i, close = u.close[open];
-  std::vector<size_t> heads{open};
-  heads.insert(heads.end(), u.branches[open].begin(), u.branches[open].end());
-  heads.push_back(close);
+  const std::vector<size_t>& mid = u.branches[open]; // .elif/.else lines
   i = close;
-  for (size_t b = 0; b + 1 < heads.size(); ++b) {
-    const Stmt& s = src_.file().stmts[heads[b]];
+  // Branch b runs from its head (the .if, then each .elif/.else) to the next head or .endif.
+  for (size_t b = 0; b <= mid.size(); ++b) {
+    const size_t head = b == 0 ? open : mid[b - 1], next = b < mid.size() ? mid[b] : close;
+    const Stmt& s = src_.file().stmts[head];
     bool take = true;
     if (s.kind == StmtKind::If || s.kind == StmtKind::Elif) {
-      try {
-        Value v = ev_.eval(s.e0);
-        if (!v.is_num())
-          src_.fail_at(s.e0, fmt::format("condition must be a number, not '{}'", v.str()));
-        take = v.num() != 0;
-      } catch (const StmtError& e) {
-        rep_.report(e.loc, e.message);
-        take = false;
+      if (int64_t x; ev_.try_int(s.e0, x)) { // what eval() gives an integer condition
+        take = x != 0;
+      } else {
+        try {
+          Value v = ev_.eval(s.e0);
+          if (!v.is_num())
+            src_.fail_at(s.e0, fmt::format("condition must be a number, not '{}'", v.str()));
+          take = v.num() != 0;
+        } catch (const StmtError& e) {
+          rep_.report(e.loc, e.message);
+          take = false;
+        }
       }
     }
     if (take) {
-      exec_range(unit, heads[b] + 1, heads[b + 1]);
+      exec_range(unit, head + 1, next);
       return;
     }
   }
@@ -153,7 +159,7 @@ void Expander::exec_for(uint32_t unit, size_t& i, const Stmt& s) {
   const __int128 span = step > 0 ? __int128(to) - from : __int128(from) - to;
   const __int128 mag = step > 0 ? __int128(step) : -__int128(step);
   const __int128 n = span <= 0 ? 0 : (span + mag - 1) / mag;
-  const Loc at = src_.loc(s.tok);
+  const Loc at{src_.cur_unit(), s.line, s.col, src_.frame()}; // src_.loc(s.tok), as parsed
   if (n > static_cast<__int128>(opts_.max_iterations))
     fail(at, fmt::format(".for of {} iterations exceeds the limit of {}",
                          int64_t(std::min<__int128>(n, INT64_MAX)), opts_.max_iterations));
@@ -164,12 +170,20 @@ void Expander::exec_for(uint32_t unit, size_t& i, const Stmt& s) {
     fail(at, fmt::format("integer overflow: the .for counter passes {} after {} iterations",
                          step > 0 ? "INT64_MAX" : "INT64_MIN", int64_t(n)));
   const std::string var(src_.text(s.name));
+  const uint32_t var_id = sym_.intern(var);
   const int32_t outer = src_.frame();
   for (int64_t v = from; step > 0 ? v < to : v > to; v += step) {
     if (++steps_ > opts_.max_steps) rep_.count_step(at);
-    src_.set_frame(src_.push_frame(ExpansionFrame::ForIter, fmt::format("{}={}", var, v), at));
+    // "var=v", as fmt::format("{}={}") spells it, without its machinery per iteration.
+    std::string what;
+    what.reserve(var.size() + 21);
+    what.append(var).push_back('=');
+    char num[24];
+    what.append(num, std::to_chars(num, num + sizeof num, v).ptr);
+    src_.set_frame(src_.push_frame(ExpansionFrame::ForIter, std::move(what), at));
     const size_t base = sym_.depth();
-    sym_.push_scope().vars.emplace_back(var, Var{Value::of_int(v), Var::Loop, at});
+    sym_.push_scope();
+    sym_.add_local(var_id, var, Var{Value::of_int(v), Var::Loop, at});
     try {
       exec_range(unit, open + 1, close);
     } catch (...) {
@@ -183,8 +197,9 @@ void Expander::exec_for(uint32_t unit, size_t& i, const Stmt& s) {
 }
 
 void Expander::exec_macro_call(const Stmt& s) {
-  const std::string name(src_.text(s.tok));
-  const Loc at = src_.loc(s.tok);
+  // The macro's name and where it is: the statement's first token, as parsed.
+  const std::string name(std::string_view(src_.file().src).substr(s.tok, s.tok_len));
+  const Loc at{src_.cur_unit(), s.line, s.col, src_.frame()};
   auto it = macros_.find(name);
   if (it == macros_.end()) {
     if (!find_all_by_mnemonic(name).empty())
@@ -246,7 +261,7 @@ void Expander::exec_macro_call(const Stmt& s) {
   const uint32_t caller = src_.cur_unit();
   src_.set_frame(src_.push_frame(ExpansionFrame::Macro, name, at));
   sym_.enter_macro();
-  Scope& scope = sym_.push_scope();
+  sym_.push_scope();
   auto restore = [&] {
     sym_.leave_macro();
     src_.set_frame(outer);
@@ -260,10 +275,10 @@ void Expander::exec_macro_call(const Stmt& s) {
     for (uint32_t k = 0; k < m.nparams; ++k) {
       const std::string_view pn = m.param_names[k];
       if (args[k]) {
-        scope.vars.emplace_back(pn, std::move(*args[k]));
+        sym_.add_local(m.param_ids[k], pn, std::move(*args[k]));
       } else if (params[k].rhs != kNone) {
         Var dv{ev_.eval(params[k].rhs), Var::Arg, src_.loc(params[k].tok)};
-        scope.vars.emplace_back(pn, std::move(dv));
+        sym_.add_local(m.param_ids[k], pn, std::move(dv));
       } else {
         src_.set_frame(outer);
         src_.enter(caller);

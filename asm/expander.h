@@ -48,6 +48,7 @@ private:
     uint32_t params = 0, nparams = 0; // Items of the unit: name token, default value
     Loc def;
     std::vector<std::string> param_names; // their spellings
+    std::vector<uint32_t> param_ids;      // and their interned ids (Symbols::intern)
   };
 
   void exec_line(uint32_t unit, size_t& i);

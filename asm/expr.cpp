@@ -28,21 +28,12 @@ std::string Value::str() const {
 
 bool Evaluator::try_int(uint32_t e, int64_t& out) {
   const Node& n = src_.node(e);
+  if (const int r = leaf_int(n, e, out); r >= 0) return r != 0;
   switch (n.kind) {
-  case NodeKind::Number:
-    if (!(n.flags & Node::kIntValue)) return false;
-    out = static_cast<int64_t>(uint64_t{n.b} << 32 | n.a);
-    return true;
-  case NodeKind::Name: {
-    const Var* v = sym_.lookup_node(e, src_.file().text(n));
-    if (!v || v->v.kind != Value::Int) return false;
-    out = v->v.i;
-    return true;
-  }
-  case NodeKind::Paren: return try_int(n.a, out);
+  case NodeKind::Paren: return sub_int(n.a, out);
   case NodeKind::Unary: {
     int64_t x;
-    if (!try_int(n.a, x)) return false;
+    if (!sub_int(n.a, x)) return false;
     switch (n.op) {
     case Tok::Not: out = x == 0; return true;
     case Tok::Plus: out = x; return true;
@@ -56,14 +47,14 @@ bool Evaluator::try_int(uint32_t e, int64_t& out) {
   }
   case NodeKind::Binary: {
     int64_t l, r;
-    if (!try_int(n.a, l)) return false;
+    if (!sub_int(n.a, l)) return false;
     if (n.op == Tok::AndAnd || n.op == Tok::OrOr) { // the right side only when it decides
       const bool lv = l != 0;
       if (n.op == Tok::AndAnd ? !lv : lv) return out = lv, true;
-      if (!try_int(n.b, r)) return false;
+      if (!sub_int(n.b, r)) return false;
       return out = r != 0, true;
     }
-    if (!try_int(n.b, r)) return false;
+    if (!sub_int(n.b, r)) return false;
     switch (n.op) {
     case Tok::Lt: return out = l < r, true;
     case Tok::Le: return out = l <= r, true;
@@ -114,7 +105,7 @@ bool Evaluator::try_int_call(const Node& c, int64_t& out) {
   const uint32_t* args = src_.file().kid_begin(c);
   for (uint32_t k = 0; k < c.nkids; ++k) {
     const Node& arg = src_.node(args[k]);
-    if (arg.b != kNone || !try_int(arg.a, a[k])) return false;
+    if (arg.b != kNone || !sub_int(arg.a, a[k])) return false;
   }
   if (fn == Min || fn == Max) { // compared as Functions::call does: as doubles, first wins
     size_t best = 0;
@@ -129,8 +120,7 @@ bool Evaluator::try_int_call(const Node& c, int64_t& out) {
   return !__builtin_mul_overflow(q, a[1], &out);
 }
 
-int64_t Evaluator::eval_int(uint32_t e, const char* what) {
-  if (int64_t v; try_int(e, v)) return v;
+int64_t Evaluator::eval_int_slow(uint32_t e, const char* what) {
   Value v = eval(e);
   need_num(v, e);
   if (v.kind == Value::Float) {

@@ -130,7 +130,7 @@ void Instructions::assemble(const Stmt& s) {
   Inst in;
   in.op = d->op;
   in.engine = engine;
-  in.ops.resize(n);
+  in.ops.reserve(n); // each operand appended in table order, written once (they are big)
   std::array<bool, kMaxOps> raw{};
   const uint32_t index = static_cast<uint32_t>(mod_.streams[*eng].size());
   for (size_t k = 0; k < n; ++k) {
@@ -143,11 +143,15 @@ void Instructions::assemble(const Stmt& s) {
              fmt::format("missing operand '{}' of {} (operands: {})", od.name, dotted,
                          operand_list(*d)));
       }
-      in.ops[k] = default_operand(od);
+      // The row's defaults, made once (default_operand parses the table's text).
+      std::vector<Operand>& defs = defaults_[d];
+      if (defs.empty())
+        for (const OperandDesc& o : d->operands) defs.push_back(default_operand(o));
+      in.ops.push_back(defs[k]);
       continue;
     }
     bool r = false;
-    in.ops[k] = ops_.convert(*d, k, bound[k], engine, index, r);
+    in.ops.push_back(ops_.convert(*d, k, bound[k], engine, index, r));
     raw[k] = r;
     if (!gen_allows(od.gens, mod_.target) && !is_default(od, in.ops[k]))
       src_.fail_at(bound[k],

@@ -3,6 +3,7 @@
 // instruction added to its engine's stream.
 #pragma once
 #include <cstdint>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -60,6 +61,7 @@ private:
   int64_t total_insts_ = 0;
   // Per unit, per line: an instruction line's engine and table row (once resolved).
   std::vector<std::vector<std::pair<uint8_t, const InstDesc*>>> inst_cache_;
+  std::unordered_map<const InstDesc*, std::vector<Operand>> defaults_; // per table row
 };
 
 } // namespace nisa::nasm

@@ -134,7 +134,7 @@ std::optional<std::string> resolve_range(const SliceIndex& s, int64_t n, int64_t
     if (lo < 0 || hi > n || lo > hi)
       return fmt::format("slice {}:{} is outside the dimension of size {}", lo, hi, n);
     start = lo;
-    count = (hi - lo + s.step - 1) / s.step;
+    count = s.step == 1 ? hi - lo : (hi - lo + s.step - 1) / s.step; // (no division for 1)
   } else {
     int64_t lo = s.has_lo ? s.lo : n - 1, hi = s.has_hi ? s.hi : -1;
     if (lo >= n || hi < -1 || lo < hi)
@@ -212,7 +212,7 @@ std::variant<AccessPattern, LowerError> lower_slice(const TensorDecl& t,
       }
       if (!hbm || k != 0)
         return LowerError{idx, "a vector offset (@vec) applies to dim 0 of an HBM tensor only"};
-      const AccessPattern& v = s.vec;
+      const AccessPattern& v = *s.vec;
       if (v.space != MemSpace::sbuf || info(v.dtype).is_float || v.free_elems() != 1 ||
           v.dyn != DynKind::none)
         return LowerError{idx, "the @vec index must be an SBUF tile of one integer per partition"};

@@ -43,9 +43,9 @@ uint64_t tensor_bytes(const TensorDecl& t);
 struct SliceIndex {
   enum Kind { Range, Point, DynReg, DynVec } kind = Range;
   bool has_lo = false, has_hi = false;
-  int64_t lo = 0, hi = 0, step = 1; // Range; Point uses lo
-  uint8_t reg = 0;                  // DynReg
-  AccessPattern vec{};              // DynVec: the index tile
+  int64_t lo = 0, hi = 0, step = 1;   // Range; Point uses lo
+  uint8_t reg = 0;                    // DynReg
+  const AccessPattern* vec = nullptr; // DynVec: the index tile (held by the caller)
 };
 
 struct LowerError {

@@ -55,6 +55,25 @@ Operand Operands::convert(const InstDesc& d, size_t k, uint32_t e, Engine eng, u
                           bool& raw) {
   const OperandDesc& od = d.operands[k];
   Operand o;
+  auto check_space = [&] {
+    const uint8_t bit = space_bit(o.ap.space);
+    if (!(od.spaces & bit)) {
+      std::string allowed;
+      for (MemSpace s : {MemSpace::hbm, MemSpace::sbuf, MemSpace::psum})
+        if (od.spaces & space_bit(s))
+          allowed += (allowed.empty() ? "" : " or ") + std::string(name_of(s));
+      src_.fail_at(e, fmt::format("operand '{}' of {}.{} cannot be in {} (allowed: {})", od.name,
+                                  name_of(eng), d.mnemonic, name_of(o.ap.space), allowed));
+    }
+  };
+  const bool mem = od.kind == OperandKind::Dst || od.kind == OperandKind::Src;
+  if (mem && src_.node(e).kind == NodeKind::Index) {
+    // A slice: what eval() and Slices::to_ap give, without a Value.
+    o.ap = sl_.lower_index(e, nullptr);
+    raw = false;
+    check_space();
+    return o;
+  }
   Value v = ev_.eval(e);
   auto as_int = [&](int64_t lo, int64_t hi) {
     if (v.kind == Value::Float && v.f == std::floor(v.f) && std::abs(v.f) < 9e18)
@@ -76,15 +95,7 @@ Operand Operands::convert(const InstDesc& d, size_t k, uint32_t e, Engine eng, u
   case OperandKind::Dst:
   case OperandKind::Src: {
     o.ap = sl_.to_ap(v, e, raw);
-    const uint8_t bit = space_bit(o.ap.space);
-    if (!(od.spaces & bit)) {
-      std::string allowed;
-      for (MemSpace s : {MemSpace::hbm, MemSpace::sbuf, MemSpace::psum})
-        if (od.spaces & space_bit(s))
-          allowed += (allowed.empty() ? "" : " or ") + std::string(name_of(s));
-      src_.fail_at(e, fmt::format("operand '{}' of {}.{} cannot be in {} (allowed: {})", od.name,
-                                  name_of(eng), d.mnemonic, name_of(o.ap.space), allowed));
-    }
+    check_space();
     return o;
   }
   case OperandKind::Scalar:

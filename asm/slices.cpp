@@ -2,6 +2,7 @@
 // lower_slice), raw ap(...) with every field, and a tensor named whole.
 #include <fmt/format.h>
 
+#include <array>
 #include <boost/container/small_vector.hpp>
 #include <limits>
 
@@ -14,14 +15,21 @@ using namespace detail;
 
 // x[...] : lower a tensor slice to an access pattern.
 Value Slices::index(uint32_t self) {
+  Value v;
+  v.kind = Value::Ap;
+  v.ap = lower_index(self, &v.s);
+  return v;
+}
+
+AccessPattern Slices::lower_index(uint32_t self, std::string* name_out) const {
   const Node& x = src_.node(self);
   const TensorDecl* t = nullptr;
   std::string base_name;
   const Node& b = src_.node(x.a);
-  if (b.kind == NodeKind::Name && !sym_.lookup(src_.file().text(b))) {
+  if (b.kind == NodeKind::Name && !sym_.lookup_node(x.a, src_.file().text(b))) {
     // The common case, a tensor named directly: no Value built.
-    t = sym_.find_tensor(src_.file().text(b));
-    if (t) base_name = t->name;
+    t = sym_.find_tensor_node(x.a, src_.file().text(b));
+    if (t && name_out) base_name = t->name;
   }
   if (!t) {
     Value base = ev_.eval(x.a);
@@ -38,7 +46,12 @@ Value Slices::index(uint32_t self) {
                                          s.empty() ? "" : "; did you mean '" + s + "'?"));
   }
   const uint32_t* slices = src_.file().kid_begin(x);
-  boost::container::small_vector<SliceIndex, 4> idx(x.nkids);
+  // Most slices have a few indices: those live on the stack.
+  std::array<SliceIndex, 4> small;
+  std::vector<SliceIndex> big;
+  if (x.nkids > small.size()) big.resize(x.nkids);
+  SliceIndex* idx = x.nkids > small.size() ? big.data() : small.data();
+  std::vector<AccessPattern> vecs; // the @vec tiles (reserved: the indices point into it)
   for (uint32_t k = 0; k < x.nkids; ++k) {
     const Node& s = src_.node(slices[k]);
     SliceIndex& si = idx[k];
@@ -70,7 +83,9 @@ Value Slices::index(uint32_t self) {
       if (v.kind != Value::Ap)
         src_.fail_at(src_.file().kid_begin(d)[0], "@vec needs an SBUF index tile");
       si.kind = SliceIndex::DynVec;
-      si.vec = v.ap;
+      if (vecs.empty()) vecs.reserve(x.nkids);
+      vecs.push_back(v.ap);
+      si.vec = &vecs.back();
       continue;
     }
     Value v = ev_.eval(s.a);
@@ -88,17 +103,35 @@ Value Slices::index(uint32_t self) {
     si.kind = SliceIndex::DynReg;
     si.reg = static_cast<uint8_t>(reg);
   }
-  auto r = lower_slice(*t, {idx.data(), idx.size()});
+  auto r = lower_slice(*t, {idx, x.nkids});
   if (auto* e = std::get_if<LowerError>(&r)) {
     uint32_t at = self;
     if (e->index >= 0 && static_cast<uint32_t>(e->index) < x.nkids) at = slices[e->index];
     src_.fail_at(at, e->message);
   }
-  Value v;
-  v.kind = Value::Ap;
-  v.ap = std::get<AccessPattern>(r);
-  v.s = std::move(base_name);
-  return v;
+  if (name_out) *name_out = std::move(base_name);
+  return std::get<AccessPattern>(r);
+}
+
+// ap()'s dims written as a list literal of [stride, count] lists of integer expressions, each
+// in range: set in `ap` without a Value per node. Anything else (or out of range): false, and
+// raw_ap evaluates the list the general way, with its errors.
+bool Slices::int_dims(uint32_t e, AccessPattern& ap) {
+  const Node& l = src_.node(e);
+  if (l.kind != NodeKind::List || l.nkids < 1 || l.nkids > kMaxFreeDims) return false;
+  std::array<FreeDim, kMaxFreeDims> dims{};
+  for (uint32_t k = 0; k < l.nkids; ++k) {
+    const Node& p = src_.node(src_.file().kid_begin(l)[k]);
+    int64_t st, n;
+    if (p.kind != NodeKind::List || p.nkids != 2 || !ev_.try_int(src_.file().kid_begin(p)[0], st) ||
+        !ev_.try_int(src_.file().kid_begin(p)[1], n) || st < INT32_MIN || st > INT32_MAX || n < 0 ||
+        n > UINT32_MAX)
+      return false;
+    dims[k] = {static_cast<int32_t>(st), static_cast<uint32_t>(n)};
+  }
+  ap.ndims = static_cast<uint8_t>(l.nkids);
+  for (uint32_t k = 0; k < l.nkids; ++k) ap.dims[k] = dims[k];
+  return true;
 }
 
 // ap(SPACE, DTYPE, PSTART, PCOUNT, OFFSET, [[stride, count], ...], pstride=, dyn=, mult=,
@@ -107,7 +140,7 @@ Value Slices::raw_ap(uint32_t self) {
   const Node& c = src_.node(self);
   AccessPattern ap;
   const uint32_t* args = src_.file().kid_begin(c);
-  std::vector<uint32_t> pos; // CallArg nodes
+  boost::container::small_vector<uint32_t, 8> pos; // CallArg nodes
   for (uint32_t k = 0; k < c.nkids; ++k)
     if (src_.node(args[k]).b == kNone) pos.push_back(args[k]);
   if (pos.size() != 6)
@@ -126,13 +159,29 @@ Value Slices::raw_ap(uint32_t self) {
       src_.fail_at(e, fmt::format("{} {} is outside [{}, {}]", what, v, lo, hi));
     return v;
   };
-  const std::string sp = name_arg(pos[0]);
+  // name_arg() without a Value when the argument is a Name node: the name a variable holds, or
+  // the name itself when it is not bound (what eval() gives); else name_arg() with its errors.
+  auto name_view = [&](uint32_t arg, std::string& keep) -> std::string_view {
+    const uint32_t e = value(arg);
+    const Node& n = src_.node(e);
+    if (n.kind == NodeKind::Name) {
+      const std::string_view t = src_.file().text(n);
+      if (const Var* v = sym_.lookup_node(e, t)) {
+        if (v->v.kind == Value::Name) return v->v.s;
+      } else if (t != "inf" && t != "nan" && t != "true" && t != "false") {
+        return t;
+      }
+    }
+    return keep = name_arg(arg);
+  };
+  std::string keep_sp, keep_dt;
+  const std::string_view sp = name_view(pos[0], keep_sp);
   auto space = enum_parse(EnumType::MemSpace, sp);
   if (!space)
     src_.fail_at(pos[0], fmt::format("unknown memory space '{}'{}", sp,
                                      enum_did_you_mean(EnumType::MemSpace, sp)));
   ap.space = static_cast<MemSpace>(*space);
-  const std::string dt = name_arg(pos[1]);
+  const std::string_view dt = name_view(pos[1], keep_dt);
   auto dtype = parse_dtype(dt);
   if (!dtype) src_.fail_at(pos[1], fmt::format("unknown dtype '{}'{}", dt, dtype_did_you_mean(dt)));
   ap.dtype = *dtype;
@@ -140,18 +189,20 @@ Value Slices::raw_ap(uint32_t self) {
   ap.part_count = static_cast<uint16_t>(int_arg(value(pos[3]), 0, 0xffff, "part_count"));
   ap.offset = static_cast<uint64_t>(
       int_arg(value(pos[4]), 0, std::numeric_limits<int64_t>::max(), "offset"));
-  Value dims = ev_.eval(value(pos[5]));
-  const char* dims_msg = "dims are a list of 1 to 4 [stride, count] pairs";
-  if (dims.kind != Value::List || dims.list.empty() || dims.list.size() > kMaxFreeDims)
-    src_.fail_at(pos[5], dims_msg);
-  ap.ndims = static_cast<uint8_t>(dims.list.size());
-  for (size_t k = 0; k < dims.list.size(); ++k) {
-    const Value& d = dims.list[k];
-    if (d.kind != Value::List || d.list.size() != 2 || d.list[0].kind != Value::Int ||
-        d.list[1].kind != Value::Int || d.list[0].i < INT32_MIN || d.list[0].i > INT32_MAX ||
-        d.list[1].i < 0 || d.list[1].i > UINT32_MAX)
+  if (!int_dims(value(pos[5]), ap)) {
+    Value dims = ev_.eval(value(pos[5]));
+    const char* dims_msg = "dims are a list of 1 to 4 [stride, count] pairs";
+    if (dims.kind != Value::List || dims.list.empty() || dims.list.size() > kMaxFreeDims)
       src_.fail_at(pos[5], dims_msg);
-    ap.dims[k] = {static_cast<int32_t>(d.list[0].i), static_cast<uint32_t>(d.list[1].i)};
+    ap.ndims = static_cast<uint8_t>(dims.list.size());
+    for (size_t k = 0; k < dims.list.size(); ++k) {
+      const Value& d = dims.list[k];
+      if (d.kind != Value::List || d.list.size() != 2 || d.list[0].kind != Value::Int ||
+          d.list[1].kind != Value::Int || d.list[0].i < INT32_MIN || d.list[0].i > INT32_MAX ||
+          d.list[1].i < 0 || d.list[1].i > UINT32_MAX)
+        src_.fail_at(pos[5], dims_msg);
+      ap.dims[k] = {static_cast<int32_t>(d.list[0].i), static_cast<uint32_t>(d.list[1].i)};
+    }
   }
   for (uint32_t k = 0; k < c.nkids; ++k) {
     const uint32_t a = args[k];

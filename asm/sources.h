@@ -44,6 +44,9 @@ struct Unit {
   std::vector<std::vector<size_t>> branches; // .if line -> .elif/.else lines
   std::vector<uint32_t> bytes;               // line -> the bytes of its statement's lines
   bool ok = true;
+  // Token texts (begin, length) and positions (line, column) by byte offset, once asked for:
+  // the statements of a loop or a macro ask for the same ones at every pass.
+  mutable std::unordered_map<uint32_t, std::pair<uint32_t, uint32_t>> tok_text, tok_pos;
 };
 
 class Reporter;
@@ -62,11 +65,19 @@ public:
   // ---- the current file
   void enter(uint32_t unit) {
     cur_unit_ = unit;
-    file_ = &units_[unit].parsed;
+    cur_ = &units_[unit];
+    file_ = &cur_->parsed;
   }
   uint32_t cur_unit() const { return cur_unit_; }
   const ParsedFile& file() const { return *file_; }
-  std::string_view text(uint32_t tok) const { return file_->text(tok); }
+  std::string_view text(uint32_t tok) const {
+    auto [it, added] = cur_->tok_text.try_emplace(tok);
+    if (added) {
+      const Token t = lex_at(file_->src, tok);
+      it->second = {t.begin, t.end - t.begin};
+    }
+    return std::string_view(file_->src).substr(it->second.first, it->second.second);
+  }
   const Node& node(uint32_t e) const { return file_->nodes[e]; }
 
   // ---- the current expansion frame
@@ -76,8 +87,9 @@ public:
 
   // ---- locations
   Loc loc(uint32_t tok) const {
-    const auto [line, col] = file_->position(tok);
-    return Loc{cur_unit_, line, col, cur_frame_};
+    auto [it, added] = cur_->tok_pos.try_emplace(tok);
+    if (added) it->second = file_->position(tok);
+    return Loc{cur_unit_, it->second.first, it->second.second, cur_frame_};
   }
   Loc loc_of(uint32_t e) const { return loc(node(e).tok); }
   [[noreturn]] void fail_at(uint32_t e, std::string msg) const { fail(loc_of(e), std::move(msg)); }
@@ -88,6 +100,7 @@ private:
   Module& mod_;
   Reporter& rep_;
   std::deque<Unit> units_; // a deque: references stay valid while includes load
+  const Unit* cur_ = nullptr;
   const ParsedFile* file_ = nullptr;
   uint32_t cur_unit_ = 0;
   int32_t cur_frame_ = -1;

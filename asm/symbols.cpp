@@ -19,19 +19,65 @@ const Var* Symbols::lookup(std::string_view name) const {
   return it == globals_.end() ? nullptr : &it->second;
 }
 
-// lookup() for a Name node of the current unit: the global it names is remembered per node
-// (an expansion evaluates the same nodes over and over).
-const Var* Symbols::lookup_node(uint32_t e, std::string_view name) {
-  for (size_t k = nlocals_; k-- > macro_base_.back();)
-    if (const Var* v = locals_[k].find(name)) return v;
-  const uint32_t unit = src_.cur_unit();
-  if (global_cache_.size() <= unit) global_cache_.resize(unit + 1);
-  auto& cache = global_cache_[unit];
-  if (cache.size() <= e) cache.resize(src_.file().nodes.size(), nullptr);
-  if (const Var* v = cache[e]) return v;
+// lookup() for a Name node of the current unit: the local scopes by the name's interned id,
+// then the global it names, remembered per node (an expansion evaluates the same nodes over
+// and over).
+const Var* Symbols::lookup_node_slow(uint32_t e, std::string_view name) const {
+  NodeInfo& in = info(e);
+  if (in.id == UINT32_MAX) in.id = intern(name);
+  if (const size_t base = macro_base_.back(); nlocals_ > base && live_[in.id] != 0) {
+    for (size_t k = flat_ids_.size(), lo = scope_start_[base]; k-- > lo;)
+      if (flat_ids_[k] == in.id) {
+        const auto [sc, j] = flat_refs_[k];
+        return &locals_[sc].vars[j].second;
+      }
+  }
+  if (in.global) return in.global;
+  if (in.absent_at == globals_added_) return nullptr;
   auto it = globals_.find(name);
-  if (it == globals_.end()) return nullptr;
-  return cache[e] = &it->second;
+  if (it == globals_.end()) {
+    in.absent_at = globals_added_;
+    return nullptr;
+  }
+  return in.global = &it->second;
+}
+
+void Symbols::set_info_unit() const {
+  const uint32_t unit = src_.cur_unit();
+  if (node_info_.size() <= unit) node_info_.resize(unit + 1);
+  auto& v = node_info_[unit];
+  if (v.size() < src_.file().nodes.size()) v.resize(src_.file().nodes.size());
+  info_ = v.data();
+  info_unit_ = unit;
+}
+
+uint32_t Symbols::intern(std::string_view name) const {
+  auto it = ids_.find(name);
+  if (it != ids_.end()) return it->second;
+  const auto id = static_cast<uint32_t>(ids_.size());
+  ids_.emplace(std::string(name), id);
+  live_.push_back(0);
+  return id;
+}
+
+const TensorDecl* Symbols::find_tensor_node(uint32_t e, std::string_view name) const {
+  const uint32_t unit = src_.cur_unit();
+  if (tensor_cache_.size() <= unit) tensor_cache_.resize(unit + 1);
+  auto& cache = tensor_cache_[unit];
+  if (cache.size() <= e) cache.resize(src_.file().nodes.size(), nullptr);
+  if (const TensorDecl* t = cache[e]) return t;
+  return cache[e] = find_tensor(name);
+}
+
+uint16_t Symbols::sem_index_node(uint32_t e, std::string_view name) const {
+  const uint32_t unit = src_.cur_unit();
+  if (sem_cache_.size() <= unit) sem_cache_.resize(unit + 1);
+  auto& cache = sem_cache_[unit];
+  if (cache.size() <= e) cache.resize(src_.file().nodes.size(), -1);
+  if (cache[e] >= 0) return static_cast<uint16_t>(cache[e]);
+  const uint16_t i = sem_index(name, e);
+  cache[e] = i;
+  return i;
 }
 
 std::vector<std::string> Symbols::visible_names() const {
@@ -63,8 +109,8 @@ Var* Symbols::find_local(std::string_view name) {
 }
 
 void Symbols::set_target(Target t) {
-  globals_["TARGET"] = Var{Value::of_name(std::string(name_of(t))), Var::Predefined, {}};
-  globals_["GEN"] = Var{Value::of_int(static_cast<int>(t)), Var::Predefined, {}};
+  set_global("TARGET", Var{Value::of_name(std::string(name_of(t))), Var::Predefined, {}});
+  set_global("GEN", Var{Value::of_int(static_cast<int>(t)), Var::Predefined, {}});
 }
 
 std::vector<std::string> Symbols::param_names() const {
@@ -79,7 +125,9 @@ std::vector<std::string> Symbols::param_names() const {
 // exists, then kept.
 bool Symbols::autosync() const {
   const Var* as = nullptr;
-  for (size_t k = nlocals_; !as && k-- > macro_base_.back();) as = locals_[k].find("AUTOSYNC");
+  if (autosync_id_ == UINT32_MAX) autosync_id_ = intern("AUTOSYNC");
+  if (live_[autosync_id_] != 0) // a local of that name is live (else none to search)
+    for (size_t k = nlocals_; !as && k-- > macro_base_.back();) as = locals_[k].find("AUTOSYNC");
   if (!as && !autosync_)
     if (auto it = globals_.find(std::string_view("AUTOSYNC")); it != globals_.end())
       autosync_ = &it->second;

@@ -20,8 +20,9 @@ struct Var {
   Loc def;
 };
 
-// A local scope (a .for iteration's variable, a macro's arguments): a few names, searched
-// linearly (cheaper than hashing the name once per enclosing scope).
+// A local scope (a .for iteration's variable, a macro's arguments): a few names. A Name node
+// finds them through Symbols' flat array of the live locals' interned ids; a name given as text
+// (rarer) through find().
 struct Scope {
   std::vector<std::pair<std::string, Var>> vars;
   Var* find(std::string_view n) {
@@ -41,14 +42,40 @@ public:
 
   // ---- variables
   const Var* lookup(std::string_view name) const;
-  // lookup() for a Name node of the current unit (the global it names is remembered).
-  const Var* lookup_node(uint32_t e, std::string_view name);
+  // lookup() for a Name node of the current unit (the global it names is remembered). The
+  // usual case inline: a global, and no live local of that name.
+  const Var* lookup_node(uint32_t e, std::string_view name) const {
+    const NodeInfo& in = info(e);
+    if (in.id != UINT32_MAX && live_[in.id] == 0) {
+      if (in.global) return in.global;
+      if (in.absent_at == globals_added_) return nullptr;
+    }
+    return lookup_node_slow(e, name);
+  }
+  // The id of a name (the same for every spelling alike; new names get the next id).
+  uint32_t intern(std::string_view name) const;
+  // The id of a Name node's text, of the current unit (remembered per node).
+  uint32_t node_id(uint32_t e, std::string_view name) const {
+    uint32_t& id = info(e).id;
+    if (id == UINT32_MAX) id = intern(name);
+    return id;
+  }
+  // The tensor or view a Name node names, remembered per node once found (a declaration is
+  // never removed nor replaced).
+  const TensorDecl* find_tensor_node(uint32_t e, std::string_view name) const;
+  // The semaphore a Name node of the current unit names, remembered per node (a global
+  // variable never has a semaphore's name: both are declared names).
+  uint16_t sem_index_node(uint32_t e, std::string_view name) const;
   Var* find_local(std::string_view name); // in the scopes the current macro sees
   Var* find_global(std::string_view name) {
     auto it = globals_.find(name);
     return it == globals_.end() ? nullptr : &it->second;
   }
-  void set_global(std::string_view name, Var v) { globals_[std::string(name)] = std::move(v); }
+  void set_global(std::string_view name, Var v) {
+    auto [it, added] = globals_.try_emplace(std::string(name));
+    it->second = std::move(v);
+    if (added) ++globals_added_;
+  }
   void set_target(Target t);                      // the predefined TARGET and GEN
   std::vector<std::string> visible_names() const; // for did-you-mean
   std::vector<std::string> param_names() const;   // sorted
@@ -57,13 +84,31 @@ public:
   // ---- local scopes: locals_[0, nlocals_) are live; the rest are kept (their vectors'
   // storage is reused). A macro sees only the scopes it opened.
   size_t depth() const { return nlocals_; }
-  Scope& push_scope() {
-    if (nlocals_ == locals_.size()) locals_.emplace_back();
-    Scope& sc = locals_[nlocals_++];
-    sc.vars.clear();
-    return sc;
+  void push_scope() {
+    if (nlocals_ == locals_.size()) {
+      locals_.emplace_back();
+      scope_start_.push_back(0);
+    }
+    locals_[nlocals_].vars.clear();
+    scope_start_[nlocals_++] = flat_ids_.size();
   }
-  void pop_scopes(size_t to) { nlocals_ = to; }
+  // A variable of the innermost scope.
+  void add_local(uint32_t id, std::string_view name, Var v) {
+    Scope& sc = locals_[nlocals_ - 1];
+    ++live_[id];
+    flat_ids_.push_back(id);
+    flat_refs_.emplace_back(static_cast<uint32_t>(nlocals_ - 1),
+                            static_cast<uint32_t>(sc.vars.size()));
+    sc.vars.emplace_back(name, std::move(v));
+  }
+  void pop_scopes(size_t to) {
+    if (to < nlocals_) {
+      for (size_t k = scope_start_[to]; k < flat_ids_.size(); ++k) --live_[flat_ids_[k]];
+      flat_ids_.resize(scope_start_[to]);
+      flat_refs_.resize(scope_start_[to]);
+    }
+    nlocals_ = to;
+  }
   void enter_macro() { macro_base_.push_back(nlocals_); }
   void leave_macro() {
     pop_scopes(macro_base_.back());
@@ -107,15 +152,41 @@ public:
 private:
   const Module& mod_;
   const Sources& src_;
-  NameMap<Var> globals_; // never erased: a Var* into it stays valid (global_cache_)
+  NameMap<Var> globals_; // never erased: a Var* into it stays valid (node_info_)
   std::vector<Scope> locals_;
   size_t nlocals_ = 0;
   std::vector<size_t> macro_base_{0};
-  // Per unit and node: the global a Name node resolved to (once found, a global stays).
-  std::vector<std::vector<const Var*>> global_cache_;
-  mutable const Var* autosync_ = nullptr; // the global AUTOSYNC, once defined
-  NameMap<Loc> symbols_;                  // every declared name, for duplicates
-  NameMap<TensorDecl> tensors_;           // includes views
+  // The live locals (of scopes [0, nlocals_)) in one array, innermost last, by interned id;
+  // flat_refs_: (scope, index in its vars). scope_start_[k]: scope k's first entry.
+  std::vector<uint32_t> flat_ids_;
+  std::vector<std::pair<uint32_t, uint32_t>> flat_refs_;
+  std::vector<size_t> scope_start_;
+  mutable std::vector<uint32_t> live_; // per interned id: live locals of that name
+  const Var* lookup_node_slow(uint32_t e, std::string_view name) const;
+  // The caches below are filled by const lookups. Per unit and node: the interned id of a Name
+  // node's text; the global it resolved to (once found, a global stays), or, for a name with
+  // no global, the count of globals then (absent while no global has been added).
+  struct NodeInfo {
+    uint32_t id = UINT32_MAX;
+    const Var* global = nullptr;
+    uint64_t absent_at = UINT64_MAX;
+  };
+  NodeInfo& info(uint32_t e) const {
+    if (src_.cur_unit() != info_unit_ || !info_) set_info_unit();
+    return info_[e];
+  }
+  void set_info_unit() const;
+  mutable std::vector<std::vector<NodeInfo>> node_info_;
+  mutable NodeInfo* info_ = nullptr; // node_info_ of info_unit_
+  mutable uint32_t info_unit_ = 0;
+  uint64_t globals_added_ = 0;                                       // globals ever added
+  mutable NameMap<uint32_t> ids_;                                    // interned names
+  mutable std::vector<std::vector<const TensorDecl*>> tensor_cache_; // per unit and node
+  mutable std::vector<std::vector<int32_t>> sem_cache_; // per unit and node, -1: unknown
+  mutable const Var* autosync_ = nullptr;               // the global AUTOSYNC, once defined
+  mutable uint32_t autosync_id_ = UINT32_MAX;           // "AUTOSYNC" interned
+  NameMap<Loc> symbols_;                                // every declared name, for duplicates
+  NameMap<TensorDecl> tensors_;                         // includes views
   std::set<std::string, std::less<>> failed_decls_;
   NameMap<uint16_t> sems_, groups_;
   std::map<std::string, std::pair<Value, bool>> defines_; // -D values, used?

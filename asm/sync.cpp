@@ -21,10 +21,23 @@ using namespace detail;
 // followed by '(' (what the lexer would return), else through the lexer.
 std::string_view SyncLowering::sync_kind(uint32_t tok) const {
   const std::string_view src = src_.file().src;
-  for (std::string_view w : {"wait", "signal", "after", "after_opt"})
-    if (src.size() > tok + w.size() && src.compare(tok, w.size(), w) == 0 &&
-        src[tok + w.size()] == '(')
-      return src.substr(tok, w.size());
+  auto is = [&](std::string_view w) {
+    return src.size() > tok + w.size() && src.compare(tok, w.size(), w) == 0 &&
+           src[tok + w.size()] == '(';
+  };
+  switch (tok < src.size() ? src[tok] : '\0') { // the candidates of the first letter only
+  case 'w':
+    if (is("wait")) return src.substr(tok, 4);
+    break;
+  case 's':
+    if (is("signal")) return src.substr(tok, 6);
+    break;
+  case 'a':
+    if (is("after")) return src.substr(tok, 5);
+    if (is("after_opt")) return src.substr(tok, 9);
+    break;
+  default: break;
+  }
   return src_.text(tok);
 }
 
@@ -61,10 +74,18 @@ void SyncLowering::parse(const Sync& s, Inst& in) {
   auto sem_of = [&](uint32_t e) {
     const Node& np = src_.node(e);
     if (np.kind != NodeKind::Name) src_.fail_at(e, "expected a semaphore name");
-    std::string_view n = src_.file().text(np);
-    if (const Var* v = sym_.lookup(n); v && v->v.kind == Value::Name) n = v->v.s;
-    return sym_.sem_index(n, e);
+    const std::string_view n = src_.file().text(np);
+    const Var* v = sym_.lookup_node(e, n);
+    if (!v) return sym_.sem_index_node(e, n); // the semaphore named directly
+    return sym_.sem_index(v->v.kind == Value::Name ? std::string_view(v->v.s) : n, e);
   };
+  // One allocation for the clause's conditions or signals (capacity only: the same bytes).
+  std::vector<Wait>& waits = in.waits;
+  std::vector<Signal>& signals = in.signals;
+  if (kind == "signal")
+    signals.reserve(std::min<size_t>(signals.size() + s.nitems, kMaxSignals));
+  else
+    waits.reserve(std::min<size_t>(waits.size() + s.nitems, kMaxWaits));
   for (uint32_t k = 0; k < s.nitems; ++k) {
     const Item& a = src_.file().items[s.items + k];
     if (kind == "signal") {

@@ -83,14 +83,28 @@ std::optional<std::string> check_ap(uint8_t spaces, const AccessPattern& ap) {
   return check_dyn(ap);
 }
 
+// A pattern or mask at its default (all zero): what == with a default-made one says, without
+// making one per check (every operand of every instruction checked is checked so).
+bool is_zero(const AffinePattern& p) {
+  int32_t any = 0;
+  for (const auto& d : p.d) any |= d[0] | d[1];
+  return p.n == 0 && any == 0;
+}
+bool is_zero(const ShuffleMask& m) {
+  uint8_t any = 0;
+  for (uint8_t v : m.v) any |= v;
+  return any == 0;
+}
+
 // Fields of an Operand not used by its kind must hold their defaults.
 std::optional<std::string> check_unused(const Operand& o, bool uses_i, bool uses_f, bool uses_ap,
                                         bool uses_pat, bool uses_mask) {
+  static const AccessPattern kNoAp{};
   if (!uses_i && o.i != 0) return std::string("unused integer field is not 0");
   if (!uses_f && !(o.f == 0.0f)) return std::string("unused float field is not 0");
-  if (!uses_ap && !(o.ap == AccessPattern{})) return std::string("unused access pattern set");
-  if (!uses_pat && !(o.pat == AffinePattern{})) return std::string("unused pattern set");
-  if (!uses_mask && !(o.mask == ShuffleMask{})) return std::string("unused mask set");
+  if (!uses_ap && !(o.ap == kNoAp)) return std::string("unused access pattern set");
+  if (!uses_pat && !is_zero(o.pat)) return std::string("unused pattern set");
+  if (!uses_mask && !is_zero(o.mask)) return std::string("unused mask set");
   return std::nullopt;
 }
 
@@ -219,7 +233,28 @@ std::optional<std::string> check_inst_for_target(const Inst& in, Target target) 
 
 namespace {
 
-void encode_ap(io::Writer& w, const AccessPattern& ap) {
+// The fields of an access pattern gathered little-endian in a local buffer, then appended at
+// once (the same bytes as Writer's u8/u16/... one by one, with one bounds check).
+struct ApBytes {
+  uint8_t b[96];
+  size_t n = 0;
+  void put(uint64_t v, int k) {
+    if constexpr (std::endian::native == std::endian::little)
+      std::memcpy(b + n, &v, size_t(k));
+    else
+      for (int i = 0; i < k; ++i) b[n + size_t(i)] = static_cast<uint8_t>(v >> (8 * i));
+    n += size_t(k);
+  }
+  void u8(uint8_t v) { put(v, 1); }
+  void u16(uint16_t v) { put(v, 2); }
+  void u32(uint32_t v) { put(v, 4); }
+  void i32(int32_t v) { put(static_cast<uint32_t>(v), 4); }
+  void i64(int64_t v) { put(static_cast<uint64_t>(v), 8); }
+  void u64(uint64_t v) { put(v, 8); }
+};
+
+void encode_ap(io::Writer& out, const AccessPattern& ap) {
+  ApBytes w;
   w.u8(static_cast<uint8_t>(ap.space));
   w.u8(static_cast<uint8_t>(ap.dtype));
   w.u8(ap.ndims);
@@ -244,6 +279,7 @@ void encode_ap(io::Writer& w, const AccessPattern& ap) {
     w.i64(ap.dyn_mult);
     w.u32(ap.dyn_limit);
   }
+  out.bytes(w.b, w.n);
 }
 
 void encode_operand(io::Writer& w, const OperandDesc& d, const Operand& o) {

@@ -73,6 +73,9 @@ const char* section_name(Section s) {
 class StringTable {
 public:
   uint32_t intern(const std::string& s) {
+    // find first: emplace would build (and free) a node for every string already held, and
+    // most are (one frame per loop iteration, "k=0" .. "k=3" over and over).
+    if (auto it = index_.find(s); it != index_.end()) return it->second;
     auto [it, fresh] = index_.emplace(s, static_cast<uint32_t>(list_.size()));
     if (fresh) list_.push_back(&it->first);
     return it->second;
@@ -273,7 +276,7 @@ private:
     const uint64_t sum_at = size - kChecksumBytes;
     io::Reader cr(b_, sum_at, size, "checksum");
     const uint64_t stored = cr.u64();
-    if (opts_.verify_checksum && stored != fnv1a64(b_.first(sum_at)))
+    if (opts_.verify_checksum && stored != object_body_checksum(version_, b_.first(sum_at)))
       io::fail(sum_at, "checksum mismatch: the object is corrupt");
   }
 
@@ -635,15 +638,6 @@ private:
 
 } // namespace
 
-uint64_t fnv1a64(std::span<const uint8_t> bytes) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (uint8_t b : bytes) {
-    h ^= b;
-    h *= 0x100000001b3ull;
-  }
-  return h;
-}
-
 // The sections that intern no string (the bulk of an object): written straight into the
 // object rather than built apart and copied in.
 static bool in_place(Section s) { return s == Section::streams || s == Section::debug; }
@@ -685,7 +679,7 @@ std::vector<uint8_t> write_object(const Module& m) {
     }
     const size_t body = w.size();
     w.patch_u64(kSizeFieldAt, body + kChecksumBytes);
-    w.u64(fnv1a64(std::span<const uint8_t>(out).first(body)));
+    w.u64(object_body_checksum(kObjectVersion, std::span<const uint8_t>(out).first(body)));
   }
   return out;
 }

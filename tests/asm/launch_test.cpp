@@ -1,7 +1,8 @@
 // `.ranks` and `.lnc` (docs/asm.md "Launch settings"): the values, their errors at the
 // expression's file:line:col, where they were declared, the object (version 2 stores them; a
-// version 1 object written by the nisa before them still reads), the disassembly round trip
-// and the kernels of kernels_asm that declare them.
+// version 1 object written by the nisa before them still reads, and a version 2 one, whose
+// checksum is FNV-1a, since version 3 took XXH64), the disassembly round trip and the kernels
+// of kernels_asm that declare them.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -130,7 +131,7 @@ TEST(Launch, ObjectKeepsValuesAndPlaces) {
   const Module m = assembled(".kernel k\n.ranks 12\n.lnc 2\n  sp.nop\n");
   const std::vector<uint8_t> bytes = write_object(m);
   EXPECT_EQ(bytes[4], kObjectVersion);
-  EXPECT_EQ(kObjectVersion, 2);
+  EXPECT_EQ(kObjectVersion, 3);
   auto r = read_object(bytes);
   ASSERT_TRUE(r.ok()) << r.error().str();
   EXPECT_EQ(*r, m);
@@ -178,10 +179,59 @@ TEST(Launch, ReadsVersion1Objects) {
   ASSERT_TRUE(src.ok()) << src.diagnostics_text();
   EXPECT_EQ(*loaded, *src.module);
   const std::vector<uint8_t> now = write_object(*loaded);
-  EXPECT_EQ(now[4], 2);
+  EXPECT_EQ(now[4], kObjectVersion);
   auto again = read_object(now);
   ASSERT_TRUE(again.ok()) << again.error().str();
   EXPECT_EQ(*again, *loaded);
+}
+
+// Version 2 (written by the nisa before version 3) has the same layout with an FNV-1a 64
+// checksum; version 3 stores XXH64 (docs/encoding.md "Checksum"). cumsum_v2.nbin was written
+// by that nisa from inputs/cumsum.nasm.
+TEST(Launch, ReadsVersion2Objects) {
+  const std::string dir = std::string(NISA_ASM_TEST_DIR) + "/inputs/";
+  const std::string old = nisa::test::read_file(dir + "cumsum_v2.nbin");
+  ASSERT_GT(old.size(), 24u);
+  EXPECT_EQ(old.substr(0, 6), std::string("NISA\x02\x00", 6));
+  const std::span<const uint8_t> bytes(reinterpret_cast<const uint8_t*>(old.data()), old.size());
+  EXPECT_EQ(object_checksum(bytes), fnv1a64(bytes.first(bytes.size() - 8)));
+  auto loaded = load_object(dir + "cumsum_v2.nbin");
+  ASSERT_TRUE(loaded.ok()) << loaded.error().str();
+  AsmResult src =
+      assemble_string(nisa::test::read_file(dir + "cumsum.nasm"), "tests/asm/inputs/cumsum.nasm");
+  ASSERT_TRUE(src.ok()) << src.diagnostics_text();
+  EXPECT_EQ(*loaded, *src.module);
+  // Written again: version 3, the same bytes but for the version and the checksum.
+  std::vector<uint8_t> now = write_object(*loaded);
+  ASSERT_EQ(now.size(), old.size());
+  EXPECT_EQ(now[4], 3);
+  EXPECT_EQ(object_checksum(now), xxh64(std::span<const uint8_t>(now).first(now.size() - 8)));
+  std::vector<uint8_t> as_v2 = now;
+  as_v2[4] = 2;
+  for (size_t k = 0; k < 8; ++k) as_v2[as_v2.size() - 8 + k] = uint8_t(old[old.size() - 8 + k]);
+  EXPECT_EQ(as_v2, std::vector<uint8_t>(old.begin(), old.end()));
+  // Each version's checksum only: version 3 with an FNV-1a checksum is corrupt.
+  std::vector<uint8_t> v3_fnv = as_v2;
+  v3_fnv[4] = 3;
+  auto bad = read_object(v3_fnv);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().message, "checksum mismatch: the object is corrupt");
+}
+
+// XXH64 as the reference implementation (libxxhash 0.8.1) computes it, seed 0: each length
+// class (under 4, under 8, under 32 bytes, whole 32-byte stripes with a tail).
+TEST(Launch, Xxh64MatchesTheReference) {
+  auto h = [](std::string_view s) {
+    return xxh64({reinterpret_cast<const uint8_t*>(s.data()), s.size()});
+  };
+  EXPECT_EQ(h(""), 0xef46db3751d8e999ull);
+  EXPECT_EQ(h("a"), 0xd24ec4f1a98c6e5bull);
+  EXPECT_EQ(h("abc"), 0x44bc2cf5ad770999ull);
+  EXPECT_EQ(h("0123456789abcdef0123456789abcdef0123456789"), 0xa76190c3acf08a1cull);
+  std::string s;
+  for (int r = 0; r < 3; ++r)
+    for (int k = 0; k < 256; ++k) s.push_back(static_cast<char>(k));
+  EXPECT_EQ(h(s + "xyz"), 0xe921a1b45bd779f8ull);
 }
 
 // The multi-rank kernels say their rank count; the cumsum kernels, which do not shard, say

@@ -195,7 +195,8 @@ TEST(DecodeError, OffsetsAreAbsolute) {
 
 // Recomputes the trailing checksum so a deliberate corruption reaches the section parsers.
 void fix_checksum(std::vector<uint8_t>& b) {
-  const uint64_t h = fnv1a64(std::span<const uint8_t>(b).first(b.size() - 8));
+  const uint64_t h = object_body_checksum(uint16_t(b[4] | b[5] << 8),
+                                          std::span<const uint8_t>(b).first(b.size() - 8));
   for (int k = 0; k < 8; ++k) b[b.size() - 8 + k] = static_cast<uint8_t>(h >> (8 * k));
 }
 
@@ -228,15 +229,15 @@ TEST(ObjectError, HeaderChecks) {
   b[4] = 9;
   EXPECT_EQ(object_fails(b).offset, 4u);
   EXPECT_EQ(object_fails(b).message,
-            "unsupported format version 9 (this nisa reads versions 1 to 2)");
+            "unsupported format version 9 (this nisa reads versions 1 to 3)");
   b = good;
   b[4] = 0;
   EXPECT_EQ(object_fails(b).message,
-            "unsupported format version 0 (this nisa reads versions 1 to 2)");
+            "unsupported format version 0 (this nisa reads versions 1 to 3)");
   b = good;
-  b[12] = 11; // version 2 with version 1's section count
+  b[12] = 11; // version 3 with version 1's section count
   EXPECT_EQ(object_fails(b).offset, 12u);
-  EXPECT_EQ(object_fails(b).message, "section count 11 (version 2 has 12)");
+  EXPECT_EQ(object_fails(b).message, "section count 11 (version 3 has 12)");
   b = good;
   b[8] = 7;
   EXPECT_EQ(object_fails(b).message, "unknown target 7");
@@ -387,8 +388,8 @@ TEST(ObjectError, LoadNamesTheFile) {
   }
   auto c = load_object(path);
   ASSERT_FALSE(c.ok());
-  EXPECT_EQ(c.error().str(), path + ": byte 4 (0x4): unsupported format version 258 (this nisa "
-                                    "reads versions 1 to 2)");
+  EXPECT_EQ(c.error().str(), path + ": byte 4 (0x4): unsupported format version 259 (this nisa "
+                                    "reads versions 1 to 3)");
   std::remove(path.c_str());
 }
 

@@ -52,7 +52,8 @@ void fix_header(Bytes& b) {
   // Total size at byte 16 and the trailing checksum, as the writer would set them.
   const uint64_t n = b.size();
   for (int k = 0; k < 8; ++k) b[16 + k] = static_cast<uint8_t>(n >> (8 * k));
-  const uint64_t h = fnv1a64(std::span<const uint8_t>(b).first(n - 8));
+  const uint64_t h =
+      object_body_checksum(uint16_t(b[4] | b[5] << 8), std::span<const uint8_t>(b).first(n - 8));
   for (int k = 0; k < 8; ++k) b[n - 8 + k] = static_cast<uint8_t>(h >> (8 * k));
 }
 
