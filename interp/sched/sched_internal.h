@@ -31,6 +31,7 @@ struct PInst {
   int64_t cycles = 0; // the same in engine cycles
   Kind kind = Kind::plain;
   bool sets_sems = false; // sem_set: wake waiters after it
+  bool legal = false;     // passes legality_error on the target: ExecCtx::legal
   uint8_t queue = 0;
   uint64_t bytes = 0;
   uint32_t rows = 0;
