@@ -110,6 +110,11 @@ struct ExecCtx {
   // Host threads for the partition ranges of large instructions (interp/core/host_pool.h); null:
   // one thread.
   HostPool* pool = nullptr;
+  // The instruction about to run passed every static rule (isa/legality.h legality_error) for
+  // `target` when its stream was decoded (interp/sched/sched_program.cpp): its semantics skip
+  // those checks (ew::require_legal, ew::operand_view). The scheduler sets it per instruction;
+  // false (any other caller) checks them at each run.
+  bool legal = false;
 
   // Resolve an access pattern: applies dynamic offsets from registers or index tiles,
   // checks bounds, memory space rules and partition limits; throws Fault with a clear

@@ -21,7 +21,9 @@ LazyPages::LazyPages(uint8_t* base, size_t bytes)
 }
 
 void LazyPages::clear() {
+  static std::atomic<uint64_t> ids{0};
   for (size_t w = 0; w < (pages_ + 63) / 64; ++w) bits_[w].store(0, std::memory_order_relaxed);
+  id_.store(ids.fetch_add(1, std::memory_order_relaxed) + 1, std::memory_order_relaxed);
 }
 
 namespace {

@@ -30,6 +30,9 @@ public:
   }
   // All pages shared with the file again (after MADV_DONTNEED).
   void clear();
+  // Unique per buffer and per clear(): a memo of spans made private (interp/core/view.cpp) is
+  // valid while the id is the same (pages only turn private until then).
+  uint64_t id() const { return id_.load(std::memory_order_relaxed); }
   // Every byte `poison` again, as after clear() but keeping the private copies made: the pages
   // populated are overwritten in place (a memset: a 4 KiB page's copy-on-write fault cost
   // 1.7-4 us, its memset ~0.1 us; a reused machine writes the same pages every run), the rest
@@ -42,6 +45,7 @@ private:
   uint8_t* base_;
   size_t pages_;
   std::unique_ptr<std::atomic<uint64_t>[]> bits_; // 1 = private copy made
+  std::atomic<uint64_t> id_{0};
 };
 
 } // namespace nisa::interp

@@ -404,14 +404,13 @@ void Machine::reset(InputFill fill) {
   // of other tensors no input overlaps and the 4 KiB rounding are still poisoned).
   std::vector<std::pair<uint64_t, uint64_t>> keep;
   if (fill == InputFill::caller_writes) keep = input_ranges();
-  auto reset_rank = [&](RankSlot& r) {
-    uint64_t at = 0;
-    for (const auto& [b, e] : keep) {
-      std::memset(r.hbm.data() + at, kPoisonByte, b - at);
-      at = e;
-    }
-    std::memset(r.hbm.data() + at, kPoisonByte, r.hbm.size() - at);
-    if (!fresh_) r.hbm_written.zero();
+  // The HBM bytes to poison, in slices of at most kSlice when there are host threads to share
+  // them (one rank's 9 MB of scratch and outputs was a one-thread memset beside an idle core).
+  constexpr size_t kSlice = size_t(1) << 20;
+  std::vector<std::pair<uint8_t*, size_t>> spans;
+  auto add_span = [&](uint8_t* p, size_t n, bool slice) {
+    for (size_t at = 0; at < n; at += slice ? kSlice : n)
+      spans.push_back({p + at, std::min(n - at, slice ? kSlice : n)});
   };
   auto reset_core = [&](CoreSlot& c) {
     // (A fresh lazy buffer reads as poison already: no pagemap read for each of 128 cores.)
@@ -435,7 +434,19 @@ void Machine::reset(InputFill fill) {
     run_each(pool, int(n), [&](int i) { f(v[size_t(i)]); });
   };
   const size_t lnc = size_t(opt.lnc), lo = size_t(rank_lo), n = size_t(rank_hi - rank_lo);
-  each(ranks.data() + lo, n, reset_rank);
+  for (size_t i = lo; i < lo + n; ++i) {
+    RankSlot& r = ranks[i];
+    uint64_t at = 0;
+    for (const auto& [b, e] : keep) {
+      add_span(r.hbm.data() + at, b - at, pool != nullptr);
+      at = e;
+    }
+    add_span(r.hbm.data() + at, r.hbm.size() - at, pool != nullptr);
+    if (!fresh_) r.hbm_written.zero();
+  }
+  each(spans.data(), spans.size(), [](const std::pair<uint8_t*, size_t>& sp) {
+    std::memset(sp.first, kPoisonByte, sp.second);
+  });
   each(cores.data() + lo * lnc, n * lnc, reset_core);
   fresh_ = false;
 }

@@ -17,6 +17,21 @@
 namespace nisa::interp {
 
 namespace {
+// The lowest and the highest row start of a view: its first and last rows when the rows are a
+// stride apart (no per-row walk), else the extremes of the per-row offsets.
+std::pair<const uint8_t*, const uint8_t*> row_starts(const View& v) {
+  const uint8_t* lo = v.row(0);
+  const uint8_t* hi = lo;
+  if (!v.rows) {
+    const uint8_t* last = v.parts > 1 ? v.row(v.parts - 1) : lo;
+    return {std::min(lo, last), std::max(hi, last)};
+  }
+  for (uint32_t p = 1; p < v.parts; ++p) {
+    lo = std::min<const uint8_t*>(lo, v.row(p));
+    hi = std::max<const uint8_t*>(hi, v.row(p));
+  }
+  return {lo, hi};
+}
 // Whether two views of contiguous rows may share a byte. On-chip rows repeat every pstride
 // bytes: rows that sit in disjoint byte ranges of a partition never meet. Otherwise compare
 // the whole extents (lowest to highest row).
@@ -29,12 +44,7 @@ bool extents_overlap(const View& a, const View& b) {
     if (r >= la && r + lb <= ps) return false;
   }
   auto extent = [](const View& v) {
-    const uint8_t* lo = v.row(0);
-    const uint8_t* hi = lo;
-    for (uint32_t p = 1; p < v.parts; ++p) {
-      lo = std::min<const uint8_t*>(lo, v.row(p));
-      hi = std::max<const uint8_t*>(hi, v.row(p));
-    }
+    const auto [lo, hi] = row_starts(v);
     return std::pair{lo, hi + v.free_elems * dtype_bytes(v.dtype)};
   };
   const auto [a0, a1] = extent(a);
@@ -48,12 +58,7 @@ std::pair<const uint8_t*, const uint8_t*> byte_span(const View& v) {
     const int64_t r = v.stride[k] * int64_t(v.count[k] - 1);
     (r < 0 ? lo : hi) += r;
   }
-  const uint8_t* a = v.row(0);
-  const uint8_t* b = a;
-  for (uint32_t p = 1; p < v.parts; ++p) {
-    a = std::min<const uint8_t*>(a, v.row(p));
-    b = std::max<const uint8_t*>(b, v.row(p));
-  }
+  const auto [a, b] = row_starts(v);
   return {a + lo, b + hi + dtype_bytes(v.dtype)};
 }
 

@@ -522,12 +522,53 @@ void sem_tensor_reduce(ExecCtx& cx, const Inst& in) {
   note_psum_write(cx, operand(in, nisa::op::tensor_reduce::dst).ap);
 }
 
+namespace {
+// dst[j] = src[j] where pred[j]'s raw bits are nonzero (xor reverse), a row at a time: the
+// element's own value is stored back elsewhere (the same bytes), so the loop has no branch.
+template <class E, class P>
+void select_rows(const View& d, const View& s, const View& pr, bool reverse) {
+  const uint64_t n = d.free_elems;
+  for (uint32_t p = 0; p < d.parts; ++p) {
+    uint8_t* o = d.row(p);
+    const uint8_t *a = s.row(p), *c = pr.row(p);
+    const E flip = reverse ? E(~E(0)) : E(0);
+    for (uint64_t j = 0; j < n; ++j) { // (bit masks: the loop vectorises)
+      const E take = E(E(0) - E(ld<P>(c + j * sizeof(P)) != 0)) ^ flip;
+      st<E>(o + j * sizeof(E),
+            E((ld<E>(a + j * sizeof(E)) & take) | (ld<E>(o + j * sizeof(E)) & E(~take))));
+    }
+  }
+}
+template <class E> void select_rows_by(const View& d, const View& s, const View& pr, bool rev) {
+  switch (dtype_bytes(pr.dtype)) {
+  case 1: return select_rows<E, uint8_t>(d, s, pr, rev);
+  case 2: return select_rows<E, uint16_t>(d, s, pr, rev);
+  default: return select_rows<E, uint32_t>(d, s, pr, rev);
+  }
+}
+} // namespace
+
 void sem_copy_predicated(ExecCtx& cx, const Inst& in) {
   require_legal(cx, in);
   const bool reverse = flag(in, nisa::op::copy_predicated::reverse);
   const View d = operand_view(cx, in, nisa::op::copy_predicated::dst, Access::write);
   const View s = operand_view(cx, in, nisa::op::copy_predicated::src, Access::read);
   const View pr = operand_view(cx, in, nisa::op::copy_predicated::pred, Access::read);
+  // Contiguous rows of one shape, dst sharing no byte with a source (the top-K key maps): in
+  // place, without the packed copies of both sources and the per-element walk below.
+  const int eb0 = dtype_bytes(d.dtype);
+  if ((eb0 == 2 || eb0 == 4) && dtype_bytes(s.dtype) == eb0 && dtype_bytes(pr.dtype) <= 4 &&
+      d.parts == s.parts && d.parts == pr.parts && d.free_elems == s.free_elems &&
+      d.free_elems == pr.free_elems && d.contiguous() && s.contiguous() && pr.contiguous() &&
+      d.row_skip.empty() && s.row_skip.empty() && pr.row_skip.empty() && !views_overlap(cx, d, s) &&
+      !views_overlap(cx, d, pr)) {
+    if (eb0 == 2)
+      select_rows_by<uint16_t>(d, s, pr, reverse);
+    else
+      select_rows_by<uint32_t>(d, s, pr, reverse);
+    note_psum_write(cx, operand(in, nisa::op::copy_predicated::dst).ap);
+    return;
+  }
   // Sources are read whole before dst is written.
   const std::vector<uint8_t> src = gather_bits(s);
   const std::vector<int64_t> pred = int_rows(pr);

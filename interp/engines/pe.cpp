@@ -159,6 +159,16 @@ std::vector<float> padded_rows(const View& v, int width) {
 const float* padded_rows_into(const View& v, int width, std::vector<float>& out) {
   const size_t w = size_t(width), n = v.free_elems;
   if (out.size() < size_t(v.parts) * w) out.resize(size_t(v.parts) * w);
+  if (fp32_direct(v) && n == 1) { // a column (a 1-row matmul's stationary): no call per row
+    const float* q = reinterpret_cast<const float*>(v.base);
+    const int64_t ld = v.pstride / int64_t(sizeof(float)); // (may be negative in HBM)
+    for (uint32_t p = 0; p < v.parts; ++p) {
+      float* r = out.data() + size_t(p) * w;
+      r[0] = q[int64_t(p) * ld];
+      std::fill(r + 1, r + w, 0.0f);
+    }
+    return out.data();
+  }
   if (fp32_direct(v)) { // rows a partition stride apart: all their loads in flight at once
     for (uint32_t p = 0; p < v.parts; ++p) {
       float* r = out.data() + size_t(p) * w;

@@ -47,6 +47,7 @@ template <bool kSlow> inline void Agents::exec(ExecCtx& cx, const PInst& P) {
   if constexpr (kSlow) {
     if (x_.m.opt.check_uninit) check_reads(x_.m, cx, *P.in);
   }
+  cx.legal = P.legal;
   P.fn(cx, *P.in);
   if constexpr (kSlow) {
     if (x_.m.opt.check_uninit) mark_writes(x_.m, cx, *P.in);

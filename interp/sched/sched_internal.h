@@ -3,6 +3,7 @@
 // sched_program.cpp: decoding; sched_report.cpp: deadlock reports; cc_unit.*: collectives on
 // channels). Not a public interface.
 #pragma once
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <deque>
@@ -31,6 +32,7 @@ struct PInst {
   int64_t cycles = 0; // the same in engine cycles
   Kind kind = Kind::plain;
   bool sets_sems = false; // sem_set: wake waiters after it
+  bool legal = false;     // passes legality_error on the target: ExecCtx::legal
   uint8_t queue = 0;
   uint64_t bytes = 0;
   uint32_t rows = 0;
@@ -79,8 +81,53 @@ struct Xfer {
   int32_t regs[kNumRegs];
 };
 
+// A FIFO of transfers in reused storage (a std::deque of these ~300-byte records allocated and
+// freed a block per transfer: a malloc and a free per DMA).
+class XferQueue {
+public:
+  bool empty() const { return n_ == 0; }
+  size_t size() const { return n_; }
+  const Xfer& front() const { return buf_[head_]; }
+  void push_back(const Xfer& x) {
+    if (n_ == buf_.size()) grow();
+    buf_[(head_ + n_) & (buf_.size() - 1)] = x;
+    ++n_;
+  }
+  void pop_front() {
+    head_ = (head_ + 1) & (buf_.size() - 1);
+    --n_;
+  }
+  // Front to back.
+  class const_iterator {
+  public:
+    const_iterator(const XferQueue* q, size_t i) : q_(q), i_(i) {}
+    const Xfer& operator*() const { return q_->buf_[(q_->head_ + i_) & (q_->buf_.size() - 1)]; }
+    const_iterator& operator++() {
+      ++i_;
+      return *this;
+    }
+    bool operator!=(const const_iterator& o) const { return i_ != o.i_; }
+
+  private:
+    const XferQueue* q_;
+    size_t i_;
+  };
+  const_iterator begin() const { return {this, 0}; }
+  const_iterator end() const { return {this, n_}; }
+
+private:
+  void grow() { // a power of two, the queue from index 0
+    std::vector<Xfer> b(std::max<size_t>(8, 2 * buf_.size()));
+    for (size_t i = 0; i < n_; ++i) b[i] = buf_[(head_ + i) & (buf_.size() - 1)];
+    buf_.swap(b);
+    head_ = 0;
+  }
+  std::vector<Xfer> buf_;
+  size_t head_ = 0, n_ = 0;
+};
+
 struct QueueRt {
-  std::deque<Xfer> q;
+  XferQueue q;
   int64_t data_free = 0;
   int64_t last_end = 0;
   int64_t data_node = -1, end_node = -1; // history: the transfers that set data_free, last_end

@@ -29,6 +29,9 @@ PInst decode_one(const Machine& m, const Inst& in, const TargetParams& tp,
   p.lat = scale_ticks(
       std::max<int64_t>(1, cycles * tp.ticks_per_cycle[static_cast<int>(in.engine)]), f);
   p.sets_sems = in.op == Opcode::sem_set;
+  // The static rules once here, not at every execution (an illegal instruction is checked
+  // again when it runs, and faults there with the rule's text).
+  p.legal = !legality_error(in, tp.target);
   const int64_t ch = cc_channel(in);
   switch (exec_kind(d)) {
   case ExecKind::dma:

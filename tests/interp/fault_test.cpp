@@ -51,6 +51,18 @@ TEST(Fault, ElementCountMismatch) {
                "k.nasm:401:1");
 }
 
+// The static rules are checked once per instruction when the streams are decoded (a legal
+// instruction skips them when it runs): an illegal DMA after a legal one of the same opcode
+// still faults, at its own line.
+TEST(Fault, LegalityIsDecidedPerInstruction) {
+  KB k;
+  int x = k.hbm("x", DType::fp32, {4, 8}, Role::input);
+  k.add(Engine::sp, dma(Engine::sp, 0, sbuf_ap(0, 4, 0, DType::fp32, 8), hbm_ap(k.m.tensors[x])));
+  k.add(Engine::sp, dma(Engine::sp, 0, sbuf_ap(0, 4, 0, DType::fp32, 7), hbm_ap(k.m.tensors[x])));
+  expect_fault(run_one(k), "element counts differ: dst has 28 (4 x 7), src has 32 (4 x 8)",
+               "k.nasm:402:1");
+}
+
 TEST(Fault, InstructionMissingOnTarget) {
   KB k(Target::trn1);
   k.add(Engine::pool, make_inst(Opcode::core_barrier, Engine::pool));

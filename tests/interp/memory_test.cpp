@@ -370,6 +370,50 @@ TEST(Memory, LazyPagesCopyEachPageOnceAndRepoisonInPlace) {
   EXPECT_EQ(not_poison(), 0u);
 }
 
+// A write view into a lazy SBUF asks for its rows' pages once: the same span again (a reused
+// machine's next run, here after a repoison) skips the request (a memo per thread,
+// interp/core/view.cpp), and the bytes written through the view read back, the rest poison.
+TEST(Memory, RepeatedWriteSpansOfALazySbufStayPrivateAndHoldTheirWrites) {
+  constexpr uint64_t kPart = 16384, kStride = interp::host_stride(kPart);
+  interp::HostBuffer b = interp::HostBuffer::lazy_poison(4 * kStride);
+  interp::CoreState st;
+  st.sbuf = b.data();
+  st.sbuf_part_bytes = kPart;
+  st.sbuf_stride = kStride;
+  st.sbuf_lazy = b.lazy_pages();
+  interp::ExecCtx cx;
+  cx.state = &st;
+  AccessPattern ap = sbuf_ap(0, 4, 8192, DType::fp32, 512); // 2 KiB of each of 4 partitions
+  const interp::View v = cx.view(ap, interp::Access::write);
+  const size_t once = anonymous_bytes_at(b.data());
+  if (once == 0) GTEST_SKIP() << "the kernel has no MADV_POPULATE_WRITE (Linux < 5.14)";
+  EXPECT_EQ(once, 4u * 4096);
+  for (int round = 0; round < 2; ++round) {
+    const interp::View w = cx.view(ap, interp::Access::write);
+    EXPECT_EQ(w.base, v.base);
+    EXPECT_EQ(anonymous_bytes_at(b.data()), 4u * 4096) << round;
+    for (uint32_t p = 0; p < 4; ++p)
+      for (uint32_t j = 0; j < 512; ++j) {
+        const float x = float(p * 1000 + j + round);
+        std::memcpy(w.row(p) + 4 * j, &x, 4);
+      }
+    size_t bad = 0;
+    for (uint32_t p = 0; p < 4; ++p)
+      for (uint64_t i = 0; i < kPart; ++i) {
+        const uint8_t* q = b.data() + p * kStride + i;
+        if (i < 8192 || i >= 8192 + 2048) {
+          bad += *q != interp::kPoisonByte;
+        } else {
+          float x;
+          std::memcpy(&x, b.data() + p * kStride + (i & ~uint64_t(3)), 4);
+          bad += x != float(p * 1000 + (i - 8192) / 4 + round);
+        }
+      }
+    EXPECT_EQ(bad, 0u) << round;
+    b.repoison();
+  }
+}
+
 TEST(Memory, OutputsRoundTripStraightFromHbm) {
   TmpDir d;
   KB k;

@@ -3,6 +3,7 @@
 // rounded into bf16/fp16/fp8/int are compared after the reference applies the same rounding
 // (the conversions themselves are verified exhaustively in dtype_test.cpp).
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <numeric>
@@ -448,6 +449,40 @@ TEST(CopyPredicated, CopiesWherePredicateHolds) {
     for (size_t i = 0; i < got.size(); ++i)
       ASSERT_EQ(got[i], round_to(DType::bf16, ((pred[i] != 0) != rev) ? src[i] : old[i]));
   }
+}
+
+// fp32 rows (the top-K key maps): the predicate is its element's raw bits (-0.0 and NaN hold,
+// +0.0 does not), with dst apart from both sources (selected in place) and dst the very tile
+// of src or of pred (the sources read whole first).
+TEST(CopyPredicated, Fp32PredicateIsItsRawBits) {
+  const uint32_t P = 8, F = 37;
+  const auto src = randoms(P * F, 28), old = randoms(P * F, 29);
+  std::vector<float> pred(P * F);
+  const float kinds[] = {0.0f, -0.0f, 0.3f, std::nanf(""), 1.0f, 0.0f};
+  for (size_t i = 0; i < pred.size(); ++i) pred[i] = kinds[(i * 7 + i / 5) % 6];
+  const auto S = Bench::sb(DType::fp32, P, F), D = Bench::sb(DType::fp32, P, F, 512),
+             Q = Bench::sb(DType::fp32, P, F, 1024);
+  auto bits = [](float x) { return std::bit_cast<uint32_t>(x); };
+  for (int alias = 0; alias < 3; ++alias)
+    for (bool rev : {false, true}) {
+      Bench b;
+      b.put(S, src);
+      b.put(Q, pred);
+      const AccessPattern dst = alias == 0 ? D : alias == 1 ? S : Q;
+      if (alias == 0) b.put(D, old);
+      const std::vector<float> before = b.get(dst);
+      Inst in = make(Opcode::copy_predicated, Engine::dve);
+      set_ap(in, "dst", dst);
+      set_ap(in, "src", S);
+      set_ap(in, "pred", Q);
+      set_i(in, "reverse", rev);
+      b.run(in);
+      const auto got = b.get(dst);
+      for (size_t i = 0; i < got.size(); ++i) {
+        const float want = ((bits(pred[i]) != 0) != rev) ? src[i] : before[i];
+        ASSERT_EQ(bits(got[i]), bits(want)) << alias << " " << rev << " " << i;
+      }
+    }
 }
 
 // ---- scan ------------------------------------------------------------------------------------
