@@ -25,22 +25,17 @@ uint64_t xxh64(std::span<const uint8_t> bytes, uint64_t seed) {
   auto rotl = [](uint64_t x, int r) { return (x << r) | (x >> (64 - r)); };
   auto round = [&](uint64_t acc, uint64_t in) { return rotl(acc + in * P2, 31) * P1; };
   auto merge = [&](uint64_t acc, uint64_t v) { return (acc ^ round(0, v)) * P1 + P4; };
-  auto le64 = [](const uint8_t* p) {
-    uint64_t v = 0;
+  // A little-endian word of T's width at p, on any host.
+  auto le = []<class T>(const uint8_t* p, T) {
+    T v = 0;
     if constexpr (std::endian::native == std::endian::little)
-      std::memcpy(&v, p, 8);
+      std::memcpy(&v, p, sizeof(T));
     else
-      for (int k = 0; k < 8; ++k) v |= uint64_t(p[k]) << (8 * k);
+      for (size_t k = 0; k < sizeof(T); ++k) v |= T(p[k]) << (8 * k);
     return v;
   };
-  auto le32 = [](const uint8_t* p) {
-    uint32_t v = 0;
-    if constexpr (std::endian::native == std::endian::little)
-      std::memcpy(&v, p, 4);
-    else
-      for (int k = 0; k < 4; ++k) v |= uint32_t(p[k]) << (8 * k);
-    return v;
-  };
+  auto le64 = [&](const uint8_t* p) { return le(p, uint64_t{}); };
+  auto le32 = [&](const uint8_t* p) { return le(p, uint32_t{}); };
   const uint8_t* p = bytes.data();
   const uint8_t* const end = p + bytes.size();
   uint64_t h;

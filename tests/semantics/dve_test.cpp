@@ -439,12 +439,7 @@ TEST(CopyPredicated, CopiesWherePredicateHolds) {
   b.put_int(Q, pred);
   for (bool rev : {false, true}) {
     b.put(D, old);
-    Inst in = make(Opcode::copy_predicated, Engine::dve);
-    set_ap(in, "dst", D);
-    set_ap(in, "src", S);
-    set_ap(in, "pred", Q);
-    set_i(in, "reverse", rev);
-    b.run(in);
+    b.run(copy_predicated(D, S, Q, rev));
     const auto got = b.get(D);
     for (size_t i = 0; i < got.size(); ++i)
       ASSERT_EQ(got[i], round_to(DType::bf16, ((pred[i] != 0) != rev) ? src[i] : old[i]));
@@ -471,12 +466,7 @@ TEST(CopyPredicated, Fp32PredicateIsItsRawBits) {
       const AccessPattern dst = alias == 0 ? D : alias == 1 ? S : Q;
       if (alias == 0) b.put(D, old);
       const std::vector<float> before = b.get(dst);
-      Inst in = make(Opcode::copy_predicated, Engine::dve);
-      set_ap(in, "dst", dst);
-      set_ap(in, "src", S);
-      set_ap(in, "pred", Q);
-      set_i(in, "reverse", rev);
-      b.run(in);
+      b.run(copy_predicated(dst, S, Q, rev));
       const auto got = b.get(dst);
       for (size_t i = 0; i < got.size(); ++i) {
         const float want = ((bits(pred[i]) != 0) != rev) ? src[i] : before[i];

@@ -147,6 +147,16 @@ inline Inst tensor_reduce(const AccessPattern& dst, const AccessPattern& src, Al
   set_i(in, "negate", negate);
   return in;
 }
+// One copy_predicated: dst = src where pred's element is non-zero (zero when `reverse`).
+inline Inst copy_predicated(const AccessPattern& dst, const AccessPattern& src,
+                            const AccessPattern& pred, bool reverse) {
+  Inst in = make(Opcode::copy_predicated, Engine::dve);
+  set_ap(in, "dst", dst);
+  set_ap(in, "src", src);
+  set_ap(in, "pred", pred);
+  set_i(in, "reverse", reverse);
+  return in;
+}
 
 // Seeded random values (never constant).
 inline std::vector<float> randoms(size_t n, uint32_t seed, float lo = -4.0f, float hi = 4.0f) {
