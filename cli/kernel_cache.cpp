@@ -171,7 +171,9 @@ void store(const fs::path& dir, const fs::path& file, const std::string& key,
   try {
     write_file_atomic(file.string(), entry); // a reader sees the whole entry or none
   } catch (const std::exception&) {
+    return;
   }
+  interp::after_cache_store(dir.string());
 }
 
 } // namespace
@@ -182,7 +184,10 @@ std::optional<CachedModule> assemble_cached(const std::string& path, const nasm:
   const std::string key = dir.empty() ? std::string() : key_text(path, opts);
   const fs::path file = dir / fmt::format("asm-{:016x}.bin", hash_of(key));
   if (!dir.empty())
-    if (auto hit = lookup(file, key)) return hit;
+    if (auto hit = lookup(file, key)) {
+      interp::touch_cache_entry(file.string()); // recently used: pruned last
+      return hit;
+    }
   nasm::AsmResult r = nasm::assemble_file(path, opts);
   if (!r.ok()) {
     diags = r.diagnostics_text();

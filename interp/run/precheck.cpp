@@ -1,7 +1,10 @@
 // The static check before a run (precheck.h).
 #include "interp/run/precheck.h"
 
+#include <algorithm>
+#include <chrono>
 #include <cstdlib>
+#include <fcntl.h>
 #include <filesystem>
 #include <fmt/format.h>
 #include <fstream>
@@ -9,6 +12,7 @@
 #include <sstream>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <vector>
 
 #include "isa/error.h"
 #include "isa/object.h"
@@ -62,6 +66,68 @@ std::string cache_dir() {
   return {};
 }
 
+namespace {
+bool is_cache_entry(const std::string& name) {
+  auto between = [&](std::string_view pre, std::string_view suf) {
+    return name.size() > pre.size() + suf.size() && name.starts_with(pre) && name.ends_with(suf);
+  };
+  return between("asm-", ".bin") || between("precheck-", ".txt");
+}
+} // namespace
+
+size_t prune_cache(const std::string& dir, uint64_t max_bytes) {
+  namespace fs = std::filesystem;
+  struct Entry {
+    fs::file_time_type at;
+    uint64_t bytes;
+    fs::path path;
+  };
+  std::vector<Entry> entries;
+  uint64_t total = 0;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    if (!is_cache_entry(it->path().filename().string())) continue;
+    std::error_code e1, e2;
+    const uint64_t n = it->file_size(e1);
+    const fs::file_time_type t = it->last_write_time(e2);
+    if (e1 || e2) continue; // gone meanwhile (another nisa pruning): not ours to count
+    entries.push_back({t, n, it->path()});
+    total += n;
+  }
+  if (total <= max_bytes) return 0;
+  std::sort(entries.begin(), entries.end(),
+            [](const Entry& a, const Entry& b) { return a.at < b.at; });
+  const uint64_t goal = max_bytes / 4 * 3;
+  size_t removed = 0;
+  for (const Entry& e : entries) {
+    if (total <= goal) break;
+    if (fs::remove(e.path, ec)) ++removed;
+    total -= e.bytes;
+  }
+  return removed;
+}
+
+void after_cache_store(const std::string& dir) {
+  namespace fs = std::filesystem;
+  uint64_t max_mb = 256;
+  if (const char* m = std::getenv("NISA_CACHE_MAX_MB"); m && *m) {
+    char* end = nullptr;
+    const unsigned long long v = std::strtoull(m, &end, 10);
+    if (end != m && *end == '\0' && v <= (uint64_t(1) << 40)) max_mb = v; // else the default
+  }
+  if (max_mb == 0) return;
+  const fs::path stamp = fs::path(dir) / "prune.stamp";
+  std::error_code ec;
+  const auto last = fs::last_write_time(stamp, ec);
+  if (!ec && fs::file_time_type::clock::now() - last < std::chrono::minutes(10)) return;
+  std::ofstream(stamp).put('\n'); // claimed before the scan: concurrent runs do not all prune
+  prune_cache(dir, max_mb << 20);
+}
+
+void touch_cache_entry(const std::string& file) {
+  ::utimensat(AT_FDCWD, file.c_str(), nullptr, 0); // a failure only makes the entry look older
+}
+
 uint64_t binary_stamp() {
   static const uint64_t stamp = [] {
     struct stat st {};
@@ -101,7 +167,10 @@ std::string precheck_text_cached(const Module& mod, Target target, int lnc, int 
     std::ostringstream text;
     text << in.rdbuf();
     const std::string t = text.str();
-    if (t.starts_with("nisa-precheck/1\n")) return with_who(t.substr(16));
+    if (t.starts_with("nisa-precheck/1\n")) {
+      touch_cache_entry(file.string());
+      return with_who(t.substr(16));
+    }
   }
   const std::string text = precheck_text(precheck(mod, target, lnc, ranks), std::string(kWho));
   std::error_code ec;
@@ -114,6 +183,7 @@ std::string precheck_text_cached(const Module& mod, Target target, int lnc, int 
     if (out) fs::rename(tmp, file, ec); // atomic: a reader sees the whole entry or none
   }
   fs::remove(tmp, ec);
+  after_cache_store(dir.string());
   return with_who(text);
 }
 

@@ -40,6 +40,15 @@ std::string precheck_text_cached(const Module& mod, Target target, int lnc, int 
 // The directory of nisa's caches (the texts above, assembled kernels: cli/kernel_cache.h):
 // $NISA_CACHE_DIR ("off": none), else $XDG_CACHE_HOME/nisa, else ~/.cache/nisa; empty: none.
 std::string cache_dir();
+// The cache is bounded: $NISA_CACHE_MAX_MB (default 256; 0: unbounded) of entries. After a
+// store, at most once per 10 minutes (the stamp file `prune.stamp`), the least recently used
+// entries (by mtime, which a hit refreshes: touch_cache_entry) are removed until the entries
+// take 3/4 of the bound. Only nisa's own entries (asm-*.bin, precheck-*.txt) are ever removed.
+void after_cache_store(const std::string& dir);
+void touch_cache_entry(const std::string& file);
+// The pruning itself, now: what after_cache_store does when it is due. Returns the number of
+// entries removed.
+size_t prune_cache(const std::string& dir, uint64_t max_bytes);
 // This binary's mtime and size: part of every cache key, so that a rebuilt nisa (a changed
 // checker or assembler) does not read its old entries.
 uint64_t binary_stamp();
