@@ -205,16 +205,13 @@ std::string dtype_text(const py::dtype& dt) { return py::str(py::handle(dt)); }
 // with the GIL released (numpy's copy is one thread: 3-4 ms of a 39 MB input).
 void copy_into_hbm(const py::array& src, uint8_t* dst, const std::string& name,
                    interp::HostPool* pool) {
-  constexpr size_t kSlice = size_t(1) << 20;
   const size_t bytes = size_t(src.nbytes());
-  if (pool && bytes >= 2 * kSlice && (src.flags() & py::array::c_style) &&
+  if (pool && bytes >= 2 * interp::kByteSlice && (src.flags() & py::array::c_style) &&
       src.dtype().attr("isnative").cast<bool>()) {
     const auto* from = static_cast<const uint8_t*>(src.data());
     py::gil_scoped_release nogil;
-    pool->run(int((bytes + kSlice - 1) / kSlice), [&](int i) {
-      const size_t at = size_t(i) * kSlice;
-      std::memcpy(dst + at, from + at, std::min(kSlice, bytes - at));
-    });
+    interp::for_byte_slices(pool, bytes,
+                            [&](size_t at, size_t len) { std::memcpy(dst + at, from + at, len); });
     return;
   }
   py::dtype native = src.dtype();
@@ -240,18 +237,14 @@ void copy_into_hbm(const py::array& src, uint8_t* dst, const std::string& name,
 // output was 1-2% of a 12 ms run beside an idle core).
 void copy_out_of_hbm(const interp::Machine& m, const TensorDecl& t, uint8_t* dst, int ranks,
                      interp::HostPool* pool) {
-  constexpr size_t kSlice = size_t(1) << 20;
   const size_t n = size_t(interp::Machine::tensor_bytes(t));
-  if (!pool || n < 2 * kSlice) {
-    for (int rk = 0; rk < ranks; ++rk) std::memcpy(dst + rk * n, m.hbm_tensor(rk, t), n);
-    return;
-  }
-  const size_t per = (n + kSlice - 1) / kSlice;
   py::gil_scoped_release nogil;
-  pool->run(int(per * size_t(ranks)), [&](int i) {
-    const size_t rk = size_t(i) / per, at = size_t(i) % per * kSlice;
-    std::memcpy(dst + rk * n + at, m.hbm_tensor(int(rk), t) + at, std::min(kSlice, n - at));
-  });
+  for (int rk = 0; rk < ranks; ++rk) {
+    const uint8_t* from = m.hbm_tensor(rk, t);
+    uint8_t* to = dst + size_t(rk) * n;
+    interp::for_byte_slices(pool, n,
+                            [&](size_t at, size_t len) { std::memcpy(to + at, from + at, len); });
+  }
 }
 
 std::string dtype_expect(DType t) {

@@ -4,8 +4,10 @@
 // ranges of one instruction, the cores of a run between two synchronisation points), so a run
 // gives the same bits for every N.
 #pragma once
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <cstddef>
 #include <cstdint>
 #include <exception>
 #include <mutex>
@@ -68,6 +70,21 @@ template <class F> void run_each(HostPool* pool, int n, F&& fn) {
     pool->run(n, fn);
   else
     for (int i = 0; i < n; ++i) fn(i);
+}
+
+// fn(at, len) over [0, bytes) in slices of kByteSlice on the pool's threads when there is a pool
+// and at least two slices, else one call fn(0, bytes): a large memcpy / memset shared by the
+// host threads (one thread's copy of tens of MB beside idle cores).
+inline constexpr size_t kByteSlice = size_t(1) << 20;
+template <class F> void for_byte_slices(HostPool* pool, size_t bytes, F&& fn) {
+  if (!pool || bytes < 2 * kByteSlice) {
+    if (bytes) fn(size_t(0), bytes);
+    return;
+  }
+  pool->run(int((bytes + kByteSlice - 1) / kByteSlice), [&](int i) {
+    const size_t at = size_t(i) * kByteSlice;
+    fn(at, std::min(kByteSlice, bytes - at));
+  });
 }
 
 // Rows [0, parts) of an instruction split into ranges run on the pool when the work is large

@@ -404,13 +404,13 @@ void Machine::reset(InputFill fill) {
   // of other tensors no input overlaps and the 4 KiB rounding are still poisoned).
   std::vector<std::pair<uint64_t, uint64_t>> keep;
   if (fill == InputFill::caller_writes) keep = input_ranges();
-  // The HBM bytes to poison, in slices of at most kSlice when there are host threads to share
-  // them (one rank's 9 MB of scratch and outputs was a one-thread memset beside an idle core).
-  constexpr size_t kSlice = size_t(1) << 20;
+  // The HBM bytes to poison, in slices of at most kByteSlice when there are host threads to
+  // share them (one rank's 9 MB of scratch and outputs was a one-thread memset beside an idle
+  // core), every rank's in one hand-off.
   std::vector<std::pair<uint8_t*, size_t>> spans;
   auto add_span = [&](uint8_t* p, size_t n, bool slice) {
-    for (size_t at = 0; at < n; at += slice ? kSlice : n)
-      spans.push_back({p + at, std::min(n - at, slice ? kSlice : n)});
+    const size_t step = slice ? kByteSlice : n;
+    for (size_t at = 0; at < n; at += step) spans.push_back({p + at, std::min(n - at, step)});
   };
   auto reset_core = [&](CoreSlot& c) {
     // (A fresh lazy buffer reads as poison already: no pagemap read for each of 128 cores.)
