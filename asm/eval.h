@@ -3,6 +3,7 @@
 // of the current unit's file.
 #pragma once
 #include <cstdint>
+#include <vector>
 
 #include "asm/sources.h"
 #include "asm/symbols.h"
@@ -12,6 +13,52 @@ namespace nisa::nasm {
 
 class Functions;
 class Slices;
+
+// One operation of a compiled integer expression (Evaluator::try_int). AndJump (of &&): a 0 on
+// top decides (it stays, and the end is `arg` operations on), else it is popped; OrJump (of ||)
+// likewise for non-zero (1 stays); Bool: the right side's 0 or 1. Min .. AlignUp take `n`
+// arguments.
+struct IntOp {
+  enum Code : uint8_t {
+    Const,
+    Name,
+    Fail,
+    Neg,
+    Not,
+    Tilde,
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Mod,
+    Shl,
+    Shr,
+    And,
+    Or,
+    Xor,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    Eq,
+    Ne,
+    AndJump,
+    OrJump,
+    Bool,
+    Min,
+    Max,
+    Cdiv,
+    AlignUp,
+    End
+  };
+  Code code = End;
+  uint8_t n = 0;
+  uint32_t arg = 0; // Name: its node; AndJump/OrJump: the distance to the end
+  union {
+    int64_t k = 0;               // Const
+    const Symbols::NodeInfo* in; // Name
+  };
+};
 
 // Numbers, names, lists, operators; calls and slices are handed to Functions and Slices.
 class Evaluator {
@@ -36,7 +83,22 @@ private:
   bool sub_int(uint32_t e, int64_t& out);
   int64_t eval_int_slow(uint32_t e, const char* what);
   Value eval_binary(uint32_t e);
-  bool try_int_call(const Node& c, int64_t& out);
+  // try_int by walking the tree (an expression too deep for a program's stack).
+  bool tree_int(uint32_t e, int64_t& out);
+  bool tree_int_call(const Node& c, int64_t& out);
+
+  // try_int of an operator or call node runs the node's program: its tree compiled once (per
+  // unit and node, asm/expr_program.cpp) into postfix IntOps over an integer stack, names
+  // resolved through their Symbols::NodeInfo, constants folded. It gives what tree_int gives.
+  static constexpr int kMaxStack = 128;
+  static constexpr uint32_t kUncompiled = 0, kTreeWalk = 1; // prog_ entries; else start + 2
+  uint32_t program(uint32_t e);
+  bool compile(uint32_t e, int sp, int& max_sp); // true: the node is one Const
+  bool run(const IntOp* prog, int64_t& out) const;
+  std::vector<IntOp> ops_;                  // every program, one after another
+  std::vector<std::vector<uint32_t>> prog_; // per unit and node
+  uint32_t* prog_cur_ = nullptr;            // prog_ of prog_unit_
+  uint32_t prog_unit_ = 0;
 
   const Sources& src_;
   Symbols& sym_;

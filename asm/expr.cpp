@@ -26,7 +26,7 @@ std::string Value::str() const {
   return "?";
 }
 
-bool Evaluator::try_int(uint32_t e, int64_t& out) {
+bool Evaluator::tree_int(uint32_t e, int64_t& out) {
   const Node& n = src_.node(e);
   if (const int r = leaf_int(n, e, out); r >= 0) return r != 0;
   switch (n.kind) {
@@ -81,13 +81,13 @@ bool Evaluator::try_int(uint32_t e, int64_t& out) {
     default: return false;
     }
   }
-  case NodeKind::Call: return try_int_call(n, out);
+  case NodeKind::Call: return tree_int_call(n, out);
   default: return false;
   }
 }
 
 // min, max, cdiv and align_up of integers, as Functions::call computes them.
-bool Evaluator::try_int_call(const Node& c, int64_t& out) {
+bool Evaluator::tree_int_call(const Node& c, int64_t& out) {
   const std::string_view f = src_.file().text(c);
   enum { Min, Max, Cdiv, AlignUp } fn;
   if (f == "min")

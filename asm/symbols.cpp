@@ -25,13 +25,7 @@ const Var* Symbols::lookup(std::string_view name) const {
 const Var* Symbols::lookup_node_slow(uint32_t e, std::string_view name) const {
   NodeInfo& in = info(e);
   if (in.id == UINT32_MAX) in.id = intern(name);
-  if (const size_t base = macro_base_.back(); nlocals_ > base && live_[in.id] != 0) {
-    for (size_t k = flat_ids_.size(), lo = scope_start_[base]; k-- > lo;)
-      if (flat_ids_[k] == in.id) {
-        const auto [sc, j] = flat_refs_[k];
-        return &locals_[sc].vars[j].second;
-      }
-  }
+  if (const uint32_t k = top_[in.id]; k != kNoLocal && k >= visible_from_) return local_at(k);
   if (in.global) return in.global;
   if (in.absent_at == globals_added_) return nullptr;
   auto it = globals_.find(name);
@@ -56,28 +50,20 @@ uint32_t Symbols::intern(std::string_view name) const {
   if (it != ids_.end()) return it->second;
   const auto id = static_cast<uint32_t>(ids_.size());
   ids_.emplace(std::string(name), id);
-  live_.push_back(0);
+  top_.push_back(kNoLocal);
   return id;
 }
 
 const TensorDecl* Symbols::find_tensor_node(uint32_t e, std::string_view name) const {
-  const uint32_t unit = src_.cur_unit();
-  if (tensor_cache_.size() <= unit) tensor_cache_.resize(unit + 1);
-  auto& cache = tensor_cache_[unit];
-  if (cache.size() <= e) cache.resize(src_.file().nodes.size(), nullptr);
-  if (const TensorDecl* t = cache[e]) return t;
-  return cache[e] = find_tensor(name);
+  NodeInfo& in = info(e);
+  if (!in.tensor) in.tensor = find_tensor(name);
+  return in.tensor;
 }
 
 uint16_t Symbols::sem_index_node(uint32_t e, std::string_view name) const {
-  const uint32_t unit = src_.cur_unit();
-  if (sem_cache_.size() <= unit) sem_cache_.resize(unit + 1);
-  auto& cache = sem_cache_[unit];
-  if (cache.size() <= e) cache.resize(src_.file().nodes.size(), -1);
-  if (cache[e] >= 0) return static_cast<uint16_t>(cache[e]);
-  const uint16_t i = sem_index(name, e);
-  cache[e] = i;
-  return i;
+  NodeInfo& in = info(e);
+  if (in.sem < 0) in.sem = sem_index(name, e);
+  return static_cast<uint16_t>(in.sem);
 }
 
 std::vector<std::string> Symbols::visible_names() const {
@@ -126,8 +112,7 @@ std::vector<std::string> Symbols::param_names() const {
 bool Symbols::autosync() const {
   const Var* as = nullptr;
   if (autosync_id_ == UINT32_MAX) autosync_id_ = intern("AUTOSYNC");
-  if (live_[autosync_id_] != 0) // a local of that name is live (else none to search)
-    for (size_t k = nlocals_; !as && k-- > macro_base_.back();) as = locals_[k].find("AUTOSYNC");
+  if (const uint32_t k = top_[autosync_id_]; k != kNoLocal && k >= visible_from_) as = local_at(k);
   if (!as && !autosync_)
     if (auto it = globals_.find(std::string_view("AUTOSYNC")); it != globals_.end())
       autosync_ = &it->second;

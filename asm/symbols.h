@@ -46,11 +46,39 @@ public:
   // usual case inline: a global, and no live local of that name.
   const Var* lookup_node(uint32_t e, std::string_view name) const {
     const NodeInfo& in = info(e);
-    if (in.id != UINT32_MAX && live_[in.id] == 0) {
+    if (in.id != UINT32_MAX) {
+      if (const uint32_t k = top_[in.id]; k != kNoLocal && k >= visible_from_) return local_at(k);
       if (in.global) return in.global;
       if (in.absent_at == globals_added_) return nullptr;
     }
     return lookup_node_slow(e, name);
+  }
+  // What is remembered per (unit, node): of a Name node, the interned id of its text; the
+  // global it resolved to (once found, a global stays), or, for a name with no global, the
+  // count of globals then (absent while no global has been added); where in the live locals it
+  // the tensor or view it names (a declaration is never removed nor replaced)
+  // and the semaphore (-1: not looked up yet).
+  struct NodeInfo {
+    uint32_t id = UINT32_MAX;
+    const Var* global = nullptr;
+    uint64_t absent_at = UINT64_MAX;
+    const TensorDecl* tensor = nullptr;
+    int32_t sem = -1;
+  };
+  // A Name node's NodeInfo (of the current unit; its address stays valid: compiled
+  // expressions keep it) with its id interned.
+  NodeInfo* node_info(uint32_t e, std::string_view name) const {
+    NodeInfo& in = info(e);
+    if (in.id == UINT32_MAX) in.id = intern(name);
+    return &in;
+  }
+  // lookup_node() through a NodeInfo of the current unit whose id is interned.
+  const Var* lookup_info(const NodeInfo& in, uint32_t e) const {
+    const uint32_t k = top_[in.id];
+    if (k != kNoLocal && k >= visible_from_) return local_at(k);
+    if (in.global) return in.global;
+    if (in.absent_at == globals_added_) return nullptr;
+    return lookup_node_slow(e, src_.file().text(src_.node(e)));
   }
   // The id of a name (the same for every spelling alike; new names get the next id).
   uint32_t intern(std::string_view name) const;
@@ -95,7 +123,8 @@ public:
   // A variable of the innermost scope.
   void add_local(uint32_t id, std::string_view name, Var v) {
     Scope& sc = locals_[nlocals_ - 1];
-    ++live_[id];
+    flat_prev_.push_back(top_[id]);
+    top_[id] = static_cast<uint32_t>(flat_ids_.size());
     flat_ids_.push_back(id);
     flat_refs_.emplace_back(static_cast<uint32_t>(nlocals_ - 1),
                             static_cast<uint32_t>(sc.vars.size()));
@@ -103,16 +132,24 @@ public:
   }
   void pop_scopes(size_t to) {
     if (to < nlocals_) {
-      for (size_t k = scope_start_[to]; k < flat_ids_.size(); ++k) --live_[flat_ids_[k]];
+      for (size_t k = flat_ids_.size(); k-- > scope_start_[to];) top_[flat_ids_[k]] = flat_prev_[k];
       flat_ids_.resize(scope_start_[to]);
       flat_refs_.resize(scope_start_[to]);
+      flat_prev_.resize(scope_start_[to]);
     }
     nlocals_ = to;
   }
-  void enter_macro() { macro_base_.push_back(nlocals_); }
+  // A macro sees the locals added after it is entered only.
+  void enter_macro() {
+    macro_base_.push_back(nlocals_);
+    visible_stack_.push_back(visible_from_);
+    visible_from_ = static_cast<uint32_t>(flat_ids_.size());
+  }
   void leave_macro() {
     pop_scopes(macro_base_.back());
     macro_base_.pop_back();
+    visible_from_ = visible_stack_.back();
+    visible_stack_.pop_back();
   }
 
   // ---- declared names: StmtError on a duplicate or a predefined name
@@ -158,19 +195,24 @@ private:
   std::vector<size_t> macro_base_{0};
   // The live locals (of scopes [0, nlocals_)) in one array, innermost last, by interned id;
   // flat_refs_: (scope, index in its vars). scope_start_[k]: scope k's first entry.
+  // top_: per interned id, the innermost live local of that name (its index in flat_ids_), or
+  // kNoLocal; flat_prev_[k]: the one that entry k hides (restored when k is popped). So a name
+  // finds its local without a search: the innermost, when the current macro sees it
+  // (index >= visible_from_, the first local added in the current macro), else none.
+  static constexpr uint32_t kNoLocal = UINT32_MAX;
   std::vector<uint32_t> flat_ids_;
   std::vector<std::pair<uint32_t, uint32_t>> flat_refs_;
+  std::vector<uint32_t> flat_prev_;
   std::vector<size_t> scope_start_;
-  mutable std::vector<uint32_t> live_; // per interned id: live locals of that name
+  mutable std::vector<uint32_t> top_;
+  uint32_t visible_from_ = 0;
+  std::vector<uint32_t> visible_stack_;
+  const Var* local_at(uint32_t k) const {
+    const auto [sc, j] = flat_refs_[k];
+    return &locals_[sc].vars[j].second;
+  }
   const Var* lookup_node_slow(uint32_t e, std::string_view name) const;
-  // The caches below are filled by const lookups. Per unit and node: the interned id of a Name
-  // node's text; the global it resolved to (once found, a global stays), or, for a name with
-  // no global, the count of globals then (absent while no global has been added).
-  struct NodeInfo {
-    uint32_t id = UINT32_MAX;
-    const Var* global = nullptr;
-    uint64_t absent_at = UINT64_MAX;
-  };
+  // The caches below are filled by const lookups.
   NodeInfo& info(uint32_t e) const {
     if (src_.cur_unit() != info_unit_ || !info_) set_info_unit();
     return info_[e];
@@ -181,8 +223,6 @@ private:
   mutable uint32_t info_unit_ = 0;
   uint64_t globals_added_ = 0;                                       // globals ever added
   mutable NameMap<uint32_t> ids_;                                    // interned names
-  mutable std::vector<std::vector<const TensorDecl*>> tensor_cache_; // per unit and node
-  mutable std::vector<std::vector<int32_t>> sem_cache_; // per unit and node, -1: unknown
   mutable const Var* autosync_ = nullptr;               // the global AUTOSYNC, once defined
   mutable uint32_t autosync_id_ = UINT32_MAX;           // "AUTOSYNC" interned
   NameMap<Loc> symbols_;                                // every declared name, for duplicates

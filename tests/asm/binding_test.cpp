@@ -1,0 +1,103 @@
+// Names and integer expressions evaluated at every expansion (the expressions are compiled
+// once, asm/expr_program.cpp; names resolve through per-node caches): what a name means must
+// follow every rebinding, shadowing and redefinition.
+#include <gtest/gtest.h>
+
+#include "asm/asm.h"
+
+namespace nisa::nasm {
+namespace {
+
+Module must_assemble(std::string_view src) {
+  auto r = assemble_string(src, "t.nasm", {});
+  EXPECT_TRUE(r.ok()) << r.diagnostics_text();
+  return r.module ? *r.module : Module{};
+}
+
+// The column each memset of `a` (fp32[128, 64], at 0) starts at.
+std::vector<uint64_t> memset_columns(const Module& m) {
+  std::vector<uint64_t> cols;
+  for (const Inst& in : m.streams[static_cast<int>(Engine::dve)]) {
+    EXPECT_EQ(in.ops[0].ap.dims[0].count, 1u);
+    cols.push_back(in.ops[0].ap.offset / 4);
+  }
+  return cols;
+}
+
+TEST(AsmBinding, NamesFollowShadowingAndRedefinition) {
+  Module m = must_assemble(R"(
+.sbuf a : fp32[128, 64]
+.set G = 1
+.equ W = 2
+.macro m x
+  dve.memset a[:, x * W + G : x * W + G + 1], 0.0
+.endm
+.macro outer x
+  m x + 1
+  dve.memset a[:, x : x + 1], 0.0
+.endm
+  m 0
+.set G = 5
+  m 1
+.for x in 0 .. 2
+  m x + 10
+.endfor
+.for G in 20 .. 21
+  m 0
+  dve.memset a[:, G : G + 1], 0.0
+.endfor
+  outer 3
+.set G = G + 1
+  m 0
+)");
+  // m 0 with G = 1; m 1 with G = 5; the parameter x (10, 11) hides the loop's x; a macro does
+  // not see its caller's loop variable G (the global 5), the loop body does (20); outer's m
+  // gets x + 1 = 4 and outer's own x is still 3; G redefined to 6.
+  EXPECT_EQ(memset_columns(m), (std::vector<uint64_t>{1, 7, 25, 27, 5, 20, 13, 3, 6}));
+}
+
+TEST(AsmBinding, ParameterTypeChangesBetweenExpansions) {
+  Module m = must_assemble(R"(
+.sbuf a : fp32[128, 64]
+.macro f v
+  dve.memset a[:, 0:1], v * 2
+.endm
+  f 3
+  f 1.25
+  f 3
+)");
+  const auto& dve = m.streams[static_cast<int>(Engine::dve)];
+  ASSERT_EQ(dve.size(), 3u);
+  EXPECT_FLOAT_EQ(dve[0].ops[1].f, 6.0f);
+  EXPECT_FLOAT_EQ(dve[1].ops[1].f, 2.5f);
+  EXPECT_FLOAT_EQ(dve[2].ops[1].f, 6.0f);
+}
+
+TEST(AsmBinding, IntegerOperatorsAndShortCircuits) {
+  Module m = must_assemble(R"(
+.macro li v
+  sp.li r1, v
+.endm
+.for k in 0 .. 2
+  li 0 && nosuch
+  li 1 || nosuch
+  li k && 3
+  li k || 0
+  li min(4, 2 + k, 7) * cdiv(7 + k, 2) + align_up(5, 4)
+  li -(3 << 2) >> 1
+  li (k == 1) + (k != 1) * 10 + (k >= 1) * 100 + (k < 1) * 1000
+  li 17 % (5 + k) - 9 / (2 + k)
+  li ~k & 6 | 8 ^ 1
+.endfor
+)");
+  const auto& sp = m.streams[static_cast<int>(Engine::sp)];
+  ASSERT_EQ(sp.size(), 18u);
+  const std::vector<int64_t> want = {
+      0, 1, 0, 0, 2 * 4 + 8, -6, 10 + 1000, 2 - 4, (~0 & 6) | (8 ^ 1), // k = 0
+      0, 1, 1, 1, 3 * 4 + 8, -6, 1 + 100,   5 - 3, (~1 & 6) | (8 ^ 1), // k = 1
+  };
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(sp[i].ops[1].i, want[i]) << "li #" << i;
+}
+
+} // namespace
+} // namespace nisa::nasm
