@@ -36,28 +36,35 @@ void Declarations::assign(const Stmt& s) {
   const std::string_view kw = std::string_view(src_.file().src).substr(s.tok, s.tok_len);
   const Tok kind = kw == ".set" ? Tok::KwSet : kw == ".param" ? Tok::KwParam : Tok::KwEqu;
   const std::string_view name = src_.text(s.name);
-  const Loc at = src_.loc(s.name);
   if (kind == Tok::KwSet) {
-    if (Var* it = sym_.find_local(name)) {
+    const uint32_t unit = src_.cur_unit();
+    if (set_lines_.size() <= unit) set_lines_.resize(unit + 1);
+    auto& lines = set_lines_[unit];
+    if (lines.size() != src_.file().stmts.size()) lines.assign(src_.file().stmts.size(), {});
+    SetLine& sl = lines[size_t(&s - src_.file().stmts.data())];
+    if (sl.id == UINT32_MAX) sl.id = sym_.intern(name);
+    if (Var* it = sym_.find_local_id(sl.id)) {
       if (it->kind == Var::Loop)
-        fail(at, fmt::format("cannot assign the loop variable '{}'", name));
-      it->v = ev_.eval(s.e0);
-      return;
+        fail(src_.loc(s.name), fmt::format("cannot assign the loop variable '{}'", name));
+      return set_value(it->v, s.e0);
     }
-    if (Var* g = sym_.find_global(name)) {
+    if (!sl.global) sl.global = sym_.find_global(name);
+    if (Var* g = sl.global) {
       if (g->kind == Var::Predefined)
-        fail(at, fmt::format("'{}' is predefined from the target; .set cannot change it", name));
+        fail(src_.loc(s.name),
+             fmt::format("'{}' is predefined from the target; .set cannot change it", name));
       if (g->kind != Var::Set)
-        fail(at, fmt::format("'{}' is a constant ({}); .set cannot change it", name,
-                             g->kind == Var::Param ? ".param" : ".equ"));
-      g->v = ev_.eval(s.e0);
-      return;
+        fail(src_.loc(s.name), fmt::format("'{}' is a constant ({}); .set cannot change it", name,
+                                           g->kind == Var::Param ? ".param" : ".equ"));
+      return set_value(g->v, s.e0);
     }
+    const Loc at = src_.loc(s.name);
     Value v = ev_.eval(s.e0);
     sym_.declare(name, at, ".set");
     sym_.set_global(name, Var{v, Var::Set, at});
     return;
   }
+  const Loc at = src_.loc(s.name);
   const bool param = kind == Tok::KwParam;
   Value v;
   if (const Value* d = param ? sym_.take_define(name) : nullptr) {
@@ -68,6 +75,14 @@ void Declarations::assign(const Stmt& s) {
   sym_.declare(name, at, param ? ".param" : ".equ");
   sym_.set_global(name, Var{v, param ? Var::Param : Var::Equ, at});
   if (param) mod_.params.emplace_back(name, v.str());
+}
+
+// to = eval(e); an integer into an integer in place (a Value is big).
+void Declarations::set_value(Value& to, uint32_t e) {
+  if (int64_t x; to.kind == Value::Int && to.s.empty() && to.list.empty() && ev_.try_int(e, x))
+    to.i = x;
+  else
+    to = ev_.eval(e);
 }
 
 void Declarations::target(const Stmt& s) {

@@ -3,12 +3,16 @@
 // first).
 #pragma once
 #include <memory>
+#include <vector>
 
 #include "asm/ast.h"
 #include "asm/layout.h"
 #include "asm/sources.h"
 
 namespace nisa::nasm {
+
+struct Value;
+struct Var;
 
 class Evaluator;
 class Symbols;
@@ -32,6 +36,15 @@ public:
 
 private:
   DType eval_dtype(uint32_t tok); // a dtype name, or a variable holding one
+  void set_value(Value& to, uint32_t e);
+
+  // Per unit and line, of a .set: its name's interned id and the global it names (once found,
+  // a global stays), so that a .set run at every expansion finds its variable without a search.
+  struct SetLine {
+    uint32_t id = UINT32_MAX;
+    Var* global = nullptr;
+  };
+  std::vector<std::vector<SetLine>> set_lines_;
 
   Module& mod_;
   const Sources& src_;

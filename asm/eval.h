@@ -17,11 +17,13 @@ class Slices;
 // One operation of a compiled integer expression (Evaluator::try_int). AndJump (of &&): a 0 on
 // top decides (it stays, and the end is `arg` operations on), else it is popped; OrJump (of ||)
 // likewise for non-zero (1 stays); Bool: the right side's 0 or 1. Min .. AlignUp take `n`
-// arguments.
+// arguments. Fixed: a name bound to a global .equ or .param integer when compiled (their
+// values never change), `k`, unless a local of that name hides it.
 struct IntOp {
   enum Code : uint8_t {
     Const,
     Name,
+    Fixed,
     Fail,
     Neg,
     Not,
@@ -53,11 +55,9 @@ struct IntOp {
   };
   Code code = End;
   uint8_t n = 0;
-  uint32_t arg = 0; // Name: its node; AndJump/OrJump: the distance to the end
-  union {
-    int64_t k = 0;               // Const
-    const Symbols::NodeInfo* in; // Name
-  };
+  uint32_t arg = 0; // Name, Fixed: the node; AndJump/OrJump: the distance to the end
+  int64_t k = 0;    // Const, Fixed
+  const Symbols::NodeInfo* in = nullptr; // Name, Fixed
 };
 
 // Numbers, names, lists, operators; calls and slices are handed to Functions and Slices.

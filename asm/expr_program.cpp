@@ -137,6 +137,10 @@ bool Evaluator::compile(uint32_t e, int sp, int& max_sp) {
     op.code = IntOp::Name;
     op.arg = e;
     op.in = sym_.node_info(e, src_.file().text(n));
+    if (const Var* v = sym_.lookup_info(*op.in, e);
+        v && v == op.in->global && (v->kind == Var::Equ || v->kind == Var::Param) &&
+        v->v.kind == Value::Int)
+      op.code = IntOp::Fixed, op.k = v->v.i;
     ops_.push_back(op);
     return false;
   }
@@ -208,34 +212,52 @@ bool Evaluator::compile(uint32_t e, int sp, int& max_sp) {
 bool Evaluator::run(const IntOp* op, int64_t& out) const {
   int64_t st[kMaxStack];
   int64_t* sp = st; // the next free slot
+  const Var* v;
   for (;; ++op) {
     switch (op->code) {
-    case IntOp::Const: *sp++ = op->k; break;
-    case IntOp::Name: {
-      const Var* v = sym_.lookup_info(*op->in, op->arg);
+    case IntOp::Const: *sp++ = op->k; continue;
+    case IntOp::Fixed:
+      if (!sym_.shadowed(*op->in)) {
+        *sp++ = op->k;
+        continue;
+      }
+      [[fallthrough]];
+    case IntOp::Name:
+      v = sym_.lookup_info(*op->in, op->arg);
       if (!v || v->v.kind != Value::Int) return false;
       *sp++ = v->v.i;
-      break;
-    }
+      continue;
     case IntOp::Fail: return false;
     case IntOp::Neg:
     case IntOp::Not:
     case IntOp::Tilde:
       if (!apply1(op->code, sp[-1], sp[-1])) return false;
-      break;
+      continue;
+    case IntOp::Add:
+      --sp;
+      if (__builtin_add_overflow(sp[-1], sp[0], &sp[-1])) return false;
+      continue;
+    case IntOp::Sub:
+      --sp;
+      if (__builtin_sub_overflow(sp[-1], sp[0], &sp[-1])) return false;
+      continue;
+    case IntOp::Mul:
+      --sp;
+      if (__builtin_mul_overflow(sp[-1], sp[0], &sp[-1])) return false;
+      continue;
     case IntOp::AndJump:
       if (sp[-1] == 0)
         op += op->arg - 1;
       else
         --sp;
-      break;
+      continue;
     case IntOp::OrJump:
       if (sp[-1] != 0)
         sp[-1] = 1, op += op->arg - 1;
       else
         --sp;
-      break;
-    case IntOp::Bool: sp[-1] = sp[-1] != 0; break;
+      continue;
+    case IntOp::Bool: sp[-1] = sp[-1] != 0; continue;
     case IntOp::Min:
     case IntOp::Max: { // compared as Functions::call does: as doubles, the first wins
       sp -= op->n;
@@ -246,7 +268,7 @@ bool Evaluator::run(const IntOp* op, int64_t& out) const {
           best = k;
       sp[0] = sp[best];
       ++sp;
-      break;
+      continue;
     }
     case IntOp::Cdiv:
     case IntOp::AlignUp: {
@@ -258,13 +280,13 @@ bool Evaluator::run(const IntOp* op, int64_t& out) const {
         sp[-1] = q;
       else if (__builtin_mul_overflow(q, b, &sp[-1]))
         return false;
-      break;
+      continue;
     }
     case IntOp::End: out = st[0]; return true;
-    default:
+    default: // the other binary operators
       --sp;
       if (!apply2(op->code, sp[-1], sp[0], sp[-1])) return false;
-      break;
+      continue;
     }
   }
 }

@@ -56,5 +56,8 @@ struct LowerError {
 // Lowers t[slices] to the canonical access pattern (isa/isa.h).
 std::variant<AccessPattern, LowerError> lower_slice(const TensorDecl& t,
                                                     std::span<const SliceIndex> slices);
+// lower_slice's usual case (points and ranges within their dims, no dynamic offset, at most 4
+// free dims before merging) into `ap`; false for anything else, which lower_slice decides.
+bool lower_slice_fast(const TensorDecl& t, std::span<const SliceIndex> slices, AccessPattern& ap);
 
 } // namespace nisa::nasm

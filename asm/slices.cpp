@@ -103,6 +103,10 @@ AccessPattern Slices::lower_index(uint32_t self, std::string* name_out) const {
     si.kind = SliceIndex::DynReg;
     si.reg = static_cast<uint8_t>(reg);
   }
+  if (AccessPattern ap; lower_slice_fast(*t, {idx, x.nkids}, ap)) { // (no variant to copy out of)
+    if (name_out) *name_out = std::move(base_name);
+    return ap;
+  }
   auto r = lower_slice(*t, {idx, x.nkids});
   if (auto* e = std::get_if<LowerError>(&r)) {
     uint32_t at = self;

@@ -72,6 +72,11 @@ public:
     if (in.id == UINT32_MAX) in.id = intern(name);
     return &in;
   }
+  // Whether a local the current macro sees has the NodeInfo's name.
+  bool shadowed(const NodeInfo& in) const {
+    const uint32_t k = top_[in.id];
+    return k != kNoLocal && k >= visible_from_;
+  }
   // lookup_node() through a NodeInfo of the current unit whose id is interned.
   const Var* lookup_info(const NodeInfo& in, uint32_t e) const {
     const uint32_t k = top_[in.id];
@@ -95,6 +100,10 @@ public:
   // variable never has a semaphore's name: both are declared names).
   uint16_t sem_index_node(uint32_t e, std::string_view name) const;
   Var* find_local(std::string_view name); // in the scopes the current macro sees
+  Var* find_local_id(uint32_t id) {       // find_local() of an interned name, without a search
+    const uint32_t k = top_[id];
+    return k != kNoLocal && k >= visible_from_ ? flat_vars_[k] : nullptr;
+  }
   Var* find_global(std::string_view name) {
     auto it = globals_.find(name);
     return it == globals_.end() ? nullptr : &it->second;
@@ -126,15 +135,18 @@ public:
     flat_prev_.push_back(top_[id]);
     top_[id] = static_cast<uint32_t>(flat_ids_.size());
     flat_ids_.push_back(id);
-    flat_refs_.emplace_back(static_cast<uint32_t>(nlocals_ - 1),
-                            static_cast<uint32_t>(sc.vars.size()));
+    const auto* before = sc.vars.data();
     sc.vars.emplace_back(name, std::move(v));
+    if (sc.vars.data() != before) // moved: the scope's earlier entries too
+      for (size_t k = scope_start_[nlocals_ - 1], j = 0; k < flat_vars_.size(); ++k, ++j)
+        flat_vars_[k] = &sc.vars[j].second;
+    flat_vars_.push_back(&sc.vars.back().second);
   }
   void pop_scopes(size_t to) {
     if (to < nlocals_) {
       for (size_t k = flat_ids_.size(); k-- > scope_start_[to];) top_[flat_ids_[k]] = flat_prev_[k];
       flat_ids_.resize(scope_start_[to]);
-      flat_refs_.resize(scope_start_[to]);
+      flat_vars_.resize(scope_start_[to]);
       flat_prev_.resize(scope_start_[to]);
     }
     nlocals_ = to;
@@ -194,23 +206,20 @@ private:
   size_t nlocals_ = 0;
   std::vector<size_t> macro_base_{0};
   // The live locals (of scopes [0, nlocals_)) in one array, innermost last, by interned id;
-  // flat_refs_: (scope, index in its vars). scope_start_[k]: scope k's first entry.
+  // flat_vars_: the variables (in their scope's vars). scope_start_[k]: scope k's first entry.
   // top_: per interned id, the innermost live local of that name (its index in flat_ids_), or
   // kNoLocal; flat_prev_[k]: the one that entry k hides (restored when k is popped). So a name
   // finds its local without a search: the innermost, when the current macro sees it
   // (index >= visible_from_, the first local added in the current macro), else none.
   static constexpr uint32_t kNoLocal = UINT32_MAX;
   std::vector<uint32_t> flat_ids_;
-  std::vector<std::pair<uint32_t, uint32_t>> flat_refs_;
+  std::vector<Var*> flat_vars_;
   std::vector<uint32_t> flat_prev_;
   std::vector<size_t> scope_start_;
   mutable std::vector<uint32_t> top_;
   uint32_t visible_from_ = 0;
   std::vector<uint32_t> visible_stack_;
-  const Var* local_at(uint32_t k) const {
-    const auto [sc, j] = flat_refs_[k];
-    return &locals_[sc].vars[j].second;
-  }
+  const Var* local_at(uint32_t k) const { return flat_vars_[k]; }
   const Var* lookup_node_slow(uint32_t e, std::string_view name) const;
   // The caches below are filled by const lookups.
   NodeInfo& info(uint32_t e) const {

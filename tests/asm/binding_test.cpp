@@ -56,6 +56,38 @@ TEST(AsmBinding, NamesFollowShadowingAndRedefinition) {
   EXPECT_EQ(memset_columns(m), (std::vector<uint64_t>{1, 7, 25, 27, 5, 20, 13, 3, 6}));
 }
 
+TEST(AsmBinding, ConstantsHiddenByLocals) {
+  Module m = must_assemble(R"(
+.sbuf a : fp32[128, 64]
+.equ W = 2
+.param P = 3
+.macro m W
+  dve.memset a[:, W * 4 + P : W * 4 + P + 1], 0.0
+.endm
+.macro n x
+  dve.memset a[:, x * W + P : x * W + P + 1], 0.0
+.endm
+  n 1
+  m 5
+  n 2
+.for P in 0 .. 2
+  dve.memset a[:, W + P : W + P + 1], 0.0
+  n 0
+.endfor
+.set S = 1
+.macro setter S
+  .set S = S + 10
+  dve.memset a[:, S : S + 1], 0.0
+.endm
+  setter 4
+  dve.memset a[:, S : S + 1], 0.0
+)");
+  // n 1: 1*2 + 3; m's parameter W = 5 hides the .equ: 5*4 + 3; n 2: the .equ again; the loop's
+  // P (0, 1) hides the .param in the loop body, not in n (3); setter's .set changes its
+  // parameter (4 + 10), not the global S (1).
+  EXPECT_EQ(memset_columns(m), (std::vector<uint64_t>{5, 23, 7, 2, 3, 3, 3, 14, 1}));
+}
+
 TEST(AsmBinding, ParameterTypeChangesBetweenExpansions) {
   Module m = must_assemble(R"(
 .sbuf a : fp32[128, 64]
