@@ -36,6 +36,14 @@ void Expander::exec_range(uint32_t unit, size_t begin, size_t end) {
   src_.enter(saved);
 }
 
+Expander::LineInfo& Expander::line_info(const Stmt& s) {
+  const uint32_t unit = src_.cur_unit();
+  if (line_info_.size() <= unit) line_info_.resize(unit + 1);
+  auto& lines = line_info_[unit];
+  if (lines.size() != src_.file().stmts.size()) lines.assign(src_.file().stmts.size(), {});
+  return lines[size_t(&s - src_.file().stmts.data())];
+}
+
 void Expander::exec_line(uint32_t unit, size_t& i) {
   const Stmt& s = src_.file().stmts[i];
   if (++steps_ > opts_.max_steps) rep_.count_step(src_.loc(s.first));
@@ -149,9 +157,12 @@ void Expander::exec_if(uint32_t unit, size_t& i) {
 void Expander::exec_for(uint32_t unit, size_t& i, const Stmt& s) {
   const size_t open = i, close = src_.unit(unit).close[open];
   i = close;
-  if (src_.text(s.word) != "in") fail(src_.loc(s.word), "expected 'in' in '.for VAR in A .. B'");
-  if (s.word2 != kNone && src_.text(s.word2) != "step")
-    fail(src_.loc(s.word2), fmt::format("expected 'step', not '{}'", src_.text(s.word2)));
+  LineInfo& li = line_info(s);
+  if (li.for_var == UINT32_MAX) {
+    if (src_.text(s.word) != "in") fail(src_.loc(s.word), "expected 'in' in '.for VAR in A .. B'");
+    if (s.word2 != kNone && src_.text(s.word2) != "step")
+      fail(src_.loc(s.word2), fmt::format("expected 'step', not '{}'", src_.text(s.word2)));
+  }
   const int64_t from = ev_.eval_int(s.e0, "loop start"), to = ev_.eval_int(s.e1, "loop end");
   const int64_t step = s.e2 != kNone ? ev_.eval_int(s.e2, "loop step") : 1;
   if (step == 0) src_.fail_at(s.e2, "loop step cannot be zero");
@@ -169,8 +180,9 @@ void Expander::exec_for(uint32_t unit, size_t& i, const Stmt& s) {
                 __int128(from) + n * __int128(step) < INT64_MIN))
     fail(at, fmt::format("integer overflow: the .for counter passes {} after {} iterations",
                          step > 0 ? "INT64_MAX" : "INT64_MIN", int64_t(n)));
-  const std::string var(src_.text(s.name));
-  const uint32_t var_id = sym_.intern(var);
+  const std::string_view var = src_.text(s.name);
+  if (li.for_var == UINT32_MAX) li.for_var = sym_.intern(var);
+  const uint32_t var_id = li.for_var;
   const int32_t outer = src_.frame();
   for (int64_t v = from; step > 0 ? v < to : v > to; v += step) {
     if (++steps_ > opts_.max_steps) rep_.count_step(at);
@@ -196,22 +208,26 @@ void Expander::exec_for(uint32_t unit, size_t& i, const Stmt& s) {
   }
 }
 
+const Expander::Macro* Expander::find_macro(std::string_view name, const Loc& at) const {
+  auto it = macros_.find(name);
+  if (it != macros_.end()) return &it->second;
+  if (!find_all_by_mnemonic(name).empty())
+    fail(at, fmt::format("instruction '{}' needs an engine prefix, e.g. '{}.{}'", name,
+                         name_of(static_cast<Engine>(
+                             std::countr_zero(find_all_by_mnemonic(name)[0]->engines))),
+                         name));
+  std::vector<std::string> cands;
+  for (const auto& [n, m] : macros_) cands.push_back(n);
+  fail(at, fmt::format("unknown macro '{}'{}", name, did_you_mean(name, cands)));
+}
+
 void Expander::exec_macro_call(const Stmt& s) {
   // The macro's name and where it is: the statement's first token, as parsed.
-  const std::string name(std::string_view(src_.file().src).substr(s.tok, s.tok_len));
+  const std::string_view name = std::string_view(src_.file().src).substr(s.tok, s.tok_len);
   const Loc at{src_.cur_unit(), s.line, s.col, src_.frame()};
-  auto it = macros_.find(name);
-  if (it == macros_.end()) {
-    if (!find_all_by_mnemonic(name).empty())
-      fail(at, fmt::format("instruction '{}' needs an engine prefix, e.g. '{}.{}'", name,
-                           name_of(static_cast<Engine>(
-                               std::countr_zero(find_all_by_mnemonic(name)[0]->engines))),
-                           name));
-    std::vector<std::string> cands;
-    for (const auto& [n, m] : macros_) cands.push_back(n);
-    fail(at, fmt::format("unknown macro '{}'{}", name, did_you_mean(name, cands)));
-  }
-  const Macro& m = it->second;
+  LineInfo& li = line_info(s);
+  if (!li.macro) li.macro = find_macro(name, at);
+  const Macro& m = *li.macro;
   // The macro's parameters are Items of the unit that defines it.
   const ParsedFile& def = src_.unit(m.unit).parsed;
   const Item* params = def.items.data() + m.params;
@@ -259,7 +275,7 @@ void Expander::exec_macro_call(const Stmt& s) {
   }
   const int32_t outer = src_.frame();
   const uint32_t caller = src_.cur_unit();
-  src_.set_frame(src_.push_frame(ExpansionFrame::Macro, name, at));
+  src_.set_frame(src_.push_frame(ExpansionFrame::Macro, m.name, at));
   sym_.enter_macro();
   sym_.push_scope();
   auto restore = [&] {

@@ -51,12 +51,23 @@ private:
     std::vector<uint32_t> param_ids;      // and their interned ids (Symbols::intern)
   };
 
+  // What a .for or macro call line resolves to, once per unit and line (a loop or macro body
+  // runs its lines over and over): the macro called (a macro is never redefined), the .for's
+  // words checked and its variable interned.
+  struct LineInfo {
+    const Macro* macro = nullptr;
+    uint32_t for_var = UINT32_MAX;
+  };
+  LineInfo& line_info(const Stmt& s);
+  std::vector<std::vector<LineInfo>> line_info_;
+
   void exec_line(uint32_t unit, size_t& i);
   void exec_stmt(uint32_t unit, size_t& i, const Stmt& s);
   void exec_if(uint32_t unit, size_t& i);
   void exec_for(uint32_t unit, size_t& i, const Stmt& s);
   void exec_macro_def(uint32_t unit, size_t& i, const Stmt& s);
   void exec_macro_call(const Stmt& s);
+  const Macro* find_macro(std::string_view name, const Loc& at) const; // or StmtError
   void exec_include(const Stmt& s);
   void exec_unknown_directive(const Stmt& s);
 

@@ -38,6 +38,38 @@ std::string operand_list(const InstDesc& d) {
 
 } // namespace
 
+// Operands bound to the row's operands (`bound`, all kNone before): positional in table order,
+// then by name.
+void Instructions::bind(const Stmt& s, const InstDesc& d, std::string_view dotted,
+                        uint32_t* bound) const {
+  const size_t n = d.operands.size();
+  size_t pos = 0;
+  bool named = false;
+  for (uint32_t j = 0; j < s.nitems; ++j) {
+    const Item& op = src_.file().items[s.items + j];
+    if (const uint32_t name = operand_name(src_, op); name != kNone) {
+      named = true;
+      const std::string_view on = src_.file().text(src_.node(name));
+      size_t k = 0;
+      while (k < n && d.operands[k].name != on) ++k;
+      if (k == n) {
+        std::vector<std::string> names;
+        for (const auto& o : d.operands) names.emplace_back(o.name);
+        src_.fail_at(name, fmt::format("{} has no operand '{}'{} (operands: {})", dotted, on,
+                                       did_you_mean(on, names), operand_list(d)));
+      }
+      if (bound[k] != kNone) src_.fail_at(name, fmt::format("operand '{}' given twice", on));
+      bound[k] = operand_value(op);
+    } else {
+      if (named) fail(src_.loc(op.tok), "positional operand after a named one");
+      if (pos >= n)
+        fail(src_.loc(op.tok),
+             fmt::format("too many operands: {} takes {} ({})", dotted, n, operand_list(d)));
+      bound[pos++] = operand_value(op);
+    }
+  }
+}
+
 void Instructions::assemble(const Stmt& s) {
   sync_.begin();
   const std::string_view dotted = std::string_view(src_.file().src).substr(s.tok, s.tok_len);
@@ -51,8 +83,8 @@ void Instructions::assemble(const Stmt& s) {
   const size_t line = size_t(&s - src_.file().stmts.data());
   if (cache.size() != src_.file().stmts.size()) cache.assign(src_.file().stmts.size(), {});
   std::optional<uint8_t> eng;
-  const InstDesc* d = cache[line].second;
-  if (d) eng = cache[line].first;
+  const InstDesc* d = cache[line].d;
+  if (d) eng = cache[line].eng;
   if (!d) eng = enum_parse(EnumType::Engine, eng_name);
   if (!eng) {
     std::vector<std::string> engines;
@@ -62,7 +94,7 @@ void Instructions::assemble(const Stmt& s) {
   }
   const Engine engine = static_cast<Engine>(*eng);
   if (!d) d = find_by_mnemonic(mn, engine);
-  if (d) cache[line] = {*eng, d};
+  if (d && !cache[line].d) cache[line].eng = *eng, cache[line].d = d;
   if (!d) {
     auto all = find_all_by_mnemonic(mn);
     if (all.empty()) {
@@ -92,30 +124,13 @@ void Instructions::assemble(const Stmt& s) {
   if (n > kMaxOps) fail(at, "instruction has too many operands"); // a table invariant
   std::array<uint32_t, kMaxOps> bound;
   bound.fill(kNone);
-  size_t pos = 0;
-  bool named = false;
-  for (uint32_t j = 0; j < s.nitems; ++j) {
-    const Item& op = src_.file().items[s.items + j];
-    if (const uint32_t name = operand_name(src_, op); name != kNone) {
-      named = true;
-      const std::string_view on = src_.file().text(src_.node(name));
-      size_t k = 0;
-      while (k < n && d->operands[k].name != on) ++k;
-      if (k == n) {
-        std::vector<std::string> names;
-        for (const auto& o : d->operands) names.emplace_back(o.name);
-        src_.fail_at(name, fmt::format("{} has no operand '{}'{} (operands: {})", dotted, on,
-                                       did_you_mean(on, names), operand_list(*d)));
-      }
-      if (bound[k] != kNone) src_.fail_at(name, fmt::format("operand '{}' given twice", on));
-      bound[k] = operand_value(op);
-    } else {
-      if (named) fail(src_.loc(op.tok), "positional operand after a named one");
-      if (pos >= n)
-        fail(src_.loc(op.tok),
-             fmt::format("too many operands: {} takes {} ({})", dotted, n, operand_list(*d)));
-      bound[pos++] = operand_value(op);
-    }
+  LineInst& li = cache[line];
+  if (li.bound_at != UINT32_MAX) {
+    std::copy_n(bound_.begin() + li.bound_at, n, bound.begin());
+  } else {
+    bind(s, *d, dotted, bound.data());
+    li.bound_at = static_cast<uint32_t>(bound_.size());
+    bound_.insert(bound_.end(), bound.begin(), bound.begin() + long(n));
   }
   // Label operands queue fixups as they are converted: take them back if the instruction
   // fails after that (the fixup would name an instruction that is never added).
@@ -144,10 +159,13 @@ void Instructions::assemble(const Stmt& s) {
                          operand_list(*d)));
       }
       // The row's defaults, made once (default_operand parses the table's text).
-      std::vector<Operand>& defs = defaults_[d];
-      if (defs.empty())
-        for (const OperandDesc& o : d->operands) defs.push_back(default_operand(o));
-      in.ops.push_back(defs[k]);
+      if (!li.defaults) {
+        std::vector<Operand>& defs = defaults_[d];
+        if (defs.empty())
+          for (const OperandDesc& o : d->operands) defs.push_back(default_operand(o));
+        li.defaults = &defs;
+      }
+      in.ops.push_back((*li.defaults)[k]);
       continue;
     }
     bool r = false;

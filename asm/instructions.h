@@ -50,6 +50,7 @@ public:
   void assemble(const Stmt& s); // an instruction line of the current unit
 
 private:
+  void bind(const Stmt& s, const InstDesc& row, std::string_view dotted, uint32_t* bound) const;
   const AsmOptions& opts_;
   Module& mod_;
   const Sources& src_;
@@ -59,8 +60,17 @@ private:
   SyncLowering& sync_;
   Reporter& rep_;
   int64_t total_insts_ = 0;
-  // Per unit, per line: an instruction line's engine and table row (once resolved).
-  std::vector<std::vector<std::pair<uint8_t, const InstDesc*>>> inst_cache_;
+  // Per unit, per line: an instruction line's engine and table row (once resolved), and once
+  // its operands were bound: their expressions by table operand (kNone: not given) at
+  // bound_[bound_at], and the row's defaults.
+  struct LineInst {
+    uint8_t eng = 0;
+    const InstDesc* d = nullptr;
+    uint32_t bound_at = UINT32_MAX;
+    const std::vector<Operand>* defaults = nullptr;
+  };
+  std::vector<std::vector<LineInst>> inst_cache_;
+  std::vector<uint32_t> bound_;
   std::unordered_map<const InstDesc*, std::vector<Operand>> defaults_; // per table row
 };
 

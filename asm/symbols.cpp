@@ -113,9 +113,12 @@ bool Symbols::autosync() const {
   const Var* as = nullptr;
   if (autosync_id_ == UINT32_MAX) autosync_id_ = intern("AUTOSYNC");
   if (const uint32_t k = top_[autosync_id_]; k != kNoLocal && k >= visible_from_) as = local_at(k);
-  if (!as && !autosync_)
+  if (!as && !autosync_ && autosync_absent_at_ != globals_added_) { // (no search per instruction)
     if (auto it = globals_.find(std::string_view("AUTOSYNC")); it != globals_.end())
       autosync_ = &it->second;
+    else
+      autosync_absent_at_ = globals_added_;
+  }
   if (!as) as = autosync_;
   return as && as->v.kind == Value::Int && as->v.i != 0;
 }

@@ -234,6 +234,7 @@ private:
   mutable NameMap<uint32_t> ids_;                                    // interned names
   mutable const Var* autosync_ = nullptr;               // the global AUTOSYNC, once defined
   mutable uint32_t autosync_id_ = UINT32_MAX;           // "AUTOSYNC" interned
+  mutable uint64_t autosync_absent_at_ = UINT64_MAX;    // globals_added_ when it was not one
   NameMap<Loc> symbols_;                                // every declared name, for duplicates
   NameMap<TensorDecl> tensors_;                         // includes views
   std::set<std::string, std::less<>> failed_decls_;

@@ -42,12 +42,24 @@ std::string_view SyncLowering::sync_kind(uint32_t tok) const {
 }
 
 void SyncLowering::parse(const Sync& s, Inst& in) {
-  const std::string_view kind = sync_kind(s.kind);
-  if (kind != "wait" && kind != "signal" && kind != "after" && kind != "after_opt")
-    fail(src_.loc(s.tok), fmt::format("unknown sync clause '@{}'{}", kind,
-                                      did_you_mean("@" + std::string(kind),
-                                                   {"@wait", "@signal", "@after", "@after_opt"})));
-  if (kind == "after" || kind == "after_opt") {
+  static constexpr std::string_view kKinds[] = {"wait", "signal", "after", "after_opt"};
+  const uint32_t unit = src_.cur_unit();
+  if (kinds_.size() <= unit) kinds_.resize(unit + 1);
+  auto& kinds = kinds_[unit];
+  if (kinds.size() != src_.file().syncs.size()) kinds.assign(src_.file().syncs.size(), 0);
+  uint8_t& known = kinds[size_t(&s - src_.file().syncs.data())];
+  if (!known) {
+    const std::string_view kind = sync_kind(s.kind);
+    const auto* k = std::find(std::begin(kKinds), std::end(kKinds), kind);
+    if (k == std::end(kKinds))
+      fail(src_.loc(s.tok),
+           fmt::format("unknown sync clause '@{}'{}", kind,
+                       did_you_mean("@" + std::string(kind),
+                                    {"@wait", "@signal", "@after", "@after_opt"})));
+    known = static_cast<uint8_t>(1 + (k - std::begin(kKinds)));
+  }
+  const std::string_view kind = kKinds[known - 1];
+  if (known >= 3) { // after, after_opt
     // @after(L, ...): wait for the latest instruction assembled at label L (for `.Lname`, the
     // latest expansion that defined it: the previous .for iteration's, before this
     // iteration's own). @after_opt: no wait when L has no instruction yet (a first iteration).
@@ -59,7 +71,7 @@ void SyncLowering::parse(const Sync& s, Inst& in) {
       const std::string_view name = src_.file().text(np);
       const LabelDef* l = labels_.latest(name);
       if (!l || l->first_engine < 0) {
-        if (kind == "after_opt") continue;
+        if (known == 4) continue; // after_opt
         fail(src_.loc(a.tok),
              !l ? fmt::format("@after: no label '{}' before this instruction (the producer must "
                               "come earlier in the listing; @after_opt allows none){}",
@@ -75,20 +87,22 @@ void SyncLowering::parse(const Sync& s, Inst& in) {
     const Node& np = src_.node(e);
     if (np.kind != NodeKind::Name) src_.fail_at(e, "expected a semaphore name");
     const std::string_view n = src_.file().text(np);
-    const Var* v = sym_.lookup_node(e, n);
-    if (!v) return sym_.sem_index_node(e, n); // the semaphore named directly
+    const Symbols::NodeInfo* info = sym_.node_info(e, n);
+    const Var* v = sym_.lookup_info(*info, e);
+    if (!v) // the semaphore named directly
+      return info->sem >= 0 ? static_cast<uint16_t>(info->sem) : sym_.sem_index_node(e, n);
     return sym_.sem_index(v->v.kind == Value::Name ? std::string_view(v->v.s) : n, e);
   };
   // One allocation for the clause's conditions or signals (capacity only: the same bytes).
   std::vector<Wait>& waits = in.waits;
   std::vector<Signal>& signals = in.signals;
-  if (kind == "signal")
+  if (known == 2) // signal
     signals.reserve(std::min<size_t>(signals.size() + s.nitems, kMaxSignals));
   else
     waits.reserve(std::min<size_t>(waits.size() + s.nitems, kMaxWaits));
   for (uint32_t k = 0; k < s.nitems; ++k) {
     const Item& a = src_.file().items[s.items + k];
-    if (kind == "signal") {
+    if (known == 2) { // signal
       Signal sig;
       sig.sem = sem_of(a.lhs);
       if (a.rhs != kNone) {
