@@ -17,8 +17,9 @@ class Slices;
 // One operation of a compiled integer expression (Evaluator::try_int). AndJump (of &&): a 0 on
 // top decides (it stays, and the end is `arg` operations on), else it is popped; OrJump (of ||)
 // likewise for non-zero (1 stays); Bool: the right side's 0 or 1. Min .. AlignUp take `n`
-// arguments. Fixed: a name bound to a global .equ or .param integer when compiled (their
-// values never change), `k`, unless a local of that name hides it.
+// arguments; a binary operator with `n` = 1 takes its right operand from `k`, not the stack (a
+// constant folded into it). Fixed: a name bound to a global .equ or .param integer when compiled
+// (their values never change), `k`, unless a local of that name hides it.
 struct IntOp {
   enum Code : uint8_t {
     Const,
@@ -92,6 +93,8 @@ private:
   // resolved through their Symbols::NodeInfo, constants folded. It gives what tree_int gives.
   static constexpr int kMaxStack = 128;
   static constexpr uint32_t kUncompiled = 0, kTreeWalk = 1; // prog_ entries; else start + 2
+  bool op_int(uint32_t e, int64_t& out);                    // try_int of a node that is not a leaf
+  bool op_int_slow(uint32_t e, int64_t& out);
   uint32_t program(uint32_t e);
   bool compile(uint32_t e, int sp, int& max_sp); // true: the node is one Const
   bool run(const IntOp* prog, int64_t& out) const;
@@ -159,7 +162,14 @@ inline int Evaluator::leaf_int(const Node& n, uint32_t e, int64_t& out) {
 // try_int of an operand: a leaf without a call.
 inline bool Evaluator::sub_int(uint32_t e, int64_t& out) {
   const int r = leaf_int(src_.node(e), e, out);
-  return r >= 0 ? r != 0 : try_int(e, out);
+  return r >= 0 ? r != 0 : op_int(e, out);
+}
+
+// The node's program when it is compiled (inline: the usual case).
+inline bool Evaluator::op_int(uint32_t e, int64_t& out) {
+  if (src_.cur_unit() == prog_unit_ && prog_cur_)
+    if (const uint32_t p = prog_cur_[e]; p >= 2) return run(ops_.data() + (p - 2), out);
+  return op_int_slow(e, out);
 }
 
 } // namespace nisa::nasm

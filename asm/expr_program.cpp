@@ -82,6 +82,10 @@ IntOp::Code binary_code(Tok t) {
 bool Evaluator::try_int(uint32_t e, int64_t& out) {
   const Node& n = src_.node(e);
   if (const int r = leaf_int(n, e, out); r >= 0) return r != 0;
+  return op_int(e, out);
+}
+
+bool Evaluator::op_int_slow(uint32_t e, int64_t& out) {
   const uint32_t p = program(e);
   if (p == kTreeWalk) return tree_int(e, out);
   return run(ops_.data() + (p - 2), out);
@@ -181,6 +185,12 @@ bool Evaluator::compile(uint32_t e, int sp, int& max_sp) {
       ops_.resize(at);
       return constant(r);
     }
+    if (kb) { // the constant right operand into the operation
+      IntOp& op = ops_.back();
+      op.code = c;
+      op.n = 1;
+      return false;
+    }
     emit(c);
     return false;
   }
@@ -213,6 +223,7 @@ bool Evaluator::run(const IntOp* op, int64_t& out) const {
   int64_t st[kMaxStack];
   int64_t* sp = st; // the next free slot
   const Var* v;
+  int64_t r;
   for (;; ++op) {
     switch (op->code) {
     case IntOp::Const: *sp++ = op->k; continue;
@@ -234,16 +245,16 @@ bool Evaluator::run(const IntOp* op, int64_t& out) const {
       if (!apply1(op->code, sp[-1], sp[-1])) return false;
       continue;
     case IntOp::Add:
-      --sp;
-      if (__builtin_add_overflow(sp[-1], sp[0], &sp[-1])) return false;
+      r = op->n ? op->k : *--sp;
+      if (__builtin_add_overflow(sp[-1], r, &sp[-1])) return false;
       continue;
     case IntOp::Sub:
-      --sp;
-      if (__builtin_sub_overflow(sp[-1], sp[0], &sp[-1])) return false;
+      r = op->n ? op->k : *--sp;
+      if (__builtin_sub_overflow(sp[-1], r, &sp[-1])) return false;
       continue;
     case IntOp::Mul:
-      --sp;
-      if (__builtin_mul_overflow(sp[-1], sp[0], &sp[-1])) return false;
+      r = op->n ? op->k : *--sp;
+      if (__builtin_mul_overflow(sp[-1], r, &sp[-1])) return false;
       continue;
     case IntOp::AndJump:
       if (sp[-1] == 0)
@@ -284,8 +295,8 @@ bool Evaluator::run(const IntOp* op, int64_t& out) const {
     }
     case IntOp::End: out = st[0]; return true;
     default: // the other binary operators
-      --sp;
-      if (!apply2(op->code, sp[-1], sp[0], sp[-1])) return false;
+      r = op->n ? op->k : *--sp;
+      if (!apply2(op->code, sp[-1], r, sp[-1])) return false;
       continue;
     }
   }
