@@ -69,7 +69,7 @@ uint16_t Symbols::sem_index_node(uint32_t e, std::string_view name) const {
 std::vector<std::string> Symbols::visible_names() const {
   std::vector<std::string> v;
   for (size_t k = macro_base_.back(); k < nlocals_; ++k)
-    for (const auto& [n, x] : locals_[k].vars) v.push_back(n);
+    for (const auto& [n, x] : locals_[k].vars) v.emplace_back(n);
   for (const auto& [n, x] : globals_) v.push_back(n);
   for (const auto& [n, x] : tensors_) v.push_back(n);
   return v;

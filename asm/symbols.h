@@ -24,7 +24,9 @@ struct Var {
 // finds them through Symbols' flat array of the live locals' interned ids; a name given as text
 // (rarer) through find().
 struct Scope {
-  std::vector<std::pair<std::string, Var>> vars;
+  // The names outlive the scope (a macro's parameter names, held by the macro; a .for's
+  // variable, in the source text): not copied.
+  std::vector<std::pair<std::string_view, Var>> vars;
   Var* find(std::string_view n) {
     // The first byte before memcmp: most names that miss differ there.
     for (auto& [k, v] : vars)
@@ -129,7 +131,7 @@ public:
     locals_[nlocals_].vars.clear();
     scope_start_[nlocals_++] = flat_ids_.size();
   }
-  // A variable of the innermost scope.
+  // A variable of the innermost scope (`name` must outlive it: see Scope::vars).
   void add_local(uint32_t id, std::string_view name, Var v) {
     Scope& sc = locals_[nlocals_ - 1];
     flat_prev_.push_back(top_[id]);
