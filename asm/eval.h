@@ -137,6 +137,27 @@ public:
 
 private:
   bool int_dims(uint32_t e, AccessPattern& ap);
+
+  // Per unit and Index node whose base names a tensor and whose indices are all points and
+  // ranges: the tensor, its element strides and the indices' expressions, made once, so that
+  // lower_index evaluates and lowers them in one pass (asm/slice_plan.cpp) at each expansion.
+  struct PlanDim {
+    uint32_t lo = kNone, hi = kNone, step = kNone; // expressions (a point: lo)
+    bool point = false;
+  };
+  struct SlicePlan {
+    const TensorDecl* t = nullptr;
+    uint32_t dims = 0;          // its indices at plan_dims_[dims, dims + nidx)
+    uint8_t nidx = 0, kept = 0; // indices; dims kept (ranges and dims not indexed)
+    int64_t elem_stride[8] = {};
+  };
+  static constexpr uint32_t kNoPlan = UINT32_MAX; // plan_of_: 0 not made, else 1 + index
+  uint32_t plan(uint32_t e, const TensorDecl& t) const;
+  bool lower_planned(const SlicePlan& p, AccessPattern& ap) const;
+  mutable std::vector<std::vector<uint32_t>> plan_of_;
+  mutable std::vector<SlicePlan> plans_;
+  mutable std::vector<PlanDim> plan_dims_;
+
   const Sources& src_;
   Symbols& sym_;
   Evaluator& ev_;

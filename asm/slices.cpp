@@ -26,10 +26,18 @@ AccessPattern Slices::lower_index(uint32_t self, std::string* name_out) const {
   const TensorDecl* t = nullptr;
   std::string base_name;
   const Node& b = src_.node(x.a);
-  if (b.kind == NodeKind::Name && !sym_.lookup_node(x.a, src_.file().text(b))) {
-    // The common case, a tensor named directly: no Value built.
-    t = sym_.find_tensor_node(x.a, src_.file().text(b));
-    if (t && name_out) base_name = t->name;
+  if (b.kind == NodeKind::Name) {
+    const Symbols::NodeInfo* in = sym_.node_info(x.a, src_.file().text(b));
+    if (!sym_.lookup_info(*in, x.a)) {
+      // The common case, a tensor named directly: no Value built.
+      t = in->tensor ? in->tensor : sym_.find_tensor_node(x.a, src_.file().text(b));
+      if (t && name_out) base_name = t->name;
+      if (const uint32_t p = t ? plan(self, *t) : kNoPlan; p != kNoPlan)
+        if (AccessPattern ap; lower_planned(plans_[p], ap)) {
+          if (name_out) *name_out = std::move(base_name);
+          return ap;
+        }
+    }
   }
   if (!t) {
     Value base = ev_.eval(x.a);

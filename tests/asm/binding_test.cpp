@@ -131,5 +131,49 @@ TEST(AsmBinding, IntegerOperatorsAndShortCircuits) {
   for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(sp[i].ops[1].i, want[i]) << "li #" << i;
 }
 
+TEST(AsmBinding, SlicesLowerAtEveryExpansion) {
+  Module m = must_assemble(R"(
+.sbuf a : fp32[128, 64]
+.sbuf c : fp32[128, 4, 16]
+.macro z k, p
+  dve.memset a[p:p+2, k], 0.0
+  dve.memset a[32:36, k:k+8:2], 0.0
+  dve.memset c[0:2, k, 3:7], 0.0
+  dve.memset c[p:p+1, 1:3, :], 0.0
+.endm
+  z 1, 0
+  z 3, 64
+)");
+  const auto& dve = m.streams[static_cast<int>(Engine::dve)];
+  ASSERT_EQ(dve.size(), 8u);
+  const uint64_t c0 = 128 * 64 * 4 / 128; // c follows a (64 fp32 per partition)
+  struct Want {
+    uint16_t part_start, part_count;
+    uint64_t offset;
+    std::vector<std::pair<int32_t, uint32_t>> dims;
+  };
+  const Want want[] = {
+      {0, 2, 1 * 4, {{1, 1}}},                  // a[0:2, 1]
+      {32, 4, 1 * 4, {{2, 4}}},                 // a[32:36, 1:9:2]
+      {0, 2, c0 + (1 * 16 + 3) * 4, {{1, 4}}},  // c[0:2, 1, 3:7]
+      {0, 1, c0 + 16 * 4, {{16, 2}, {1, 16}}},  // c[0:1, 1:3, :]
+      {64, 2, 3 * 4, {{1, 1}}},                 // a[64:66, 3]
+      {32, 4, 3 * 4, {{2, 4}}},                 // a[32:36, 3:11:2]
+      {0, 2, c0 + (3 * 16 + 3) * 4, {{1, 4}}},  // c[0:2, 3, 3:7]
+      {64, 1, c0 + 16 * 4, {{16, 2}, {1, 16}}}, // c[64:65, 1:3, :]
+  };
+  for (size_t i = 0; i < 8; ++i) {
+    const AccessPattern& ap = dve[i].ops[0].ap;
+    EXPECT_EQ(ap.part_start, want[i].part_start) << i;
+    EXPECT_EQ(ap.part_count, want[i].part_count) << i;
+    EXPECT_EQ(ap.offset, want[i].offset) << i;
+    ASSERT_EQ(ap.ndims, want[i].dims.size()) << i;
+    for (size_t k = 0; k < want[i].dims.size(); ++k) {
+      EXPECT_EQ(ap.dims[k].stride, want[i].dims[k].first) << i;
+      EXPECT_EQ(ap.dims[k].count, want[i].dims[k].second) << i;
+    }
+  }
+}
+
 } // namespace
 } // namespace nisa::nasm

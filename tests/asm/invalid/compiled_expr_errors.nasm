@@ -32,3 +32,10 @@ s 2.5
 .for j in 0 .. 2
   u
 .endfor
+; A slice lowered the planned way in one expansion, out of its dim in the next.
+.macro q i
+  dve.memset a[:, i], 0.0 ; CHECK: :[[@LINE]]:19: error: index 16 is outside the dimension of size 16
+  ; CHECK: note: in expansion of macro 'q' at compiled_expr_errors.nasm:41:1
+.endm
+  q 15
+q 16

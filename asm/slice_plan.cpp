@@ -1,0 +1,110 @@
+// A tensor slice's usual case, planned once per Index node (Slices::SlicePlan): its indices are
+// evaluated and lowered in one pass, as lower_index and lower_slice_fast (asm/layout.cpp) would
+// lower them. Anything out of the usual (a step other than 1, an index out of its dim, more free
+// dims than an access pattern holds) gives up before reporting anything, and lower_index's
+// general path evaluates the slice again and decides, with its errors: evaluating is free of
+// side effects, and the general path evaluates the indices in the same order.
+#include "asm/eval.h"
+
+namespace nisa::nasm {
+
+uint32_t Slices::plan(uint32_t e, const TensorDecl& t) const {
+  const uint32_t unit = src_.cur_unit();
+  if (plan_of_.size() <= unit) plan_of_.resize(unit + 1);
+  auto& of = plan_of_[unit];
+  if (of.size() < src_.file().nodes.size()) of.resize(src_.file().nodes.size(), 0);
+  if (of[e] != 0) return of[e] == kNoPlan || plans_[of[e] - 1].t != &t ? kNoPlan : of[e] - 1;
+  of[e] = kNoPlan;
+  const Node& x = src_.node(e);
+  const size_t rank = t.shape.size();
+  if (rank == 0 || rank > 8 || x.nkids > rank) return kNoPlan;
+  SlicePlan p;
+  p.t = &t;
+  p.dims = static_cast<uint32_t>(plan_dims_.size());
+  p.nidx = static_cast<uint8_t>(x.nkids);
+  p.kept = static_cast<uint8_t>(rank - x.nkids);
+  std::vector<PlanDim> dims;
+  for (uint32_t k = 0; k < x.nkids; ++k) {
+    const Node& s = src_.node(src_.file().kid_begin(x)[k]);
+    if (s.kind != NodeKind::RangeSlice) return kNoPlan; // a dynamic offset
+    PlanDim d;
+    d.point = !(s.flags & Node::kFirstColon);
+    if (d.point && s.a == kNone) return kNoPlan; // an error
+    d.lo = s.a, d.hi = s.b, d.step = s.c;
+    p.kept += !d.point;
+    dims.push_back(d);
+  }
+  p.elem_stride[rank - 1] = 1;
+  for (size_t k = rank; k-- > 1;) p.elem_stride[k - 1] = p.elem_stride[k] * t.shape[k];
+  if (t.space != MemSpace::hbm) p.elem_stride[0] = 0; // partitions are not addressed so
+  plan_dims_.insert(plan_dims_.end(), dims.begin(), dims.end());
+  plans_.push_back(p);
+  of[e] = static_cast<uint32_t>(plans_.size());
+  return of[e] - 1;
+}
+
+bool Slices::lower_planned(const SlicePlan& p, AccessPattern& ap) const {
+  const TensorDecl& t = *p.t;
+  const size_t rank = t.shape.size();
+  const bool hbm = t.space == MemSpace::hbm;
+  ap = AccessPattern{};
+  ap.space = t.space;
+  ap.dtype = t.dtype;
+  bool have_rows = false;
+  if (hbm && p.kept == 1) { // a single kept HBM dim is one row of n elements
+    ap.part_count = 1;
+    ap.part_stride = 0;
+    have_rows = true;
+  }
+  int64_t elem_off = 0;
+  int64_t free_stride[kMaxFreeDims], free_count[kMaxFreeDims];
+  size_t nfree = 0;
+  const PlanDim* dims = plan_dims_.data() + p.dims;
+  for (size_t k = 0; k < rank; ++k) {
+    const int64_t n = t.shape[k];
+    int64_t start = 0, count = 1;
+    const bool point = k < p.nidx && dims[k].point;
+    if (point) {
+      start = ev_.eval_int(dims[k].lo, "index");
+      if (start < 0 || start >= n) return false;
+    } else {
+      int64_t lo = 0, hi = n;
+      if (k < p.nidx) {
+        const PlanDim& d = dims[k];
+        if (d.lo != kNone) lo = ev_.eval_int(d.lo, "slice start");
+        if (d.hi != kNone) hi = ev_.eval_int(d.hi, "slice stop");
+        if (d.step != kNone && ev_.eval_int(d.step, "slice step") != 1) return false;
+      }
+      if (lo < 0 || hi > n || lo >= hi) return false;
+      start = lo;
+      count = hi - lo;
+    }
+    if (!hbm && k == 0) { // the partition dim
+      ap.part_start = static_cast<uint16_t>(t.part_start + start);
+      ap.part_count = static_cast<uint16_t>(count);
+      continue;
+    }
+    elem_off += start * p.elem_stride[k];
+    if (point) continue;
+    const int64_t stride = p.elem_stride[k];
+    if (hbm && !have_rows) {
+      if (count > 0xffff) return false;
+      ap.part_count = static_cast<uint16_t>(count);
+      ap.part_stride = stride;
+      have_rows = true;
+      continue;
+    }
+    if (nfree == kMaxFreeDims || stride < INT32_MIN || stride > INT32_MAX || count > UINT32_MAX)
+      return false;
+    free_stride[nfree] = stride, free_count[nfree++] = count;
+  }
+  if (nfree == 0) free_stride[0] = 1, free_count[0] = 1, nfree = 1;
+  ap.ndims = static_cast<uint8_t>(nfree);
+  for (size_t k = 0; k < nfree; ++k)
+    ap.dims[k] = {static_cast<int32_t>(free_stride[k]), static_cast<uint32_t>(free_count[k])};
+  ap.offset =
+      static_cast<uint64_t>(static_cast<int64_t>(t.address) + elem_off * dtype_bytes(t.dtype));
+  return true;
+}
+
+} // namespace nisa::nasm
