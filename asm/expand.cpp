@@ -187,11 +187,12 @@ void Expander::exec_for(uint32_t unit, size_t& i, const Stmt& s) {
   for (int64_t v = from; step > 0 ? v < to : v > to; v += step) {
     if (++steps_ > opts_.max_steps) rep_.count_step(at);
     // "var=v", as fmt::format("{}={}") spells it, without its machinery per iteration.
-    std::string what;
-    what.reserve(var.size() + 21);
-    what.append(var).push_back('=');
+    // Sized exactly: a short one stays in the string (no allocation per iteration).
     char num[24];
-    what.append(num, std::to_chars(num, num + sizeof num, v).ptr);
+    const size_t digits = size_t(std::to_chars(num, num + sizeof num, v).ptr - num);
+    std::string what(var.size() + 1 + digits, '=');
+    std::copy(var.begin(), var.end(), what.begin());
+    std::copy(num, num + digits, what.begin() + long(var.size()) + 1);
     src_.set_frame(src_.push_frame(ExpansionFrame::ForIter, std::move(what), at));
     const size_t base = sym_.depth();
     sym_.push_scope();
