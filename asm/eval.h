@@ -144,6 +144,8 @@ private:
   struct PlanDim {
     uint32_t lo = kNone, hi = kNone, step = kNone; // expressions (a point: lo)
     bool point = false;
+    uint8_t fixed = 0;                   // bit 0, 1, 2: lo, hi, step is an integer literal ...
+    int64_t klo = 0, khi = 0, kstep = 0; // ... of this value (not evaluated)
   };
   struct SlicePlan {
     const TensorDecl* t = nullptr;

@@ -31,6 +31,16 @@ uint32_t Slices::plan(uint32_t e, const TensorDecl& t) const {
     d.point = !(s.flags & Node::kFirstColon);
     if (d.point && s.a == kNone) return kNoPlan; // an error
     d.lo = s.a, d.hi = s.b, d.step = s.c;
+    auto literal = [&](uint32_t x, int bit, int64_t& k) {
+      if (x == kNone) return;
+      const Node& n = src_.node(x);
+      if (n.kind != NodeKind::Number || !(n.flags & Node::kIntValue)) return;
+      k = static_cast<int64_t>(uint64_t{n.b} << 32 | n.a);
+      d.fixed |= uint8_t(1u << bit);
+    };
+    literal(d.lo, 0, d.klo);
+    literal(d.hi, 1, d.khi);
+    literal(d.step, 2, d.kstep);
     p.kept += !d.point;
     dims.push_back(d);
   }
@@ -65,15 +75,16 @@ bool Slices::lower_planned(const SlicePlan& p, AccessPattern& ap) const {
     int64_t start = 0, count = 1;
     const bool point = k < p.nidx && dims[k].point;
     if (point) {
-      start = ev_.eval_int(dims[k].lo, "index");
+      start = dims[k].fixed & 1 ? dims[k].klo : ev_.eval_int(dims[k].lo, "index");
       if (start < 0 || start >= n) return false;
     } else {
       int64_t lo = 0, hi = n;
       if (k < p.nidx) {
         const PlanDim& d = dims[k];
-        if (d.lo != kNone) lo = ev_.eval_int(d.lo, "slice start");
-        if (d.hi != kNone) hi = ev_.eval_int(d.hi, "slice stop");
-        if (d.step != kNone && ev_.eval_int(d.step, "slice step") != 1) return false;
+        if (d.lo != kNone) lo = d.fixed & 1 ? d.klo : ev_.eval_int(d.lo, "slice start");
+        if (d.hi != kNone) hi = d.fixed & 2 ? d.khi : ev_.eval_int(d.hi, "slice stop");
+        if (d.step != kNone && (d.fixed & 4 ? d.kstep : ev_.eval_int(d.step, "slice step")) != 1)
+          return false;
       }
       if (lo < 0 || hi > n || lo >= hi) return false;
       start = lo;
