@@ -45,7 +45,7 @@ public:
   // ---- variables
   const Var* lookup(std::string_view name) const;
   // lookup() for a Name node of the current unit (the global it names is remembered). The
-  // usual case inline: a global, and no live local of that name.
+  // usual case inline: the innermost local of that name, else the global.
   const Var* lookup_node(uint32_t e, std::string_view name) const {
     const NodeInfo& in = info(e);
     if (in.id != UINT32_MAX) {
@@ -55,11 +55,10 @@ public:
     }
     return lookup_node_slow(e, name);
   }
-  // What is remembered per (unit, node): of a Name node, the interned id of its text; the
+  // What is remembered per (unit, node), of a Name node: the interned id of its text; the
   // global it resolved to (once found, a global stays), or, for a name with no global, the
-  // count of globals then (absent while no global has been added); where in the live locals it
-  // the tensor or view it names (a declaration is never removed nor replaced)
-  // and the semaphore (-1: not looked up yet).
+  // count of globals then (absent while no global has been added); the tensor or view it names
+  // (a declaration is never removed nor replaced); its semaphore (-1: not looked up yet).
   struct NodeInfo {
     uint32_t id = UINT32_MAX;
     const Var* global = nullptr;
