@@ -44,7 +44,7 @@ def bench_shapes():
         import torch_compare as tc
     except ImportError:
         return None
-    tc.np, tc.torch, tc.F = numpy, torch, F
+    tc.bind_modules(numpy, torch, F)
     out = []
     for name, make in tc.ROWS:
         row = make(numpy.random.default_rng(0))

@@ -88,7 +88,7 @@ def main():
     import numpy
     import torch
     import torch.nn.functional as F
-    tc.np, tc.torch, tc.F = numpy, torch, F
+    tc.bind_modules(numpy, torch, F)
     torch.set_num_threads(1)
     nisa = os.path.abspath(args.nisa)
     err = tc.load_nisa_module(nisa)

@@ -50,11 +50,9 @@ def child(args):
     profiled ones; prints the times as JSON."""
     import numpy as np
     import torch_compare as tc
-    tc.np = np
     import torch
-    tc.torch = torch
     import torch.nn.functional as F
-    tc.F = F
+    tc.bind_modules(np, torch, F)
     why = tc.load_nisa_module(args.nisa)
     if why:
         sys.exit("inproc_floor: " + why)
