@@ -7,6 +7,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "isa/dtype.h"
@@ -183,21 +184,44 @@ struct ShuffleMask {
   bool operator==(const ShuffleMask&) const = default;
 };
 
+// Which of an Operand's overlapping payloads is live: ap (every kind but Pattern and Mask,
+// at its default where unused), pat (Pattern) or mask (Mask).
+enum class Payload : uint8_t { ap = 0, pat = 1, mask = 2 };
+
 // One operand of a decoded instruction. Which fields matter follows the descriptor kind:
 //   Dst/Src: ap (present=false for an absent optional AP)
 //   Scalar: is_ap ? ap : f          RegOrImm: is_reg ? i (register) : i (immediate)
 //   ImmF: f    ImmI/Bool/Enum/Reg/Queue/Sem/Label/Group: i    Pattern: pat    Mask: mask
+// ap, pat and mask share storage (an operand is 104 bytes, not 184: a module holds 10^4..10^5
+// of them); `payload` says which is live. A Pattern or Mask operand starts with set_pat() or
+// set_mask() (default_operand and the decoder do), then its pat or mask is written as usual.
 struct Operand {
   bool present = true;
   bool is_ap = false;
   bool is_reg = false;
-  int64_t i = 0;
+  Payload payload = Payload::ap;
   float f = 0.0f;
-  AccessPattern ap{};
-  AffinePattern pat{};
-  ShuffleMask mask{};
+  int64_t i = 0;
+  union {
+    AccessPattern ap;
+    AffinePattern pat;
+    ShuffleMask mask;
+  };
+  Operand() : ap() {}
+  // Makes pat (mask) the live payload, all zero.
+  AffinePattern& set_pat() {
+    pat = AffinePattern{};
+    payload = Payload::pat;
+    return pat;
+  }
+  ShuffleMask& set_mask() {
+    mask = ShuffleMask{};
+    payload = Payload::mask;
+    return mask;
+  }
   bool operator==(const Operand& o) const; // compares only the fields the flags make live
 };
+static_assert(sizeof(Operand) == 104 && std::is_trivially_copyable_v<Operand>);
 
 struct Wait {
   uint16_t sem = 0;
