@@ -2,6 +2,7 @@
 // and the decoded-instruction record that every part of nisa exchanges.
 #pragma once
 #include <array>
+#include <boost/container/small_vector.hpp>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -240,11 +241,22 @@ inline constexpr int kMaxSignals = 8;
 struct Inst {
   Opcode op = Opcode::nop;
   Engine engine = Engine::sp;
-  std::vector<Wait> waits;
-  std::vector<Signal> signals;
+  // Inline up to the usual counts (compiled kernels wait on at most 4 semaphores per
+  // instruction and signal one): no allocation of their own for most instructions.
+  boost::container::small_vector<Wait, 4> waits;
+  boost::container::small_vector<Signal, 1> signals;
   std::vector<Operand> ops; // exactly desc(op).operands.size(), table order
+  Inst() = default;
+  Inst(const Inst&) = default;
+  Inst& operator=(const Inst&) = default;
+  // noexcept, which Boost does not infer for these elements: a module's streams grow by moving
+  // instructions, and a vector copies on growth what it cannot move without throwing. Moving a
+  // small vector of trivially copyable elements cannot throw.
+  Inst(Inst&&) noexcept = default;
+  Inst& operator=(Inst&&) noexcept = default;
   bool operator==(const Inst&) const = default;
 };
+static_assert(std::is_nothrow_move_constructible_v<Inst>);
 
 // The start-partition rule of the compute engines' SBUF/PSUM accesses (docs/machine.md "Start
 // partitions"): an access of more than 64 partitions starts at 0, of 33..64 at 0 or 64, of at most

@@ -164,7 +164,8 @@ TEST(Operand, CheckWantsTheKindsPayload) {
   EXPECT_EQ(check_msg(sh), "<valid>");
   bad = sh;
   bad.ops[op::stream_shuffle::mask] = Operand{};
-  EXPECT_EQ(check_msg(bad), "operand 'mask' of dve.stream_shuffle: mask not set (Operand::set_mask)");
+  EXPECT_EQ(check_msg(bad),
+            "operand 'mask' of dve.stream_shuffle: mask not set (Operand::set_mask)");
   bad = sh;
   bad.ops[op::stream_shuffle::src].set_mask();
   EXPECT_EQ(check_msg(bad), "operand 'src' of dve.stream_shuffle: unused mask set");
@@ -224,6 +225,41 @@ TEST(Inst, MostWaitsAndSignalsRoundTrip) {
   Inst more = in;
   more.waits.push_back({1, WaitCmp::ge, 1});
   EXPECT_NE(check_msg(more), "<valid>");
+}
+
+// Waits and signals inline (up to 4 and 1) or on the heap (more) survive copies, moves and
+// the growth of a vector of instructions.
+TEST(Inst, SyncSurvivesCopyMoveAndGrowth) {
+  auto make = [](int k) {
+    Inst in = make_inst(Opcode::nop, Engine::pool);
+    const int nw = k % 7, ns = k % 3; // 0..6 waits, 0..2 signals
+    for (int j = 0; j < nw; ++j)
+      in.waits.push_back({uint16_t(k + j), WaitCmp::ge, uint32_t(k * j)});
+    for (int j = 0; j < ns; ++j) in.signals.push_back({uint16_t(k + 50 + j), uint32_t(j + 2)});
+    return in;
+  };
+  std::vector<Inst> v;
+  for (int k = 0; k < 200; ++k) v.push_back(make(k));
+  for (int k = 0; k < 200; ++k) {
+    ASSERT_EQ(v[size_t(k)].waits.size(), size_t(k % 7)) << k;
+    ASSERT_EQ(v[size_t(k)].signals.size(), size_t(k % 3)) << k;
+    for (int j = 0; j < k % 7; ++j) {
+      EXPECT_EQ(v[size_t(k)].waits[size_t(j)].sem, k + j);
+      EXPECT_EQ(v[size_t(k)].waits[size_t(j)].value, uint32_t(k * j));
+    }
+    for (int j = 0; j < k % 3; ++j)
+      EXPECT_EQ(v[size_t(k)].signals[size_t(j)].delta, uint32_t(j + 2));
+  }
+  Inst heap = make(6), inl = make(4);
+  const Inst heap_copy = heap, inl_copy = inl;
+  Inst a = std::move(heap), b = std::move(inl);
+  EXPECT_EQ(a, heap_copy);
+  EXPECT_EQ(b, inl_copy);
+  EXPECT_NE(a, b);
+  a = b;
+  EXPECT_EQ(a, inl_copy);
+  b = heap_copy;
+  EXPECT_EQ(b, heap_copy);
 }
 
 } // namespace
