@@ -164,7 +164,7 @@ Operand Operands::convert(const InstDesc& d, size_t k, uint32_t e, Engine eng, u
   case OperandKind::Pattern: {
     const char* msg = "a pattern is a list of 1 to 4 [step, num] pairs";
     if (v.kind != Value::List || v.list.size() > 4) src_.fail_at(e, msg);
-    o.pat.n = static_cast<uint8_t>(v.list.size());
+    o.set_pat().n = static_cast<uint8_t>(v.list.size());
     for (size_t j = 0; j < v.list.size(); ++j) {
       const Value& p = v.list[j];
       if (p.kind != Value::List || p.list.size() != 2 || p.list[0].kind != Value::Int ||
@@ -178,6 +178,7 @@ Operand Operands::convert(const InstDesc& d, size_t k, uint32_t e, Engine eng, u
   case OperandKind::Mask: {
     if (v.kind != Value::List || v.list.size() != 32)
       src_.fail_at(e, "a mask is a list of 32 partition indices (255 = keep)");
+    o.set_mask();
     for (size_t j = 0; j < 32; ++j) {
       if (v.list[j].kind != Value::Int || v.list[j].i < 0 || v.list[j].i > 255)
         src_.fail_at(e, "mask entries are integers in [0, 255]");

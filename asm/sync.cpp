@@ -93,9 +93,10 @@ void SyncLowering::parse(const Sync& s, Inst& in) {
       return info->sem >= 0 ? static_cast<uint16_t>(info->sem) : sym_.sem_index_node(e, n);
     return sym_.sem_index(v->v.kind == Value::Name ? std::string_view(v->v.s) : n, e);
   };
-  // One allocation for the clause's conditions or signals (capacity only: the same bytes).
-  std::vector<Wait>& waits = in.waits;
-  std::vector<Signal>& signals = in.signals;
+  // At most one allocation for the clause's conditions or signals (none within the inline
+  // capacity); capacity only: the same bytes.
+  auto& waits = in.waits;
+  auto& signals = in.signals;
   if (known == 2) // signal
     signals.reserve(std::min<size_t>(signals.size() + s.nitems, kMaxSignals));
   else

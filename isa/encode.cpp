@@ -83,28 +83,25 @@ std::optional<std::string> check_ap(uint8_t spaces, const AccessPattern& ap) {
   return check_dyn(ap);
 }
 
-// A pattern or mask at its default (all zero): what == with a default-made one says, without
-// making one per check (every operand of every instruction checked is checked so).
-bool is_zero(const AffinePattern& p) {
-  int32_t any = 0;
-  for (const auto& d : p.d) any |= d[0] | d[1];
-  return p.n == 0 && any == 0;
-}
-bool is_zero(const ShuffleMask& m) {
-  uint8_t any = 0;
-  for (uint8_t v : m.v) any |= v;
-  return any == 0;
-}
-
-// Fields of an Operand not used by its kind must hold their defaults.
+// Fields of an Operand not used by its kind must hold their defaults. ap, pat and mask share
+// storage: the kind's payload must be the live one, and an ap not used must be the default.
 std::optional<std::string> check_unused(const Operand& o, bool uses_i, bool uses_f, bool uses_ap,
                                         bool uses_pat, bool uses_mask) {
   static const AccessPattern kNoAp{};
   if (!uses_i && o.i != 0) return std::string("unused integer field is not 0");
   if (!uses_f && !(o.f == 0.0f)) return std::string("unused float field is not 0");
-  if (!uses_ap && !(o.ap == kNoAp)) return std::string("unused access pattern set");
-  if (!uses_pat && !is_zero(o.pat)) return std::string("unused pattern set");
-  if (!uses_mask && !is_zero(o.mask)) return std::string("unused mask set");
+  switch (o.payload) {
+  case Payload::pat:
+    if (!uses_pat) return std::string("unused pattern set");
+    break;
+  case Payload::mask:
+    if (!uses_mask) return std::string("unused mask set");
+    break;
+  default:
+    if (uses_pat) return std::string("pattern not set (Operand::set_pat)");
+    if (uses_mask) return std::string("mask not set (Operand::set_mask)");
+    if (!uses_ap && !(o.ap == kNoAp)) return std::string("unused access pattern set");
+  }
   return std::nullopt;
 }
 
@@ -539,7 +536,7 @@ private:
     case K::Group: o.i = r.u16(); break;
     case K::Label: o.i = r.u32(); break;
     case K::Pattern: {
-      o.pat.n = r.u8();
+      o.set_pat().n = r.u8();
       if (o.pat.n < 1 || o.pat.n > 4)
         io::fail(at, fmt::format("pattern of {} has {} pairs (1..4)", where(d), o.pat.n));
       for (int k = 0; k < o.pat.n; ++k) {
@@ -553,6 +550,7 @@ private:
       break;
     }
     case K::Mask: {
+      o.set_mask();
       auto b = r.bytes(32);
       for (int k = 0; k < 32; ++k) {
         o.mask.v[k] = b[k];

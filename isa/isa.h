@@ -2,11 +2,13 @@
 // and the decoded-instruction record that every part of nisa exchanges.
 #pragma once
 #include <array>
+#include <boost/container/small_vector.hpp>
 #include <cstdint>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "isa/dtype.h"
@@ -183,21 +185,44 @@ struct ShuffleMask {
   bool operator==(const ShuffleMask&) const = default;
 };
 
+// Which of an Operand's overlapping payloads is live: ap (every kind but Pattern and Mask,
+// at its default where unused), pat (Pattern) or mask (Mask).
+enum class Payload : uint8_t { ap = 0, pat = 1, mask = 2 };
+
 // One operand of a decoded instruction. Which fields matter follows the descriptor kind:
 //   Dst/Src: ap (present=false for an absent optional AP)
 //   Scalar: is_ap ? ap : f          RegOrImm: is_reg ? i (register) : i (immediate)
 //   ImmF: f    ImmI/Bool/Enum/Reg/Queue/Sem/Label/Group: i    Pattern: pat    Mask: mask
+// ap, pat and mask share storage (an operand is 104 bytes, not 184: a module holds 10^4..10^5
+// of them); `payload` says which is live. A Pattern or Mask operand starts with set_pat() or
+// set_mask() (default_operand and the decoder do), then its pat or mask is written as usual.
 struct Operand {
   bool present = true;
   bool is_ap = false;
   bool is_reg = false;
-  int64_t i = 0;
+  Payload payload = Payload::ap;
   float f = 0.0f;
-  AccessPattern ap{};
-  AffinePattern pat{};
-  ShuffleMask mask{};
+  int64_t i = 0;
+  union {
+    AccessPattern ap;
+    AffinePattern pat;
+    ShuffleMask mask;
+  };
+  Operand() : ap() {}
+  // Makes pat (mask) the live payload, all zero.
+  AffinePattern& set_pat() {
+    pat = AffinePattern{};
+    payload = Payload::pat;
+    return pat;
+  }
+  ShuffleMask& set_mask() {
+    mask = ShuffleMask{};
+    payload = Payload::mask;
+    return mask;
+  }
   bool operator==(const Operand& o) const; // compares only the fields the flags make live
 };
+static_assert(sizeof(Operand) == 104 && std::is_trivially_copyable_v<Operand>);
 
 struct Wait {
   uint16_t sem = 0;
@@ -216,11 +241,22 @@ inline constexpr int kMaxSignals = 8;
 struct Inst {
   Opcode op = Opcode::nop;
   Engine engine = Engine::sp;
-  std::vector<Wait> waits;
-  std::vector<Signal> signals;
+  // Inline up to the usual counts (compiled kernels wait on at most 4 semaphores per
+  // instruction and signal one): no allocation of their own for most instructions.
+  boost::container::small_vector<Wait, 4> waits;
+  boost::container::small_vector<Signal, 1> signals;
   std::vector<Operand> ops; // exactly desc(op).operands.size(), table order
+  Inst() = default;
+  Inst(const Inst&) = default;
+  Inst& operator=(const Inst&) = default;
+  // noexcept, which Boost does not infer for these elements: a module's streams grow by moving
+  // instructions, and a vector copies on growth what it cannot move without throwing. Moving a
+  // small vector of trivially copyable elements cannot throw.
+  Inst(Inst&&) noexcept = default;
+  Inst& operator=(Inst&&) noexcept = default;
   bool operator==(const Inst&) const = default;
 };
+static_assert(std::is_nothrow_move_constructible_v<Inst>);
 
 // The start-partition rule of the compute engines' SBUF/PSUM accesses (docs/machine.md "Start
 // partitions"): an access of more than 64 partitions starts at 0, of 33..64 at 0 or 64, of at most

@@ -154,6 +154,8 @@ Operand default_operand(const OperandDesc& d) {
   case K::Enum:
     if (!d.default_text.empty()) o.i = *enum_parse(d.enum_type, d.default_text);
     break;
+  case K::Pattern: o.set_pat(); break;
+  case K::Mask: o.set_mask(); break;
   default: break;
   }
   return o;
@@ -197,10 +199,15 @@ Inst make_inst(Opcode op, Engine engine) {
 bool Operand::operator==(const Operand& o) const {
   if (present != o.present || is_ap != o.is_ap || is_reg != o.is_reg) return false;
   if (!present) return true;
-  // Compare every payload: unused payloads stay at their defaults in well-formed records.
-  // Floats by bit pattern: a NaN immediate equals itself (round trips compare records).
-  return i == o.i && std::bit_cast<uint32_t>(f) == std::bit_cast<uint32_t>(o.f) && ap == o.ap &&
-         pat == o.pat && mask == o.mask;
+  if (payload != o.payload) return false;
+  // Compare i, f and the live payload: unused ones stay at their defaults in well-formed
+  // records. Floats by bit pattern: a NaN immediate equals itself (round trips compare records).
+  if (i != o.i || std::bit_cast<uint32_t>(f) != std::bit_cast<uint32_t>(o.f)) return false;
+  switch (payload) {
+  case Payload::pat: return pat == o.pat;
+  case Payload::mask: return mask == o.mask;
+  default: return ap == o.ap;
+  }
 }
 
 } // namespace nisa

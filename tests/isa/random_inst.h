@@ -163,8 +163,8 @@ public:
     case OperandKind::Sem: o.i = range(0, lim_.sems - 1); break;
     case OperandKind::Label: o.i = range(0, lim_.labels - 1); break;
     case OperandKind::Group: o.i = range(0, lim_.groups - 1); break;
-    case OperandKind::Pattern: o.pat = pattern(); break;
-    case OperandKind::Mask: o.mask = mask(); break;
+    case OperandKind::Pattern: o.set_pat() = pattern(); break;
+    case OperandKind::Mask: o.set_mask() = mask(); break;
     }
     return o;
   }
