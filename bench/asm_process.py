@@ -16,8 +16,8 @@ per emitted instruction), i.e. what merely reading the program as text costs.
 
   /usr/bin/python3 bench/asm_process.py [--nisa build/cli/nisa] [--repeat 21] [--json FILE]
 
-Exit 0 whatever the figures (a measurement, not a test; docs/performance.md "Assembler and
-codec" records them).
+Exit 0 whatever the figures (a measurement, not a test; docs/performance-assembler.md
+records them).
 """
 
 import argparse
