@@ -66,7 +66,7 @@ private:
 // 1/8 of its pages (then lazy too: machine.cpp onchip_buffer).
 inline constexpr size_t kEagerCores = 4;
 // Default limit on a rank's HBM: far more than any kernel here needs, less than a small host
-// has (docs/machine.md "Memory limits").
+// has (docs/machine-io.md "Memory limits").
 inline constexpr uint64_t kDefaultMaxHbm = uint64_t(4) << 30;
 
 // The largest --ranks (and `.ranks`): isa/launch.h.
@@ -74,7 +74,7 @@ inline constexpr int kMaxRanks = ::nisa::kMaxRanks;
 
 // Where the HBM of the ranks lives (--hbm-spill): anonymous memory, or file-backed mappings in
 // MachineOptions::spill_dir. `automatic` spills when the HBM of all ranks exceeds half of the
-// host's physical memory (docs/machine.md "Memory limits").
+// host's physical memory (docs/machine-io.md "Memory limits").
 enum class HbmSpill { automatic, off, on };
 
 class Procs; // interp/dist/procs.h

@@ -14,7 +14,7 @@ inline constexpr int64_t kTickMHz = 33600;
 inline constexpr double ticks_to_ns(int64_t t) { return double(t) * 1000.0 / double(kTickMHz); }
 inline constexpr int64_t ns_to_ticks(int64_t ns) { return ns * kTickMHz / 1000; }
 
-// Host layout of SBUF and PSUM (docs/machine.md "Memory"): partition p starts p * stride host
+// Host layout of SBUF and PSUM (docs/machine-io.md "Memory"): partition p starts p * stride host
 // bytes into the buffer, stride = the modelled partition size + kHostPartPad. The modelled
 // sizes (trn2: 224 KiB, 16 KiB) are multiples of 4 KiB: as strides they map the same column of
 // every partition to one L1 set, which the kernels reading 16 partitions in lockstep (scan,

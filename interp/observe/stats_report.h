@@ -17,7 +17,7 @@ void print_stats(std::ostream& os, const Machine& m, const Stats& s);
 // per engine and per DMA queue that was used; slices carry the instruction and source line.
 void write_timeline(std::ostream& os, const Machine& m, const std::vector<TimelineEvent>& ev);
 // `nisa run --stats-json`: the --stats figures as one JSON object (schema nisa-stats/1 in
-// docs/machine.md "Statistics as JSON"); `status` is ok, deadlock, fault, budget or races.
+// docs/machine-io.md "Statistics as JSON"); `status` is ok, deadlock, fault, budget or races.
 std::string stats_json(const Machine& m, const Stats& s, std::string_view status, int exit_code);
 
 } // namespace nisa::interp

@@ -1,5 +1,5 @@
 // .npy files (NumPy format versions 1.0, 2.0, 3.0) for every nisa dtype, C and Fortran order.
-// docs/machine.md "Inputs and outputs" lists the accepted descriptors: numpy's own for fp32,
+// docs/machine-io.md "Inputs and outputs" lists the accepted descriptors: numpy's own for fp32,
 // fp16 and the integers; raw bit patterns as unsigned ints of the same width for bf16 ('<u2')
 // and fp8 ('|u1'); and ml_dtypes' descriptors ('<V2' / 'bfloat16', '|V1' / '<f1' /
 // 'float8_e4m3' / 'float8_e5m2').

@@ -92,7 +92,7 @@ _ERRORS = {"deadlock": DeadlockError, "fault": FaultError, "races": RaceError,
 
 
 class Result:
-    """outputs: {name: numpy array}; stats: dict (docs/machine.md "Statistics as JSON");
+    """outputs: {name: numpy array}; stats: dict (docs/machine-io.md "Statistics as JSON");
     status, exit_code, report (empty when ok), races (count); profile: with run(profile=True)
     the profile as a dict (docs/profile.md, schema nisa-profile/1), profile_report its text,
     else None. r.NAME and r["NAME"] are r.outputs["NAME"]."""
