@@ -174,29 +174,19 @@ bool lower_slice_fast(const TensorDecl& t, std::span<const SliceIndex> slices, A
   elem_stride[rank - 1] = 1;
   for (size_t k = rank; k-- > 1;) elem_stride[k - 1] = elem_stride[k] * t.shape[k];
   if (!hbm) elem_stride[0] = 0;
-  ap = AccessPattern{};
-  ap.space = t.space;
-  ap.dtype = t.dtype;
   size_t kept = rank - slices.size();
   for (const SliceIndex& s : slices) {
     if (s.kind != SliceIndex::Range && s.kind != SliceIndex::Point) return false;
     kept += s.kind == SliceIndex::Range;
   }
-  bool have_rows = false;
-  if (hbm && kept == 1) {
-    ap.part_count = 1;
-    ap.part_stride = 0;
-    have_rows = true;
-  }
-  int64_t elem_off = 0;
-  Dim free[8];
-  size_t nfree = 0;
+  FastApBuilder b(t, kept, ap);
   static const SliceIndex kWhole{};
   for (size_t k = 0; k < rank; ++k) {
     const SliceIndex& s = k < slices.size() ? slices[k] : kWhole;
     const int64_t n = t.shape[k];
     int64_t start = 0, count = 1;
-    if (s.kind == SliceIndex::Point) {
+    const bool point = s.kind == SliceIndex::Point;
+    if (point) {
       if (s.lo < 0 || s.lo >= n) return false;
       start = s.lo;
     } else if (s.step == 1) { // resolve_range's usual case, inline
@@ -207,32 +197,9 @@ bool lower_slice_fast(const TensorDecl& t, std::span<const SliceIndex> slices, A
     } else if (resolve_range(s, n, start, count)) {
       return false;
     }
-    if (!hbm && k == 0) { // the partition dim
-      if (s.kind == SliceIndex::Range && s.step != 1) return false;
-      ap.part_start = static_cast<uint16_t>(t.part_start + start);
-      ap.part_count = static_cast<uint16_t>(count);
-      continue;
-    }
-    elem_off += start * elem_stride[k];
-    if (s.kind == SliceIndex::Point) continue;
-    const int64_t stride = s.step * elem_stride[k];
-    if (hbm && !have_rows) {
-      if (count > 0xffff) return false;
-      ap.part_count = static_cast<uint16_t>(count);
-      ap.part_stride = stride;
-      have_rows = true;
-      continue;
-    }
-    if (nfree == kMaxFreeDims || stride < INT32_MIN || stride > INT32_MAX || count > UINT32_MAX)
-      return false; // fit_free_dims may merge them, or an error
-    free[nfree++] = {stride, count};
+    if (!b.place(k, start, count, point, s.step, elem_stride[k])) return false;
   }
-  if (nfree == 0) free[nfree++] = {1, 1};
-  ap.ndims = static_cast<uint8_t>(nfree);
-  for (size_t k = 0; k < nfree; ++k)
-    ap.dims[k] = {static_cast<int32_t>(free[k].stride), static_cast<uint32_t>(free[k].count)};
-  ap.offset =
-      static_cast<uint64_t>(static_cast<int64_t>(t.address) + elem_off * dtype_bytes(t.dtype));
+  b.finish();
   return true;
 }
 

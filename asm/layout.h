@@ -60,4 +60,64 @@ std::variant<AccessPattern, LowerError> lower_slice(const TensorDecl& t,
 // free dims before merging) into `ap`; false for anything else, which lower_slice decides.
 bool lower_slice_fast(const TensorDecl& t, std::span<const SliceIndex> slices, AccessPattern& ap);
 
+// The common part of the fast slice paths (lower_slice_fast, Slices::lower_planned): the dims of
+// t[...] placed in order into `ap` (on chip: dim 0 is the partition range; HBM: the first kept dim
+// is the row dim), then the free dims and the offset. place() is false for anything the fast
+// paths do not take (a strided partition range, more than 65535 HBM rows, more than 4 free dims,
+// a stride or count out of range): the general path then decides, with its errors.
+class FastApBuilder {
+public:
+  // kept: how many dims stay (not points); a single kept HBM dim is one row of n elements.
+  FastApBuilder(const TensorDecl& t, size_t kept, AccessPattern& ap)
+      : t_(t), ap_(ap), hbm_(t.space == MemSpace::hbm) {
+    ap = AccessPattern{};
+    ap.space = t.space;
+    ap.dtype = t.dtype;
+    if (hbm_ && kept == 1) {
+      ap.part_count = 1;
+      ap.part_stride = 0;
+      have_rows_ = true;
+    }
+  }
+  // Dim k at [start, start + count) (a point: count 1, dropped), `step` apart, its elements
+  // `elem_stride` apart in the tensor.
+  bool place(size_t k, int64_t start, int64_t count, bool point, int64_t step,
+             int64_t elem_stride) {
+    if (!hbm_ && k == 0) { // the partition dim
+      if (!point && step != 1) return false;
+      ap_.part_start = static_cast<uint16_t>(t_.part_start + start);
+      ap_.part_count = static_cast<uint16_t>(count);
+      return true;
+    }
+    elem_off_ += start * elem_stride;
+    if (point) return true;
+    const int64_t stride = step * elem_stride;
+    if (hbm_ && !have_rows_) {
+      if (count > 0xffff) return false;
+      ap_.part_count = static_cast<uint16_t>(count);
+      ap_.part_stride = stride;
+      have_rows_ = true;
+      return true;
+    }
+    if (nfree_ == kMaxFreeDims || stride < INT32_MIN || stride > INT32_MAX || count > UINT32_MAX)
+      return false; // fit_free_dims may merge them, or an error
+    ap_.dims[nfree_++] = {static_cast<int32_t>(stride), static_cast<uint32_t>(count)};
+    return true;
+  }
+  void finish() {
+    if (nfree_ == 0) ap_.dims[nfree_++] = {1, 1};
+    ap_.ndims = static_cast<uint8_t>(nfree_);
+    ap_.offset =
+        static_cast<uint64_t>(static_cast<int64_t>(t_.address) + elem_off_ * dtype_bytes(t_.dtype));
+  }
+
+private:
+  const TensorDecl& t_;
+  AccessPattern& ap_;
+  const bool hbm_;
+  bool have_rows_ = false;
+  int64_t elem_off_ = 0;
+  size_t nfree_ = 0;
+};
+
 } // namespace nisa::nasm

@@ -5,6 +5,7 @@
 // general path evaluates the slice again and decides, with its errors: evaluating is free of
 // side effects, and the general path evaluates the indices in the same order.
 #include "asm/eval.h"
+#include "asm/layout.h"
 
 namespace nisa::nasm {
 
@@ -56,19 +57,7 @@ uint32_t Slices::plan(uint32_t e, const TensorDecl& t) const {
 bool Slices::lower_planned(const SlicePlan& p, AccessPattern& ap) const {
   const TensorDecl& t = *p.t;
   const size_t rank = t.shape.size();
-  const bool hbm = t.space == MemSpace::hbm;
-  ap = AccessPattern{};
-  ap.space = t.space;
-  ap.dtype = t.dtype;
-  bool have_rows = false;
-  if (hbm && p.kept == 1) { // a single kept HBM dim is one row of n elements
-    ap.part_count = 1;
-    ap.part_stride = 0;
-    have_rows = true;
-  }
-  int64_t elem_off = 0;
-  int64_t free_stride[kMaxFreeDims], free_count[kMaxFreeDims];
-  size_t nfree = 0;
+  FastApBuilder b(t, p.kept, ap);
   const PlanDim* dims = plan_dims_.data() + p.dims;
   for (size_t k = 0; k < rank; ++k) {
     const int64_t n = t.shape[k];
@@ -90,31 +79,9 @@ bool Slices::lower_planned(const SlicePlan& p, AccessPattern& ap) const {
       start = lo;
       count = hi - lo;
     }
-    if (!hbm && k == 0) { // the partition dim
-      ap.part_start = static_cast<uint16_t>(t.part_start + start);
-      ap.part_count = static_cast<uint16_t>(count);
-      continue;
-    }
-    elem_off += start * p.elem_stride[k];
-    if (point) continue;
-    const int64_t stride = p.elem_stride[k];
-    if (hbm && !have_rows) {
-      if (count > 0xffff) return false;
-      ap.part_count = static_cast<uint16_t>(count);
-      ap.part_stride = stride;
-      have_rows = true;
-      continue;
-    }
-    if (nfree == kMaxFreeDims || stride < INT32_MIN || stride > INT32_MAX || count > UINT32_MAX)
-      return false;
-    free_stride[nfree] = stride, free_count[nfree++] = count;
+    if (!b.place(k, start, count, point, 1, p.elem_stride[k])) return false;
   }
-  if (nfree == 0) free_stride[0] = 1, free_count[0] = 1, nfree = 1;
-  ap.ndims = static_cast<uint8_t>(nfree);
-  for (size_t k = 0; k < nfree; ++k)
-    ap.dims[k] = {static_cast<int32_t>(free_stride[k]), static_cast<uint32_t>(free_count[k])};
-  ap.offset =
-      static_cast<uint64_t>(static_cast<int64_t>(t.address) + elem_off * dtype_bytes(t.dtype));
+  b.finish();
   return true;
 }
 
