@@ -231,13 +231,13 @@ private:
   mutable std::vector<std::vector<NodeInfo>> node_info_;
   mutable NodeInfo* info_ = nullptr; // node_info_ of info_unit_
   mutable uint32_t info_unit_ = 0;
-  uint64_t globals_added_ = 0;                                       // globals ever added
-  mutable NameMap<uint32_t> ids_;                                    // interned names
-  mutable const Var* autosync_ = nullptr;               // the global AUTOSYNC, once defined
-  mutable uint32_t autosync_id_ = UINT32_MAX;           // "AUTOSYNC" interned
-  mutable uint64_t autosync_absent_at_ = UINT64_MAX;    // globals_added_ when it was not one
-  NameMap<Loc> symbols_;                                // every declared name, for duplicates
-  NameMap<TensorDecl> tensors_;                         // includes views
+  uint64_t globals_added_ = 0;                       // globals ever added
+  mutable NameMap<uint32_t> ids_;                    // interned names
+  mutable const Var* autosync_ = nullptr;            // the global AUTOSYNC, once defined
+  mutable uint32_t autosync_id_ = UINT32_MAX;        // "AUTOSYNC" interned
+  mutable uint64_t autosync_absent_at_ = UINT64_MAX; // globals_added_ when it was not one
+  NameMap<Loc> symbols_;                             // every declared name, for duplicates
+  NameMap<TensorDecl> tensors_;                      // includes views
   std::set<std::string, std::less<>> failed_decls_;
   NameMap<uint16_t> sems_, groups_;
   std::map<std::string, std::pair<Value, bool>> defines_; // -D values, used?
