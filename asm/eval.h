@@ -3,6 +3,8 @@
 // of the current unit's file.
 #pragma once
 #include <cstdint>
+#include <limits>
+#include <string_view>
 #include <vector>
 
 #include "asm/sources.h"
@@ -60,6 +62,71 @@ struct IntOp {
   int64_t k = 0;    // Const, Fixed
   const Symbols::NodeInfo* in = nullptr; // Name, Fixed
 };
+
+// The integer operators, as both the compiled programs (Evaluator::run) and the tree walk
+// (Evaluator::tree_int) compute them: false where they give up (an overflow, a division by zero,
+// a shift out of range) and eval() decides, with its diagnostics.
+inline bool int_apply1(IntOp::Code c, int64_t x, int64_t& out) {
+  switch (c) {
+  case IntOp::Neg:
+    if (x == std::numeric_limits<int64_t>::min()) return false;
+    return out = -x, true;
+  case IntOp::Tilde: return out = ~x, true;
+  case IntOp::Not: return out = x == 0, true;
+  default: return false;
+  }
+}
+inline bool int_apply2(IntOp::Code c, int64_t l, int64_t r, int64_t& out) {
+  switch (c) {
+  case IntOp::Lt: return out = l < r, true;
+  case IntOp::Le: return out = l <= r, true;
+  case IntOp::Gt: return out = l > r, true;
+  case IntOp::Ge: return out = l >= r, true;
+  case IntOp::Eq: return out = l == r, true;
+  case IntOp::Ne: return out = l != r, true;
+  case IntOp::Add: return !__builtin_add_overflow(l, r, &out);
+  case IntOp::Sub: return !__builtin_sub_overflow(l, r, &out);
+  case IntOp::Mul: return !__builtin_mul_overflow(l, r, &out);
+  case IntOp::Div:
+  case IntOp::Mod:
+    if (r == 0 || (l == std::numeric_limits<int64_t>::min() && r == -1)) return false;
+    return out = c == IntOp::Div ? l / r : l % r, true;
+  case IntOp::Shl: {
+    if (r < 0 || r > 63) return false;
+    const int64_t v = static_cast<int64_t>(static_cast<uint64_t>(l) << r);
+    if ((v >> r) != l) return false; // bits (or the sign) shifted out
+    return out = v, true;
+  }
+  case IntOp::Shr:
+    if (r < 0 || r > 63) return false;
+    return out = l >> r, true;
+  case IntOp::And: return out = l & r, true;
+  case IntOp::Or: return out = l | r, true;
+  case IntOp::Xor: return out = l ^ r, true;
+  default: return false;
+  }
+}
+// min, max (compared as Functions::call does: as doubles, the first wins), cdiv and align_up
+// of `n` integers at `a` (`out` may alias a[0]).
+inline bool int_call(IntOp::Code c, const int64_t* a, int n, int64_t& out) {
+  if (c == IntOp::Min || c == IntOp::Max) {
+    int best = 0;
+    for (int k = 1; k < n; ++k)
+      if (c == IntOp::Min ? double(a[k]) < double(a[best]) : double(a[k]) > double(a[best]))
+        best = k;
+    return out = a[best], true;
+  }
+  const int64_t x = a[0], b = a[1];
+  if (b <= 0) return false;
+  const int64_t q = x / b + (x > 0 && x % b != 0 ? 1 : 0);
+  if (c == IntOp::Cdiv) return out = q, true;
+  return !__builtin_mul_overflow(q, b, &out);
+}
+// The operator of a unary (binary) token, the builtin of a call `f` with `nargs` arguments;
+// IntOp::Fail for anything else (unary `+` is no operator).
+IntOp::Code int_unary_code(Tok t);
+IntOp::Code int_binary_code(Tok t);
+IntOp::Code int_call_code(std::string_view f, uint32_t nargs);
 
 // Numbers, names, lists, operators; calls and slices are handed to Functions and Slices.
 class Evaluator {

@@ -34,16 +34,8 @@ bool Evaluator::tree_int(uint32_t e, int64_t& out) {
   case NodeKind::Unary: {
     int64_t x;
     if (!sub_int(n.a, x)) return false;
-    switch (n.op) {
-    case Tok::Not: out = x == 0; return true;
-    case Tok::Plus: out = x; return true;
-    case Tok::Tilde: out = ~x; return true;
-    case Tok::Minus:
-      if (x == std::numeric_limits<int64_t>::min()) return false;
-      out = -x;
-      return true;
-    default: return false;
-    }
+    if (n.op == Tok::Plus) return out = x, true;
+    return int_apply1(int_unary_code(n.op), x, out);
   }
   case NodeKind::Binary: {
     int64_t l, r;
@@ -55,31 +47,7 @@ bool Evaluator::tree_int(uint32_t e, int64_t& out) {
       return out = r != 0, true;
     }
     if (!sub_int(n.b, r)) return false;
-    switch (n.op) {
-    case Tok::Lt: return out = l < r, true;
-    case Tok::Le: return out = l <= r, true;
-    case Tok::Gt: return out = l > r, true;
-    case Tok::Ge: return out = l >= r, true;
-    case Tok::EqEq: return out = l == r, true;
-    case Tok::Ne: return out = l != r, true;
-    case Tok::Plus: return !__builtin_add_overflow(l, r, &out);
-    case Tok::Minus: return !__builtin_sub_overflow(l, r, &out);
-    case Tok::Star: return !__builtin_mul_overflow(l, r, &out);
-    case Tok::Slash:
-    case Tok::Percent:
-      if (r == 0 || (l == std::numeric_limits<int64_t>::min() && r == -1)) return false;
-      out = n.op == Tok::Slash ? l / r : l % r;
-      return true;
-    case Tok::Shl:
-    case Tok::Shr:
-      if (r < 0 || r > 63) return false;
-      out = n.op == Tok::Shl ? static_cast<int64_t>(static_cast<uint64_t>(l) << r) : l >> r;
-      return n.op == Tok::Shr || (out >> r) == l;
-    case Tok::Amp: return out = l & r, true;
-    case Tok::Pipe: return out = l | r, true;
-    case Tok::Caret: return out = l ^ r, true;
-    default: return false;
-    }
+    return int_apply2(int_binary_code(n.op), l, r, out);
   }
   case NodeKind::Call: return tree_int_call(n, out);
   default: return false;
@@ -88,36 +56,15 @@ bool Evaluator::tree_int(uint32_t e, int64_t& out) {
 
 // min, max, cdiv and align_up of integers, as Functions::call computes them.
 bool Evaluator::tree_int_call(const Node& c, int64_t& out) {
-  const std::string_view f = src_.file().text(c);
-  enum { Min, Max, Cdiv, AlignUp } fn;
-  if (f == "min")
-    fn = Min;
-  else if (f == "max")
-    fn = Max;
-  else if (f == "cdiv")
-    fn = Cdiv;
-  else if (f == "align_up")
-    fn = AlignUp;
-  else
-    return false;
-  if (c.nkids == 0 || c.nkids > 8 || ((fn == Cdiv || fn == AlignUp) && c.nkids != 2)) return false;
+  const IntOp::Code fn = int_call_code(src_.file().text(c), c.nkids);
+  if (fn == IntOp::Fail) return false;
   int64_t a[8];
   const uint32_t* args = src_.file().kid_begin(c);
   for (uint32_t k = 0; k < c.nkids; ++k) {
     const Node& arg = src_.node(args[k]);
     if (arg.b != kNone || !sub_int(arg.a, a[k])) return false;
   }
-  if (fn == Min || fn == Max) { // compared as Functions::call does: as doubles, first wins
-    size_t best = 0;
-    for (size_t k = 1; k < c.nkids; ++k)
-      if (fn == Min ? double(a[k]) < double(a[best]) : double(a[k]) > double(a[best])) best = k;
-    out = a[best];
-    return true;
-  }
-  if (a[1] <= 0) return false;
-  const int64_t q = a[0] / a[1] + (a[0] > 0 && a[0] % a[1] != 0 ? 1 : 0);
-  if (fn == Cdiv) return out = q, true;
-  return !__builtin_mul_overflow(q, a[1], &out);
+  return int_call(fn, a, static_cast<int>(c.nkids), out);
 }
 
 int64_t Evaluator::eval_int_slow(uint32_t e, const char* what) {

@@ -11,51 +11,16 @@
 
 namespace nisa::nasm {
 
-namespace {
-
-// The operators, as tree_int computes them; false where it gives up.
-inline bool apply1(IntOp::Code c, int64_t x, int64_t& out) {
-  switch (c) {
-  case IntOp::Neg:
-    if (x == std::numeric_limits<int64_t>::min()) return false;
-    return out = -x, true;
-  case IntOp::Tilde: return out = ~x, true;
-  default: return out = x == 0, true; // Not
+IntOp::Code int_unary_code(Tok t) {
+  switch (t) {
+  case Tok::Not: return IntOp::Not;
+  case Tok::Tilde: return IntOp::Tilde;
+  case Tok::Minus: return IntOp::Neg;
+  default: return IntOp::Fail;
   }
 }
 
-inline bool apply2(IntOp::Code c, int64_t l, int64_t r, int64_t& out) {
-  switch (c) {
-  case IntOp::Lt: return out = l < r, true;
-  case IntOp::Le: return out = l <= r, true;
-  case IntOp::Gt: return out = l > r, true;
-  case IntOp::Ge: return out = l >= r, true;
-  case IntOp::Eq: return out = l == r, true;
-  case IntOp::Ne: return out = l != r, true;
-  case IntOp::Add: return !__builtin_add_overflow(l, r, &out);
-  case IntOp::Sub: return !__builtin_sub_overflow(l, r, &out);
-  case IntOp::Mul: return !__builtin_mul_overflow(l, r, &out);
-  case IntOp::Div:
-  case IntOp::Mod:
-    if (r == 0 || (l == std::numeric_limits<int64_t>::min() && r == -1)) return false;
-    return out = c == IntOp::Div ? l / r : l % r, true;
-  case IntOp::Shl: {
-    if (r < 0 || r > 63) return false;
-    const int64_t v = static_cast<int64_t>(static_cast<uint64_t>(l) << r);
-    if ((v >> r) != l) return false; // bits (or the sign) shifted out
-    return out = v, true;
-  }
-  case IntOp::Shr:
-    if (r < 0 || r > 63) return false;
-    return out = l >> r, true;
-  case IntOp::And: return out = l & r, true;
-  case IntOp::Or: return out = l | r, true;
-  case IntOp::Xor: return out = l ^ r, true;
-  default: return false;
-  }
-}
-
-IntOp::Code binary_code(Tok t) {
+IntOp::Code int_binary_code(Tok t) {
   switch (t) {
   case Tok::Lt: return IntOp::Lt;
   case Tok::Le: return IntOp::Le;
@@ -77,7 +42,16 @@ IntOp::Code binary_code(Tok t) {
   }
 }
 
-} // namespace
+IntOp::Code int_call_code(std::string_view f, uint32_t nargs) {
+  const IntOp::Code c = f == "min"        ? IntOp::Min
+                        : f == "max"      ? IntOp::Max
+                        : f == "cdiv"     ? IntOp::Cdiv
+                        : f == "align_up" ? IntOp::AlignUp
+                                          : IntOp::Fail;
+  if (nargs == 0 || nargs > 8 || ((c == IntOp::Cdiv || c == IntOp::AlignUp) && nargs != 2))
+    return IntOp::Fail;
+  return c;
+}
 
 bool Evaluator::try_int(uint32_t e, int64_t& out) {
   const Node& n = src_.node(e);
@@ -150,16 +124,11 @@ bool Evaluator::compile(uint32_t e, int sp, int& max_sp) {
   }
   case NodeKind::Paren: return compile(n.a, sp, max_sp);
   case NodeKind::Unary: {
-    IntOp::Code c;
-    switch (n.op) {
-    case Tok::Plus: return compile(n.a, sp, max_sp);
-    case Tok::Not: c = IntOp::Not; break;
-    case Tok::Tilde: c = IntOp::Tilde; break;
-    case Tok::Minus: c = IntOp::Neg; break;
-    default: return give_up();
-    }
+    if (n.op == Tok::Plus) return compile(n.a, sp, max_sp);
+    const IntOp::Code c = int_unary_code(n.op);
+    if (c == IntOp::Fail) return give_up();
     const size_t at = ops_.size();
-    if (int64_t r; compile(n.a, sp, max_sp) && apply1(c, ops_[at].k, r)) {
+    if (int64_t r; compile(n.a, sp, max_sp) && int_apply1(c, ops_[at].k, r)) {
       ops_.resize(at);
       return constant(r);
     }
@@ -176,12 +145,12 @@ bool Evaluator::compile(uint32_t e, int sp, int& max_sp) {
       ops_[jump].arg = static_cast<uint32_t>(ops_.size() - jump);
       return false;
     }
-    const IntOp::Code c = binary_code(n.op);
+    const IntOp::Code c = int_binary_code(n.op);
     if (c == IntOp::Fail) return give_up();
     const size_t at = ops_.size();
     const bool ka = compile(n.a, sp, max_sp);
     const bool kb = compile(n.b, sp + 1, max_sp);
-    if (int64_t r; ka && kb && apply2(c, ops_[at].k, ops_[at + 1].k, r)) {
+    if (int64_t r; ka && kb && int_apply2(c, ops_[at].k, ops_[at + 1].k, r)) {
       ops_.resize(at);
       return constant(r);
     }
@@ -195,15 +164,8 @@ bool Evaluator::compile(uint32_t e, int sp, int& max_sp) {
     return false;
   }
   case NodeKind::Call: { // min, max, cdiv and align_up of integers, as tree_int_call
-    const std::string_view f = src_.file().text(n);
-    const IntOp::Code c = f == "min"        ? IntOp::Min
-                          : f == "max"      ? IntOp::Max
-                          : f == "cdiv"     ? IntOp::Cdiv
-                          : f == "align_up" ? IntOp::AlignUp
-                                            : IntOp::Fail;
-    if (c == IntOp::Fail || n.nkids == 0 || n.nkids > 8 ||
-        ((c == IntOp::Cdiv || c == IntOp::AlignUp) && n.nkids != 2))
-      return give_up();
+    const IntOp::Code c = int_call_code(src_.file().text(n), n.nkids);
+    if (c == IntOp::Fail) return give_up();
     const uint32_t* args = src_.file().kid_begin(n);
     for (uint32_t k = 0; k < n.nkids; ++k)
       if (src_.node(args[k]).b != kNone) return give_up(); // a named argument
@@ -242,7 +204,7 @@ bool Evaluator::run(const IntOp* op, int64_t& out) const {
     case IntOp::Neg:
     case IntOp::Not:
     case IntOp::Tilde:
-      if (!apply1(op->code, sp[-1], sp[-1])) return false;
+      if (!int_apply1(op->code, sp[-1], sp[-1])) return false;
       continue;
     case IntOp::Add:
       r = op->n ? op->k : *--sp;
@@ -270,33 +232,17 @@ bool Evaluator::run(const IntOp* op, int64_t& out) const {
       continue;
     case IntOp::Bool: sp[-1] = sp[-1] != 0; continue;
     case IntOp::Min:
-    case IntOp::Max: { // compared as Functions::call does: as doubles, the first wins
+    case IntOp::Max:
+    case IntOp::Cdiv:
+    case IntOp::AlignUp:
       sp -= op->n;
-      int best = 0;
-      for (int k = 1; k < op->n; ++k)
-        if (op->code == IntOp::Min ? double(sp[k]) < double(sp[best])
-                                   : double(sp[k]) > double(sp[best]))
-          best = k;
-      sp[0] = sp[best];
+      if (!int_call(op->code, sp, op->n, sp[0])) return false;
       ++sp;
       continue;
-    }
-    case IntOp::Cdiv:
-    case IntOp::AlignUp: {
-      const int64_t a = sp[-2], b = sp[-1];
-      if (b <= 0) return false;
-      const int64_t q = a / b + (a > 0 && a % b != 0 ? 1 : 0);
-      --sp;
-      if (op->code == IntOp::Cdiv)
-        sp[-1] = q;
-      else if (__builtin_mul_overflow(q, b, &sp[-1]))
-        return false;
-      continue;
-    }
     case IntOp::End: out = st[0]; return true;
     default: // the other binary operators
       r = op->n ? op->k : *--sp;
-      if (!apply2(op->code, sp[-1], r, sp[-1])) return false;
+      if (!int_apply2(op->code, sp[-1], r, sp[-1])) return false;
       continue;
     }
   }
