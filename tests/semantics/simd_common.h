@@ -16,17 +16,6 @@ namespace nisa::interp::test {
 
 using simd::Level;
 
-inline uint32_t bits(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return u;
-}
-inline float from_bits(uint32_t u) {
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-
 inline std::vector<Level> levels() {
   std::vector<Level> out;
   for (Level l : {Level::scalar, Level::avx2, Level::avx512})
@@ -45,15 +34,15 @@ inline std::vector<float> nasty_row(uint64_t n, uint32_t seed, bool specials) {
   std::mt19937 g(seed);
   std::uniform_real_distribution<float> d(-8.0f, 8.0f);
   std::uniform_int_distribution<int> pick(0, 99);
-  const float kSpecial[] = {from_bits(0x7fc00000u),
-                            from_bits(0xffc00001u),
-                            from_bits(0x7f800123u),
+  const float kSpecial[] = {bits_f32(0x7fc00000u),
+                            bits_f32(0xffc00001u),
+                            bits_f32(0x7f800123u),
                             INFINITY,
                             -INFINITY,
                             0.0f,
                             -0.0f,
-                            from_bits(1u),
-                            from_bits(0x80000005u),
+                            bits_f32(1u),
+                            bits_f32(0x80000005u),
                             std::numeric_limits<float>::max()};
   std::vector<float> v(n);
   for (auto& x : v) {

@@ -13,7 +13,7 @@ namespace {
 // Distance in fp32 ulps (finite or infinite values of one sign ordered by their bits).
 int64_t ulps(float a, float b) {
   auto key = [](float f) {
-    const int64_t u = bits(f);
+    const int64_t u = f32_bits(f);
     return u & 0x80000000 ? -(u & 0x7fffffff) : u;
   };
   return std::llabs(key(a) - key(b));
@@ -22,7 +22,7 @@ int64_t ulps(float a, float b) {
 TEST(Simd, ExpWithinOneUlpOfStdExpOverASweep) {
   // Every 61st fp32 value from -104 to 89 (about 17 million), against std::exp in double.
   int64_t worst = 0, differ = 0, total = 0;
-  const uint32_t neg_lo = bits(-104.0f), pos_hi = bits(89.0f);
+  const uint32_t neg_lo = f32_bits(-104.0f), pos_hi = f32_bits(89.0f);
   auto check = [&](float x) {
     const float want = static_cast<float>(std::exp(static_cast<double>(x)));
     const float got = simd::exp_f32(x);
@@ -31,8 +31,8 @@ TEST(Simd, ExpWithinOneUlpOfStdExpOverASweep) {
     differ += u != 0;
     ++total;
   };
-  for (uint32_t u = 0x80000000u; u <= neg_lo; u += 61) check(from_bits(u));
-  for (uint32_t u = 0; u <= pos_hi; u += 61) check(from_bits(u));
+  for (uint32_t u = 0x80000000u; u <= neg_lo; u += 61) check(bits_f32(u));
+  for (uint32_t u = 0; u <= pos_hi; u += 61) check(bits_f32(u));
   EXPECT_LE(worst, 1) << differ << " of " << total << " differ";
   EXPECT_LT(differ, total / 1000) << "worst " << worst; // nearly always the same rounding
   RecordProperty("exp_ulps_worst", int(worst));
@@ -58,12 +58,12 @@ TEST(Simd, ExpRowEveryLevelBitIdentical) {
     for (float scale : {1.0f, -0.75f})
       for (float bias : {0.0f, 0.5f}) {
         std::vector<uint32_t> want(n);
-        for (uint64_t i = 0; i < n; ++i) want[i] = bits(simd::exp_f32(x[i] * scale + bias));
+        for (uint64_t i = 0; i < n; ++i) want[i] = f32_bits(simd::exp_f32(x[i] * scale + bias));
         for (Level l : levels()) {
           std::vector<float> out(n);
           simd::exp_row(l, x.data(), n, scale, bias, out.data());
           for (uint64_t i = 0; i < n; ++i) {
-            ASSERT_EQ(bits(out[i]), want[i]) << simd::name(l) << " n=" << n << " x=" << x[i];
+            ASSERT_EQ(f32_bits(out[i]), want[i]) << simd::name(l) << " n=" << n << " x=" << x[i];
             const float a = x[i] * scale + bias; // and the math: within 1 ulp of std::exp
             if (std::isnan(a)) {
               ASSERT_TRUE(std::isnan(out[i]));
@@ -197,7 +197,7 @@ TEST(Simd, MathFunctionsWithinOneUlpOfTheirFormulaOverASweep) {
     auto sweep = [&](uint32_t from, uint32_t to) { // bit patterns [from, to], one sign
       const uint32_t step = std::max<uint32_t>(1, (to - from) / 200000);
       for (uint32_t u = from; u <= to && u >= from; u += step) {
-        const float x = from_bits(u);
+        const float x = bits_f32(u);
         const float got = simd::math_f32(c.f, x), want = math_reference(c.f, x);
         if (std::isnan(want)) {
           ASSERT_TRUE(std::isnan(got)) << c.name << " x=" << x;
@@ -213,8 +213,8 @@ TEST(Simd, MathFunctionsWithinOneUlpOfTheirFormulaOverASweep) {
         libm_differ += dl != 0;
       }
     };
-    if (c.hi > 0) sweep(c.lo > 0 ? bits(c.lo) : 0u, bits(c.hi));
-    if (c.lo < 0) sweep(0x80000000u, bits(c.lo));
+    if (c.hi > 0) sweep(c.lo > 0 ? f32_bits(c.lo) : 0u, f32_bits(c.hi));
+    if (c.lo < 0) sweep(0x80000000u, f32_bits(c.lo));
     std::printf("%s: of %lld values, %lld differ from the long-double formula (worst %lld ulp), "
                 "%lld from the libm formula in double (worst %lld ulp)\n",
                 c.name, (long long)total, (long long)differ, (long long)worst,
@@ -226,8 +226,8 @@ TEST(Simd, MathFunctionsWithinOneUlpOfTheirFormulaOverASweep) {
   EXPECT_EQ(simd::math_f32(MathFn::log, INFINITY), INFINITY);
   EXPECT_EQ(simd::math_f32(MathFn::log, 1.0f), 0.0f);
   EXPECT_TRUE(std::isnan(simd::math_f32(MathFn::log, -1.0f)));
-  EXPECT_EQ(simd::math_f32(MathFn::log, from_bits(1u)), static_cast<float>(std::log(0x1p-149)));
-  EXPECT_EQ(bits(simd::math_f32(MathFn::tanh, -0.0f)), bits(-0.0f));
+  EXPECT_EQ(simd::math_f32(MathFn::log, bits_f32(1u)), static_cast<float>(std::log(0x1p-149)));
+  EXPECT_EQ(f32_bits(simd::math_f32(MathFn::tanh, -0.0f)), f32_bits(-0.0f));
   EXPECT_EQ(simd::math_f32(MathFn::tanh, INFINITY), 1.0f);
   EXPECT_EQ(simd::math_f32(MathFn::tanh, -INFINITY), -1.0f);
   EXPECT_EQ(simd::math_f32(MathFn::sigmoid, -INFINITY), 0.0f);
@@ -249,7 +249,7 @@ TEST(Simd, MathFunctionsWithinOneUlpOfTheirFormulaOverASweep) {
     EXPECT_GT(n, 1000);
   };
   auto around = [&](MathFn f, float c) { // 3000 fp32 values either side of c
-    dense(f, from_bits(bits(c) - 3000), from_bits(bits(c) + 3000));
+    dense(f, bits_f32(f32_bits(c) - 3000), bits_f32(f32_bits(c) + 3000));
   };
   dense(MathFn::gelu_dx, -0.7530f, -0.7505f);
   dense(MathFn::gelu_dx, -1.0610f, -1.0600f);
@@ -259,16 +259,16 @@ TEST(Simd, MathFunctionsWithinOneUlpOfTheirFormulaOverASweep) {
   for (double m : {1.0, 2.0, 3.0, 1e3, 12345.0, 1e6, 1e8}) around(MathFn::sin, float(m * M_PI_2));
   around(MathFn::sin, 0x1p28f);
   std::mt19937 g(8);
-  std::uniform_int_distribution<uint32_t> big(bits(0x1p28f), bits(3.0e38f));
+  std::uniform_int_distribution<uint32_t> big(f32_bits(0x1p28f), f32_bits(3.0e38f));
   for (int i = 0; i < 100000; ++i) { // the exact reduction over the whole range
-    const float x = from_bits(big(g) | (i & 1 ? 0x80000000u : 0u));
+    const float x = bits_f32(big(g) | (i & 1 ? 0x80000000u : 0u));
     ASSERT_LE(ulps(simd::math_f32(MathFn::sin, x), math_reference(MathFn::sin, x)), 1) << x;
   }
   // Limits of the new forms (gelu_dx: the limits 1 and 0; the libm formula gave NaN = inf * 0).
   EXPECT_EQ(simd::math_f32(MathFn::gelu_dx, INFINITY), 1.0f);
   EXPECT_EQ(simd::math_f32(MathFn::gelu_dx, -INFINITY), 0.0f);
   EXPECT_EQ(simd::math_f32(MathFn::gelu, INFINITY), INFINITY);
-  EXPECT_EQ(bits(simd::math_f32(MathFn::gelu, -INFINITY)), bits(-0.0f)); // the formula: NaN
+  EXPECT_EQ(f32_bits(simd::math_f32(MathFn::gelu, -INFINITY)), f32_bits(-0.0f)); // the formula: NaN
   EXPECT_EQ(simd::math_f32(MathFn::gelu, -1e30f), 0.0f);
   EXPECT_EQ(simd::math_f32(MathFn::erf, INFINITY), 1.0f);
   EXPECT_EQ(simd::math_f32(MathFn::erf, -INFINITY), -1.0f);
@@ -277,14 +277,15 @@ TEST(Simd, MathFunctionsWithinOneUlpOfTheirFormulaOverASweep) {
   EXPECT_TRUE(std::isnan(simd::math_f32(MathFn::sin, INFINITY)));
   EXPECT_TRUE(std::isnan(simd::math_f32(MathFn::sin, -INFINITY)));
   for (MathFn f : {MathFn::gelu, MathFn::erf, MathFn::arctan, MathFn::sin}) {
-    EXPECT_EQ(bits(simd::math_f32(f, -0.0f)), bits(-0.0f)) << int(f);
-    EXPECT_EQ(bits(simd::math_f32(f, from_bits(0x80000001u))),
-              bits(math_reference(f, from_bits(0x80000001u))))
+    EXPECT_EQ(f32_bits(simd::math_f32(f, -0.0f)), f32_bits(-0.0f)) << int(f);
+    EXPECT_EQ(f32_bits(simd::math_f32(f, bits_f32(0x80000001u))),
+              f32_bits(math_reference(f, bits_f32(0x80000001u))))
         << int(f);
   }
   EXPECT_EQ(simd::math_f32(MathFn::gelu_dx, 0.0f), 0.5f);
-  const float nan = from_bits(0x7fa00001u); // signalling: comes back quieted, payload kept
-  for (const MathCase& c : kMath) EXPECT_EQ(bits(simd::math_f32(c.f, nan)), 0x7fe00001u) << c.name;
+  const float nan = bits_f32(0x7fa00001u); // signalling: comes back quieted, payload kept
+  for (const MathCase& c : kMath)
+    EXPECT_EQ(f32_bits(simd::math_f32(c.f, nan)), 0x7fe00001u) << c.name;
 }
 
 TEST(Simd, MathRowEveryLevelBitIdentical) {
@@ -297,12 +298,13 @@ TEST(Simd, MathRowEveryLevelBitIdentical) {
       for (float scale : {1.0f, -0.75f})
         for (float bias : {0.0f, 0.5f}) {
           std::vector<uint32_t> want(n);
-          for (uint64_t i = 0; i < n; ++i) want[i] = bits(simd::math_f32(c.f, x[i] * scale + bias));
+          for (uint64_t i = 0; i < n; ++i)
+            want[i] = f32_bits(simd::math_f32(c.f, x[i] * scale + bias));
           for (Level l : levels()) {
             std::vector<float> out(n);
             simd::math_row(l, c.f, x.data(), n, scale, bias, out.data());
             for (uint64_t i = 0; i < n; ++i)
-              ASSERT_EQ(bits(out[i]), want[i])
+              ASSERT_EQ(f32_bits(out[i]), want[i])
                   << c.name << " " << simd::name(l) << " n=" << n << " x=" << x[i];
           }
         }
@@ -322,7 +324,7 @@ TEST(Simd, IotaRunEveryLevelMatchesTheSequence) {
         for (uint64_t j = 0; j < n; ++j) {
           const auto v = int32_t(v0 + uint32_t(j) * uint32_t(st)); // wraps
           wi[j] = v;
-          wf[j] = bits(static_cast<float>(static_cast<double>(v))); // exact, then one rounding
+          wf[j] = f32_bits(static_cast<float>(static_cast<double>(v))); // exact, then one rounding
         }
         for (Level l : levels()) {
           std::vector<uint8_t> out(n * 4 + 1);
@@ -348,14 +350,14 @@ TEST(Simd, ConvertRowFp32Bf16EveryLevelMatchesElementwiseRounding) {
   for (uint64_t n : kLengths) {
     std::vector<float> x = nasty_row(n, 15000 + uint32_t(n), true);
     for (size_t i = 0; i < x.size(); i += 4) // rounding ties and carries of bf16 (low half 0x8000)
-      x[i] = from_bits((bits(x[i]) & 0xffff0000u) | (i % 8 == 0 ? 0x8000u : 0x7fffu));
+      x[i] = bits_f32((f32_bits(x[i]) & 0xffff0000u) | (i % 8 == 0 ? 0x8000u : 0x7fffu));
     std::vector<uint16_t> want(n);
     std::vector<float> back(n);
     for (uint64_t i = 0; i < n; ++i) { // the rounding from the definition: RNE, NaN kept quiet
-      const uint32_t u = bits(x[i]);
+      const uint32_t u = f32_bits(x[i]);
       want[i] = (u & 0x7fffffffu) > 0x7f800000u ? uint16_t((u >> 16) | 0x40)
                                                 : uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-      back[i] = from_bits(uint32_t(want[i]) << 16);
+      back[i] = bits_f32(uint32_t(want[i]) << 16);
     }
     for (Level l : levels()) {
       std::vector<uint16_t> h(n);
@@ -365,7 +367,8 @@ TEST(Simd, ConvertRowFp32Bf16EveryLevelMatchesElementwiseRounding) {
       std::vector<float> f(n);
       ASSERT_TRUE(simd::convert_row(l, DType::bf16, reinterpret_cast<const uint8_t*>(h.data()),
                                     DType::fp32, reinterpret_cast<uint8_t*>(f.data()), n));
-      for (uint64_t i = 0; i < n; ++i) ASSERT_EQ(bits(f[i]), bits(back[i])) << simd::name(l);
+      for (uint64_t i = 0; i < n; ++i)
+        ASSERT_EQ(f32_bits(f[i]), f32_bits(back[i])) << simd::name(l);
     }
   }
   uint8_t b[4] = {};
@@ -399,7 +402,7 @@ TEST(Simd, DmaCopyConvertsRowsAtEveryLevel) {
         ASSERT_TRUE(std::isnan(got[i]));
         continue;
       }
-      ASSERT_EQ(bits(got[i]), bits(want)) << simd::name(l) << " at " << i;
+      ASSERT_EQ(f32_bits(got[i]), f32_bits(want)) << simd::name(l) << " at " << i;
     }
   }
 }

@@ -37,7 +37,7 @@ TEST(Simd, TensorReduceMaxMinEveryLevelMatchesSequentialFold) {
                   : op == AluOp::max               ? (a > c ? a : c)
                                                    : (a < c ? a : c);
           }
-          want.push_back(bits(neg ? -acc : acc));
+          want.push_back(f32_bits(neg ? -acc : acc));
         }
         for (Level l : levels()) {
           ASSERT_TRUE(simd::set_level(l));
@@ -93,7 +93,7 @@ TEST(Simd, ScanRowsEveryLevelMatchesTheRecurrence) {
               const float x = a[r * n + i], y = b[r * n + i];
               const float t = rev0 ? ref_op(o0, acc, x) : ref_op(o0, x, acc);
               acc = rev1 ? ref_op(o1, y, t) : ref_op(o1, t, y);
-              want[r * n + i] = bits(acc);
+              want[r * n + i] = f32_bits(acc);
             }
           }
           for (Level l : levels()) {
@@ -108,7 +108,7 @@ TEST(Simd, ScanRowsEveryLevelMatchesTheRecurrence) {
             simd::scan_rows(l, pa.data(), pb.data(), po.data(), init.data(), rows, n, o0, o1, rev0,
                             rev1);
             for (size_t k = 0; k < out.size(); ++k)
-              ASSERT_EQ(bits(out[k]), want[k])
+              ASSERT_EQ(f32_bits(out[k]), want[k])
                   << simd::name(l) << " rows=" << rows << " n=" << n << " ops " << int(o0) << ","
                   << int(o1) << " at " << k;
           }
@@ -130,7 +130,7 @@ TEST(Simd, FoldRowsEveryLevelMatchesTheLeftFold) {
         for (uint32_t r = 0; r < rows; ++r) {
           float acc = x[r * n];
           for (uint64_t k = 1; k < n; ++k) acc = ref_op(o, acc, x[r * n + k]);
-          want[r] = bits(acc);
+          want[r] = f32_bits(acc);
         }
         for (Level l : levels()) {
           std::vector<const float*> px(rows);
@@ -138,7 +138,7 @@ TEST(Simd, FoldRowsEveryLevelMatchesTheLeftFold) {
           std::vector<float> got(rows);
           simd::fold_rows(l, px.data(), got.data(), rows, n, o);
           for (uint32_t r = 0; r < rows; ++r)
-            ASSERT_EQ(bits(got[r]), want[r]) << simd::name(l) << " rows=" << rows << " n=" << n;
+            ASSERT_EQ(f32_bits(got[r]), want[r]) << simd::name(l) << " rows=" << rows << " n=" << n;
         }
       }
 }
@@ -147,14 +147,14 @@ TEST(Simd, FoldRowsEveryLevelMatchesTheLeftFold) {
 // bf16 from the definition: the upper 16 bits of the fp32 pattern, rounded to nearest, ties to
 // the even one; a NaN keeps its upper bits with the quiet bit set.
 uint16_t ref_to_bf16(float f) {
-  const uint32_t u = bits(f);
+  const uint32_t u = f32_bits(f);
   if (std::isnan(f)) return uint16_t((u >> 16) | 0x40);
   uint32_t hi = u >> 16;
   const uint32_t lo = u & 0xFFFF;
   if (lo > 0x8000 || (lo == 0x8000 && (hi & 1))) ++hi;
   return uint16_t(hi);
 }
-float ref_from_bf16(uint16_t h) { return from_bits(uint32_t(h) << 16); }
+float ref_from_bf16(uint16_t h) { return bits_f32(uint32_t(h) << 16); }
 
 // Rows of one lane type: the elements (bf16-representable when t is bf16), and the bytes.
 struct TypedRows {
@@ -230,8 +230,9 @@ TEST(Simd, TypedScanRowsEveryLevelMatchTheRecurrenceWithRounding) {
                     const float t = rev0 ? ref_op(o0, acc, x) : ref_op(o0, x, acc);
                     acc = rev1 ? ref_op(o1, y, t) : ref_op(o1, t, y);
                     // the state stays fp32; a bf16 row stores it rounded
-                    want[r * n + i] =
-                        to == LaneType::f32 ? bits(acc) : bits(ref_from_bf16(ref_to_bf16(acc)));
+                    want[r * n + i] = to == LaneType::f32
+                                          ? f32_bits(acc)
+                                          : f32_bits(ref_from_bf16(ref_to_bf16(acc)));
                   }
                 }
                 for (Level l : levels()) {
@@ -247,7 +248,7 @@ TEST(Simd, TypedScanRowsEveryLevelMatchTheRecurrenceWithRounding) {
                                     rows, n, o0, o1, rev0, rev1);
                   for (uint32_t r = 0; r < rows; ++r)
                     for (uint64_t i = 0; i < n; ++i)
-                      ASSERT_EQ(bits(o.read(r, i)), want[r * n + i])
+                      ASSERT_EQ(f32_bits(o.read(r, i)), want[r * n + i])
                           << simd::name(l) << " " << tname(t0) << tname(t1) << "->" << tname(to)
                           << " rows=" << rows << " n=" << n << " ops " << int(o0) << "," << int(o1)
                           << " row " << r << " col " << i;
@@ -271,7 +272,7 @@ TEST(Simd, TypedScanRowsInPlaceEveryLevel) {
             acc = ref_op(simd::LaneOp::add, ref_op(simd::LaneOp::multiply, a.val[r * n + i], acc),
                          b0.val[r * n + i]);
             want[r * n + i] =
-                t == LaneType::f32 ? bits(acc) : bits(ref_from_bf16(ref_to_bf16(acc)));
+                t == LaneType::f32 ? f32_bits(acc) : f32_bits(ref_from_bf16(ref_to_bf16(acc)));
           }
         }
         for (Level l : levels()) {
@@ -287,7 +288,7 @@ TEST(Simd, TypedScanRowsInPlaceEveryLevel) {
                             rows, n, simd::LaneOp::multiply, simd::LaneOp::add, false, false);
           for (uint32_t r = 0; r < rows; ++r)
             for (uint64_t i = 0; i < n; ++i)
-              ASSERT_EQ(bits(b.read(r, i)), want[r * n + i])
+              ASSERT_EQ(f32_bits(b.read(r, i)), want[r * n + i])
                   << simd::name(l) << " " << tname(t) << " rows=" << rows << " n=" << n << " row "
                   << r << " col " << i;
         }
@@ -325,7 +326,7 @@ TEST(Simd, TypedFoldRowsEveryLevelMatchTheLeftFold) {
           for (uint32_t r = 0; r < rows; ++r) {
             float acc = x.val[r * n];
             for (uint64_t k = 1; k < n; ++k) acc = ref_op(o, acc, x.val[r * n + k]);
-            want[r] = bits(acc);
+            want[r] = f32_bits(acc);
           }
           for (Level l : levels()) {
             std::vector<const void*> px(rows);
@@ -333,7 +334,7 @@ TEST(Simd, TypedFoldRowsEveryLevelMatchTheLeftFold) {
             std::vector<float> got(rows, 777.0f);
             simd::fold_rows_t(l, t, px.data(), got.data(), rows, n, o);
             for (uint32_t r = 0; r < rows; ++r)
-              ASSERT_EQ(bits(got[r]), want[r])
+              ASSERT_EQ(f32_bits(got[r]), want[r])
                   << simd::name(l) << " " << tname(t) << " rows=" << rows << " n=" << n << " op "
                   << int(o) << " row " << r;
           }
@@ -386,13 +387,13 @@ TEST(Simd, TensorReduceMaxMinBf16RowsAgreeAcrossLevels) {
               m = op == AluOp::max ? std::max(m, v) : std::min(m, v);
             }
             if (!nan && m != 0.0f) {
-              ASSERT_EQ(bits(res.back()[p * 2 + g]), bits(m)) << simd::name(l);
+              ASSERT_EQ(f32_bits(res.back()[p * 2 + g]), f32_bits(m)) << simd::name(l);
             }
           }
       }
       for (size_t k = 1; k < res.size(); ++k)
         for (size_t i = 0; i < res[0].size(); ++i)
-          ASSERT_EQ(bits(res[k][i]), bits(res[0][i])) << "level " << k << " at " << i;
+          ASSERT_EQ(f32_bits(res[k][i]), f32_bits(res[0][i])) << "level " << k << " at " << i;
     }
 }
 
@@ -445,11 +446,12 @@ TEST(Simd, ScanAndReduceInstructionsAgreeAcrossLevels) {
         auto add = [](float a, float b) { return a != a ? a + a : b != b ? b + b : a + b; };
         float acc = x[p * F + g * 10];
         for (uint32_t k = 1; k < 10; ++k) acc = add(acc, x[p * F + g * 10 + k]);
-        ASSERT_EQ(bits(got[p * 30 + g]), bits(-acc)) << simd::name(l);
+        ASSERT_EQ(f32_bits(got[p * 30 + g]), f32_bits(-acc)) << simd::name(l);
       }
   }
   for (size_t k = 1; k < scans.size(); ++k) {
-    for (size_t i = 0; i < scans[0].size(); ++i) ASSERT_EQ(bits(scans[k][i]), bits(scans[0][i]));
+    for (size_t i = 0; i < scans[0].size(); ++i)
+      ASSERT_EQ(f32_bits(scans[k][i]), f32_bits(scans[0][i]));
   }
 }
 
@@ -479,11 +481,11 @@ TEST(Simd, Bf16FoldAndScanThroughConvertedRowsMatchThePlainLoops) {
       for (uint32_t p = 0; p < P; ++p) {
         float acc = x[size_t(p) * F];
         for (uint32_t j = 1; j < F; ++j) acc += x[size_t(p) * F + j];
-        ASSERT_EQ(bits(sum[p]), bits(acc)) << simd::name(l) << " F " << F << " p " << p;
+        ASSERT_EQ(f32_bits(sum[p]), f32_bits(acc)) << simd::name(l) << " F " << F << " p " << p;
         float st = 0.5f;
         for (uint32_t j = 0; j < F; ++j) {
           st = st * 1.0f + x[size_t(p) * F + j];
-          ASSERT_EQ(bits(scan[size_t(p) * F + j]), bits(st))
+          ASSERT_EQ(f32_bits(scan[size_t(p) * F + j]), f32_bits(st))
               << simd::name(l) << " F " << F << " p " << p << " j " << j;
         }
       }
@@ -519,7 +521,7 @@ TEST(Simd, Bf16RowsStraightIntoTheLanesMatchThePlainLoops) {
           for (uint32_t j = 0; j < F; ++j) {
             const size_t k = size_t(p) * F + j;
             st = ref_op(simd::LaneOp::add, ref_op(simd::LaneOp::multiply, ones[k], st), x[k]);
-            ASSERT_EQ(bits(scan[k]), bits(ref_from_bf16(ref_to_bf16(st))))
+            ASSERT_EQ(f32_bits(scan[k]), f32_bits(ref_from_bf16(ref_to_bf16(st))))
                 << simd::name(l) << " P " << P << " F " << F << " p " << p << " j " << j;
           }
         }
@@ -547,7 +549,7 @@ TEST(Simd, Bf16RowsStraightIntoTheLanesMatchThePlainLoops) {
               const float* row = xm.data() + size_t(p) * F + gi * (F / 2);
               float acc = row[0];
               for (uint32_t k = 1; k < F / 2; ++k) acc = ref_op(lop, acc, row[k]);
-              ASSERT_EQ(bits(got[p * 2 + gi]), bits(acc))
+              ASSERT_EQ(f32_bits(got[p * 2 + gi]), f32_bits(acc))
                   << simd::name(l) << " op " << int(op) << " P " << P << " F " << F << " p " << p;
             }
         }
@@ -615,11 +617,11 @@ TEST(Simd, ScanAndFoldOnTheLastBytesOfEveryPartitionMatchThePlainLoop) {
           dst.space == MemSpace::sbuf ? bench.st.sbuf_stride : bench.st.psum_stride;
       for (uint32_t p = 0; p < P; ++p)
         for (uint32_t j = 0; j < F; ++j) {
-          ASSERT_EQ(bits(got[p * F + j]), bits(scan_ref[p * F + j]))
+          ASSERT_EQ(f32_bits(got[p * F + j]), f32_bits(scan_ref[p * F + j]))
               << simd::name(l) << " " << name_of(dst.space) << " row " << p << " at " << j;
           float raw;
           std::memcpy(&raw, mem + p * stride + dst.offset + 4 * j, 4);
-          ASSERT_EQ(bits(raw), bits(scan_ref[p * F + j])) << simd::name(l) << " row " << p;
+          ASSERT_EQ(f32_bits(raw), f32_bits(scan_ref[p * F + j])) << simd::name(l) << " row " << p;
         }
     }
     // The folds read [P, F] sources that end on the last byte of every partition.
@@ -635,7 +637,7 @@ TEST(Simd, ScanAndFoldOnTheLastBytesOfEveryPartitionMatchThePlainLoop) {
       bench.run(r);
       const auto got = bench.get(D);
       for (uint32_t p = 0; p < P; ++p)
-        ASSERT_EQ(bits(got[p * 2]), bits((*ref)[p])) << simd::name(l) << " row " << p;
+        ASSERT_EQ(f32_bits(got[p * 2]), f32_bits((*ref)[p])) << simd::name(l) << " row " << p;
     }
     for (uint32_t p = 0; p < P; ++p) {
       const uint8_t* sp = bench.st.sbuf + p * bench.st.sbuf_stride + kPart;

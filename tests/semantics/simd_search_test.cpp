@@ -19,7 +19,7 @@ std::vector<uint32_t> max8_reference(const std::vector<float>& x) {
   std::vector<float> s = x;
   std::stable_sort(s.begin(), s.end(), rank_gt);
   std::vector<uint32_t> out;
-  for (size_t k = 0; k < 8; ++k) out.push_back(k < s.size() ? bits(s[k]) : bits(-INFINITY));
+  for (size_t k = 0; k < 8; ++k) out.push_back(k < s.size() ? f32_bits(s[k]) : f32_bits(-INFINITY));
   return out;
 }
 
@@ -38,7 +38,7 @@ TEST(Simd, Max8EveryLevelMatchesStableSortBitForBit) {
           float out[8];
           simd::max8_row(l, x.data(), n, out);
           for (int k = 0; k < 8; ++k)
-            ASSERT_EQ(bits(out[k]), want[k])
+            ASSERT_EQ(f32_bits(out[k]), want[k])
                 << simd::name(l) << " n=" << n << " specials=" << specials << " slot " << k;
         }
       }
@@ -67,8 +67,8 @@ TEST(Simd, Max8PaddedAndStruckOutRowsEveryLevel) {
           float out[8];
           simd::max8_row(l, x.data(), n, out);
           for (int k = 0; k < 8; ++k)
-            ASSERT_EQ(bits(out[k]), want[k]) << simd::name(l) << " n=" << n << " kind=" << kind
-                                             << " rep=" << rep << " slot " << k;
+            ASSERT_EQ(f32_bits(out[k]), want[k]) << simd::name(l) << " n=" << n << " kind=" << kind
+                                                 << " rep=" << rep << " slot " << k;
         }
       }
 }
@@ -101,7 +101,7 @@ TEST(Simd, Max8InstructionBf16RowsEveryLevel) {
         const auto want =
             max8_reference(std::vector<float>(xs.begin() + p * n, xs.begin() + (p + 1) * n));
         for (int k = 0; k < 8; ++k)
-          ASSERT_EQ(bits(got[p * 8 + k]), want[k]) << simd::name(l) << " n=" << n << " p=" << p;
+          ASSERT_EQ(f32_bits(got[p * 8 + k]), want[k]) << simd::name(l) << " n=" << n << " p=" << p;
       }
     }
   }
@@ -184,7 +184,7 @@ TEST(Simd, MatchReplace8EveryLevelMatchesReverseSlotOrder) {
 }
 
 // ---- bf16 rows of the search instructions (the vector forms read them as 16-bit patterns) -------
-float bf16_value(uint16_t h) { return from_bits(uint32_t(h) << 16); }
+float bf16_value(uint16_t h) { return bits_f32(uint32_t(h) << 16); }
 bool bf16_is_nan(uint16_t h) { return (h & 0x7fff) > 0x7f80; }
 
 // A bf16 row (its bits) of kind: 0 values in [-8, 8) truncated, 30% of them integers (ties);
@@ -203,7 +203,7 @@ std::vector<uint16_t> bf16_row(uint64_t n, uint32_t seed, int kind, bool nan) {
   for (uint64_t i = 0; i < n; ++i) {
     float f = d(g);
     if (pick(g) < 30) f = std::round(f);
-    uint16_t h = uint16_t(bits(f) >> 16);
+    uint16_t h = uint16_t(f32_bits(f) >> 16);
     if (kind == 1) h = kFew[pick(g) % 9];
     if (kind == 2) h = pick(g) < 5 ? 0xff80 : uint16_t(h | 0x8000);
     if (kind == 3) h = pick(g) < 10 ? (pick(g) % 2 ? 0x8000 : 0x0000) : uint16_t(h | 0x8000);
@@ -251,7 +251,7 @@ TEST(Simd, Max8Bf16RowsEveryLevelMatchStableSort) {
               << simd::name(l) << " n=" << n << " kind=" << kind;
           if (!done) continue;
           for (int k = 0; k < 8; ++k)
-            ASSERT_EQ(bits(out[k]), want[k])
+            ASSERT_EQ(f32_bits(out[k]), want[k])
                 << simd::name(l) << " n=" << n << " kind=" << kind << " slot " << k;
         }
       }
@@ -281,8 +281,8 @@ std::vector<float> lane_row(uint64_t n, uint32_t seed, int kind) {
     }
     x[i] = v;
   }
-  if (kind == 7) x[3] = NAN;                            // a NaN in the first vector
-  if (kind == 8) x[n - n / 3] = from_bits(0xffc00001u); // a negative NaN later on
+  if (kind == 7) x[3] = NAN;                           // a NaN in the first vector
+  if (kind == 8) x[n - n / 3] = bits_f32(0xffc00001u); // a negative NaN later on
   return x;
 }
 
@@ -299,8 +299,9 @@ TEST(Simd, Max8LaneFormZerosTiesCandidatesEveryLevel) {
             float out[8];
             simd::max8_row(l, x.data(), n, out, hint ? next.data() : nullptr);
             for (int k = 0; k < 8; ++k)
-              ASSERT_EQ(bits(out[k]), want[k]) << simd::name(l) << " n=" << n << " kind=" << kind
-                                               << " rep=" << rep << " slot " << k;
+              ASSERT_EQ(f32_bits(out[k]), want[k])
+                  << simd::name(l) << " n=" << n << " kind=" << kind << " rep=" << rep << " slot "
+                  << k;
           }
       }
 }
@@ -312,7 +313,7 @@ TEST(Simd, Max8Bf16LaneFormZerosTiesCandidatesEveryLevel) {
       for (int rep = 0; rep < 3; ++rep) {
         const auto f = lane_row(n, 33000 + seed++, kind);
         std::vector<uint16_t> h(n), next(n, 0x3f80);
-        for (uint64_t i = 0; i < n; ++i) h[i] = uint16_t(bits(f[i]) >> 16); // truncated: exact
+        for (uint64_t i = 0; i < n; ++i) h[i] = uint16_t(f32_bits(f[i]) >> 16); // truncated: exact
         const auto want = max8_reference(widen(h));
         bool has_nan = false;
         for (uint16_t b : h) has_nan |= bf16_is_nan(b);
@@ -324,8 +325,9 @@ TEST(Simd, Max8Bf16LaneFormZerosTiesCandidatesEveryLevel) {
             ASSERT_EQ(done, l != Level::scalar && !has_nan) << simd::name(l) << " n=" << n;
             if (!done) continue;
             for (int k = 0; k < 8; ++k)
-              ASSERT_EQ(bits(out[k]), want[k]) << simd::name(l) << " n=" << n << " kind=" << kind
-                                               << " rep=" << rep << " slot " << k;
+              ASSERT_EQ(f32_bits(out[k]), want[k])
+                  << simd::name(l) << " n=" << n << " kind=" << kind << " rep=" << rep << " slot "
+                  << k;
           }
       }
 }
@@ -344,7 +346,7 @@ TEST(Simd, FindIndex8MatchReplace8NanDenseRowsEveryLevel) {
         std::vector<float> x(n);
         for (auto& v : x) {
           v = std::round(d(g) * 4.0f) / 4.0f;
-          if (pick(g) < nan_pct) v = pick(g) % 2 ? from_bits(0x7fc00000u) : from_bits(0xffc00001u);
+          if (pick(g) < nan_pct) v = pick(g) % 2 ? bits_f32(0x7fc00000u) : bits_f32(0xffc00001u);
         }
         std::vector<float> v = slot_values(x, c == 0 ? 3u : 40000u + seed);
         if (c == 2) v[7] = -0.0f, v[0] = 0.0f; // both zeros
@@ -396,7 +398,8 @@ std::vector<float> bf16_slots(const std::vector<float>& x, uint32_t seed, int c)
     v[2] = v[1];
   }
   if (c == 2) v[2] = v[1], v[4] = 1234.0f, v[6] = NAN;
-  if (c == 3) v[3] = -0.0f, v[5] = from_bits(bits(v[5]) | 1u), v[7] = from_bits(bits(v[0]) + 7u);
+  if (c == 3)
+    v[3] = -0.0f, v[5] = bits_f32(f32_bits(v[5]) | 1u), v[7] = bits_f32(f32_bits(v[0]) + 7u);
   if (c == 4) v = {INFINITY, -INFINITY, 0.0f, -0.0f, NAN, v[0], 0.0f, -INFINITY};
   if (c == 5) {
     v[3] = *std::min_element(s.begin(), s.end());
@@ -511,7 +514,7 @@ TEST(Simd, FindIndex8AndMatchReplace8InstructionsBf16EveryLevel) {
                 << simd::name(l) << " n=" << n << " p=" << p << " slot " << j;
           }
           for (uint32_t k = 0; k < n; ++k)
-            ASSERT_EQ(bits(got[p * n + k]), bits(used[k] ? -3.0f : r[k]))
+            ASSERT_EQ(f32_bits(got[p * n + k]), f32_bits(used[k] ? -3.0f : r[k]))
                 << simd::name(l) << " n=" << n << " p=" << p << " k=" << k;
         }
         outs.push_back(got);
@@ -519,7 +522,7 @@ TEST(Simd, FindIndex8AndMatchReplace8InstructionsBf16EveryLevel) {
     }
     for (size_t k = 2; k < outs.size(); ++k)
       for (size_t i = 0; i < outs[0].size(); ++i)
-        ASSERT_EQ(bits(outs[k][i]), bits(outs[k % 2][i])) << "run " << k << " at " << i;
+        ASSERT_EQ(f32_bits(outs[k][i]), f32_bits(outs[k % 2][i])) << "run " << k << " at " << i;
   }
 }
 
