@@ -397,13 +397,15 @@ TEST(Simd, TensorReduceMaxMinBf16RowsAgreeAcrossLevels) {
     }
 }
 
-// scan as a cumsum from 0.5: dst[j] = (state * ones[j]) + x[j], the state fp32.
-Inst cumsum_inst(const AccessPattern& dst, const AccessPattern& ones, const AccessPattern& x) {
+// scan as a cumsum from `init` (0.5 unless given): dst[j] = (state * ones[j]) + x[j], the state
+// fp32.
+Inst cumsum_inst(const AccessPattern& dst, const AccessPattern& ones, const AccessPattern& x,
+                 float init = 0.5f) {
   Inst in = make(Opcode::scan, Engine::dve);
   set_ap(in, "dst", dst);
   set_ap(in, "in0", ones);
   set_ap(in, "in1", x);
-  set_f(in, "init", 0.5f);
+  set_f(in, "init", init);
   set_e(in, "op0", AluOp::multiply);
   set_e(in, "op1", AluOp::add);
   return in;
@@ -603,14 +605,7 @@ TEST(Simd, ScanAndFoldOnTheLastBytesOfEveryPartitionMatchThePlainLoop) {
     bench.put(A, a);
     bench.put(B, b);
     for (const AccessPattern& dst : {X, Y}) {
-      Inst in = make(Opcode::scan, Engine::dve);
-      set_ap(in, "dst", dst);
-      set_ap(in, "in0", A);
-      set_ap(in, "in1", B);
-      set_f(in, "init", 0.25f);
-      set_e(in, "op0", AluOp::multiply);
-      set_e(in, "op1", AluOp::add);
-      bench.run(in);
+      bench.run(cumsum_inst(dst, A, B, 0.25f));
       const auto got = bench.get(dst);
       uint8_t* mem = dst.space == MemSpace::sbuf ? bench.st.sbuf : bench.st.psum;
       const uint64_t stride =
