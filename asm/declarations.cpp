@@ -37,11 +37,8 @@ void Declarations::assign(const Stmt& s) {
   const Tok kind = kw == ".set" ? Tok::KwSet : kw == ".param" ? Tok::KwParam : Tok::KwEqu;
   const std::string_view name = src_.text(s.name);
   if (kind == Tok::KwSet) {
-    const uint32_t unit = src_.cur_unit();
-    if (set_lines_.size() <= unit) set_lines_.resize(unit + 1);
-    auto& lines = set_lines_[unit];
-    if (lines.size() != src_.file().stmts.size()) lines.assign(src_.file().stmts.size(), {});
-    SetLine& sl = lines[size_t(&s - src_.file().stmts.data())];
+    const auto& stmts = src_.file().stmts;
+    SetLine& sl = set_lines_.row(src_.cur_unit(), stmts.size())[&s - stmts.data()];
     if (sl.id == UINT32_MAX) sl.id = sym_.intern(name);
     if (Var* it = sym_.find_local_id(sl.id)) {
       if (it->kind == Var::Loop)

@@ -44,7 +44,7 @@ private:
     uint32_t id = UINT32_MAX;
     Var* global = nullptr;
   };
-  std::vector<std::vector<SetLine>> set_lines_;
+  UnitTable<SetLine> set_lines_;
 
   Module& mod_;
   const Sources& src_;

@@ -165,9 +165,9 @@ private:
   uint32_t program(uint32_t e);
   bool compile(uint32_t e, int sp, int& max_sp); // true: the node is one Const
   bool run(const IntOp* prog, int64_t& out) const;
-  std::vector<IntOp> ops_;                  // every program, one after another
-  std::vector<std::vector<uint32_t>> prog_; // per unit and node
-  uint32_t* prog_cur_ = nullptr;            // prog_ of prog_unit_
+  std::vector<IntOp> ops_;       // every program, one after another
+  UnitTable<uint32_t> prog_;     // per unit and node
+  uint32_t* prog_cur_ = nullptr; // prog_ of prog_unit_
   uint32_t prog_unit_ = 0;
 
   const Sources& src_;
@@ -223,7 +223,7 @@ private:
   static constexpr uint32_t kNoPlan = UINT32_MAX; // plan_of_: 0 not made, else 1 + index
   uint32_t plan(uint32_t e, const TensorDecl& t) const;
   bool lower_planned(const SlicePlan& p, AccessPattern& ap) const;
-  mutable std::vector<std::vector<uint32_t>> plan_of_;
+  mutable UnitTable<uint32_t> plan_of_;
   mutable std::vector<SlicePlan> plans_;
   mutable std::vector<PlanDim> plan_dims_;
 

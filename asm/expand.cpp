@@ -37,11 +37,8 @@ void Expander::exec_range(uint32_t unit, size_t begin, size_t end) {
 }
 
 Expander::LineInfo& Expander::line_info(const Stmt& s) {
-  const uint32_t unit = src_.cur_unit();
-  if (line_info_.size() <= unit) line_info_.resize(unit + 1);
-  auto& lines = line_info_[unit];
-  if (lines.size() != src_.file().stmts.size()) lines.assign(src_.file().stmts.size(), {});
-  return lines[size_t(&s - src_.file().stmts.data())];
+  const auto& stmts = src_.file().stmts;
+  return line_info_.row(src_.cur_unit(), stmts.size())[&s - stmts.data()];
 }
 
 void Expander::exec_line(uint32_t unit, size_t& i) {

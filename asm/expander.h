@@ -59,7 +59,7 @@ private:
     uint32_t for_var = UINT32_MAX;
   };
   LineInfo& line_info(const Stmt& s);
-  std::vector<std::vector<LineInfo>> line_info_;
+  UnitTable<LineInfo> line_info_;
 
   void exec_line(uint32_t unit, size_t& i);
   void exec_stmt(uint32_t unit, size_t& i, const Stmt& s);

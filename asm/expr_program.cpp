@@ -68,10 +68,7 @@ bool Evaluator::op_int_slow(uint32_t e, int64_t& out) {
 uint32_t Evaluator::program(uint32_t e) {
   if (src_.cur_unit() != prog_unit_ || !prog_cur_) {
     const uint32_t unit = src_.cur_unit();
-    if (prog_.size() <= unit) prog_.resize(unit + 1);
-    auto& v = prog_[unit];
-    if (v.size() < src_.file().nodes.size()) v.resize(src_.file().nodes.size(), kUncompiled);
-    prog_cur_ = v.data();
+    prog_cur_ = prog_.row(unit, src_.file().nodes.size()); // kUncompiled is 0: T{}
     prog_unit_ = unit;
   }
   if (prog_cur_[e] != kUncompiled) return prog_cur_[e];

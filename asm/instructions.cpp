@@ -78,10 +78,8 @@ void Instructions::assemble(const Stmt& s) {
   const Loc at{src_.cur_unit(), s.line, s.col, src_.frame()};
   // The engine and table row of this line, resolved once per line (a loop body's instruction
   // is assembled many times).
-  if (inst_cache_.size() <= src_.cur_unit()) inst_cache_.resize(src_.cur_unit() + 1);
-  auto& cache = inst_cache_[src_.cur_unit()];
+  LineInst* cache = inst_cache_.row(src_.cur_unit(), src_.file().stmts.size());
   const size_t line = size_t(&s - src_.file().stmts.data());
-  if (cache.size() != src_.file().stmts.size()) cache.assign(src_.file().stmts.size(), {});
   std::optional<uint8_t> eng;
   const InstDesc* d = cache[line].d;
   if (d) eng = cache[line].eng;

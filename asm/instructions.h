@@ -69,7 +69,7 @@ private:
     uint32_t bound_at = UINT32_MAX;
     const std::vector<Operand>* defaults = nullptr;
   };
-  std::vector<std::vector<LineInst>> inst_cache_;
+  UnitTable<LineInst> inst_cache_;
   std::vector<uint32_t> bound_;
   std::unordered_map<const InstDesc*, std::vector<Operand>> defaults_; // per table row
 };

@@ -10,10 +10,7 @@
 namespace nisa::nasm {
 
 uint32_t Slices::plan(uint32_t e, const TensorDecl& t) const {
-  const uint32_t unit = src_.cur_unit();
-  if (plan_of_.size() <= unit) plan_of_.resize(unit + 1);
-  auto& of = plan_of_[unit];
-  if (of.size() < src_.file().nodes.size()) of.resize(src_.file().nodes.size(), 0);
+  uint32_t* of = plan_of_.row(src_.cur_unit(), src_.file().nodes.size());
   if (of[e] != 0) return of[e] == kNoPlan || plans_[of[e] - 1].t != &t ? kNoPlan : of[e] - 1;
   of[e] = kNoPlan;
   const Node& x = src_.node(e);

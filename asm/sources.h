@@ -14,6 +14,24 @@
 
 namespace nisa::nasm {
 
+// One T per element (statement, sync clause or expression node) of each unit's parsed file,
+// made on first use, T{} meaning "not resolved yet": the caches of what a line or an expression
+// resolves to, since a loop or macro body runs its lines over and over. A unit's row never
+// moves once made (a new unit moves the rows, not their elements).
+template <class T> class UnitTable {
+public:
+  // The unit's row, at least n long.
+  T* row(uint32_t unit, size_t n) {
+    if (rows_.size() <= unit) rows_.resize(unit + 1);
+    auto& r = rows_[unit];
+    if (r.size() < n) r.resize(n);
+    return r.data();
+  }
+
+private:
+  std::vector<std::vector<T>> rows_;
+};
+
 // Hash maps keyed by std::string that are searched with a string_view (no allocation).
 struct NameHash {
   using is_transparent = void;

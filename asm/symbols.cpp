@@ -38,10 +38,7 @@ const Var* Symbols::lookup_node_slow(uint32_t e, std::string_view name) const {
 
 void Symbols::set_info_unit() const {
   const uint32_t unit = src_.cur_unit();
-  if (node_info_.size() <= unit) node_info_.resize(unit + 1);
-  auto& v = node_info_[unit];
-  if (v.size() < src_.file().nodes.size()) v.resize(src_.file().nodes.size());
-  info_ = v.data();
+  info_ = node_info_.row(unit, src_.file().nodes.size());
   info_unit_ = unit;
 }
 

@@ -228,7 +228,7 @@ private:
     return info_[e];
   }
   void set_info_unit() const;
-  mutable std::vector<std::vector<NodeInfo>> node_info_;
+  mutable UnitTable<NodeInfo> node_info_;
   mutable NodeInfo* info_ = nullptr; // node_info_ of info_unit_
   mutable uint32_t info_unit_ = 0;
   uint64_t globals_added_ = 0;                       // globals ever added

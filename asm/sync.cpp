@@ -43,11 +43,8 @@ std::string_view SyncLowering::sync_kind(uint32_t tok) const {
 
 void SyncLowering::parse(const Sync& s, Inst& in) {
   static constexpr std::string_view kKinds[] = {"wait", "signal", "after", "after_opt"};
-  const uint32_t unit = src_.cur_unit();
-  if (kinds_.size() <= unit) kinds_.resize(unit + 1);
-  auto& kinds = kinds_[unit];
-  if (kinds.size() != src_.file().syncs.size()) kinds.assign(src_.file().syncs.size(), 0);
-  uint8_t& known = kinds[size_t(&s - src_.file().syncs.data())];
+  const auto& syncs = src_.file().syncs;
+  uint8_t& known = kinds_.row(src_.cur_unit(), syncs.size())[&s - syncs.data()];
   if (!known) {
     const std::string_view kind = sync_kind(s.kind);
     const auto* k = std::find(std::begin(kKinds), std::end(kKinds), kind);

@@ -50,7 +50,7 @@ public:
 private:
   std::string_view sync_kind(uint32_t tok) const;
   // Per unit and clause: its kind once read (0: not yet; 1 + index in kKinds).
-  std::vector<std::vector<uint8_t>> kinds_;
+  UnitTable<uint8_t> kinds_;
 
   Module& mod_;
   const Sources& src_;
