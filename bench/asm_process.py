@@ -16,6 +16,10 @@ per emitted instruction), i.e. what merely reading the program as text costs.
 
   /usr/bin/python3 bench/asm_process.py [--nisa build/cli/nisa] [--repeat 21] [--json FILE]
 
+With --callgrind (valgrind installed), also the machine instructions each process executes
+(callgrind's Ir, deterministic: the figure that compares two builds on a loaded host, where
+walls move by 10-30%): Ir of `nisa asm` less Ir of `nisa --version`, per emitted instruction.
+
 Exit 0 whatever the figures (a measurement, not a test; docs/performance-assembler.md
 records them).
 """
@@ -89,12 +93,29 @@ def time_report(cmd):
     return phases, insts, base, nbytes
 
 
+def callgrind_ir(cmd):
+    """Machine instructions executed by `cmd` (callgrind's "Collected" Ir)."""
+    fd, out = tempfile.mkstemp(prefix="nisa_asm_cg_")
+    os.close(fd)
+    try:
+        r = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=" + out] + cmd,
+                           capture_output=True, text=True)
+    finally:
+        os.remove(out)
+    m = re.search(r"Collected : (\d+)", r.stderr)
+    if r.returncode != 0 or not m:
+        raise SystemExit("asm_process: callgrind failed: " + " ".join(cmd) + "\n" + r.stderr)
+    return int(m.group(1))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--nisa", default=os.path.join(ROOT, "build", "cli", "nisa"),
                     help="the nisa binary (default: build/cli/nisa of this checkout)")
     ap.add_argument("--repeat", type=int, default=21, help="processes of each kind (median)")
     ap.add_argument("--json", metavar="FILE", help="write the figures to this file")
+    ap.add_argument("--callgrind", action="store_true",
+                    help="also the instructions executed (valgrind's callgrind; deterministic)")
     args = ap.parse_args()
     nisa = os.path.abspath(args.nisa)
     work = tempfile.mkdtemp(prefix="nisa_asm_process_")
@@ -144,6 +165,18 @@ def main():
                          beyond_ms=beyond * 1e3, us_per_inst=per, bound_us=BOUND_US,
                          phases_ms=phases, baseline_ms=base, listing_bytes=nbytes,
                          walls_ms=[x * 1e3 for x in walls[name]]))
+    if args.callgrind:
+        iv = callgrind_ir(version)
+        print()
+        print("callgrind: `nisa --version` %.2f M Ir" % (iv / 1e6))
+        print()
+        print("| kernel | Ir | beyond --version | Ir per instruction |")
+        print("| --- | --- | --- | --- |")
+        for row, (name, c) in zip(rows, cmds.items()):
+            ir = callgrind_ir(c)
+            row.update(ir=ir, ir_version=iv, ir_per_inst=(ir - iv) / row["insts"])
+            print("| %s | %.2f M | %.2f M | %.0f |" % (name, ir / 1e6, (ir - iv) / 1e6,
+                                                      (ir - iv) / row["insts"]))
     print()
     print("whole and beyond: medians of %d processes each, interleaved with --version; phases: "
           "one --time-report run (in-process ms); baseline: the tokenizer over the expanded "
