@@ -254,8 +254,9 @@ size_t max_operand_bytes(OperandKind kind) {
   return 1 + kMaxApBytes;
 }
 
-// Per opcode, the most bytes its operands take.
-const std::array<uint32_t, kNumOpcodes>& operand_bounds() {
+} // namespace
+
+std::span<const uint32_t> io::operand_bounds() {
   static const auto table = [] {
     std::array<uint32_t, kNumOpcodes> t{};
     for (const InstDesc& d : inst_table()) {
@@ -267,6 +268,8 @@ const std::array<uint32_t, kNumOpcodes>& operand_bounds() {
   }();
   return table;
 }
+
+namespace {
 
 // The encoders take and return the write position by value, so that it stays in a register.
 uint8_t* encode_ap(uint8_t* at, const AccessPattern& ap) {
@@ -347,19 +350,10 @@ void encode_inst(const Inst& in, std::vector<uint8_t>& out) {
   io::encode_inst(w, in);
 }
 
-namespace {
-inline size_t inst_bound(const Inst& in) {
-  return kInstHeaderBytes + 8 * (in.waits.size() + in.signals.size()) +
-         operand_bounds()[static_cast<size_t>(in.op)];
-}
-} // namespace
-
-size_t io::max_inst_bytes(const Inst& in) { return inst_bound(in); }
-
 // Into room made once for the instruction's bound: no bounds check per field.
 void io::encode_inst(io::Writer& out, const Inst& in) {
   const InstDesc& d = desc(in.op);
-  io::Put w = out.room(inst_bound(in));
+  io::Put w = out.room(io::max_inst_bytes(in));
   uint8_t* const start = w.p;
   w.u16(d.opcode);
   w.u16(0); // length, patched below

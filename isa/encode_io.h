@@ -93,13 +93,16 @@ public:
   void patch_u64(size_t at, uint64_t v) { store(at, v, 8); }
 
 private:
-  // The vector is grown (zero-filled) ahead of the bytes by a constant slack: the vector's own
-  // capacity doubling keeps appends amortized O(1), and a size-proportional slack would
-  // zero-fill O(size) per instruction. Inside capacity reserved beforehand (write_object) the
-  // slack is 1 KiB: larger blocks would take memset past its `rep stosb` threshold (2 KiB).
+  // The vector is grown (zero-filled) ahead of the bytes. Past its capacity, by a constant
+  // slack: the vector's own capacity doubling keeps appends amortized O(1), and a
+  // size-proportional slack would zero-fill O(size) per instruction. Inside capacity reserved
+  // beforehand (write_object), never past it, by 1 KiB: larger blocks would take memset past
+  // its `rep stosb` threshold (2 KiB).
   void grow(size_t n) {
-    if (len_ + n > out_.size()) [[unlikely]]
-      out_.resize(std::max(len_ + n + 256, std::min(out_.capacity(), len_ + n + 1024)));
+    if (len_ + n > out_.size()) [[unlikely]] {
+      const size_t need = len_ + n;
+      out_.resize(need <= out_.capacity() ? std::min(out_.capacity(), need + 1024) : need + 256);
+    }
   }
   void put(uint64_t v, int n) {
     grow(static_cast<size_t>(n));
@@ -117,8 +120,13 @@ private:
   size_t len_;
 };
 
-// The most bytes encode_inst writes for `in` (a bound from its opcode's operand kinds).
-size_t max_inst_bytes(const Inst& in);
+// Per opcode (the index), the most bytes its operands take (encode.cpp).
+std::span<const uint32_t> operand_bounds();
+// The most bytes encode_inst writes for `in`.
+inline size_t max_inst_bytes(const Inst& in, std::span<const uint32_t> bounds = operand_bounds()) {
+  return kInstHeaderBytes + 8 * (in.waits.size() + in.signals.size()) +
+         bounds[static_cast<size_t>(in.op)];
+}
 
 // encode_inst into a writer held across instructions (write_object: the object's bytes in one
 // buffer, not each instruction's appended through a writer of its own).
