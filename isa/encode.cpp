@@ -256,17 +256,14 @@ size_t max_operand_bytes(OperandKind kind) {
 
 } // namespace
 
-std::span<const uint32_t> io::operand_bounds() {
-  static const auto table = [] {
-    std::array<uint32_t, kNumOpcodes> t{};
-    for (const InstDesc& d : inst_table()) {
-      size_t n = 0;
-      for (const OperandDesc& od : d.operands) n += max_operand_bytes(od.kind);
-      t[static_cast<size_t>(d.op)] = static_cast<uint32_t>(n);
-    }
-    return t;
-  }();
-  return table;
+std::array<uint32_t, kNumOpcodes> io::make_operand_bounds() {
+  std::array<uint32_t, kNumOpcodes> t{};
+  for (const InstDesc& d : inst_table()) {
+    size_t n = 0;
+    for (const OperandDesc& od : d.operands) n += max_operand_bytes(od.kind);
+    t[static_cast<size_t>(d.op)] = static_cast<uint32_t>(n);
+  }
+  return t;
 }
 
 namespace {

@@ -2,6 +2,7 @@
 // object format. Internal to isa/ (encode.cpp, object.cpp).
 #pragma once
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cstdint>
 #include <cstring>
@@ -121,7 +122,11 @@ private:
 };
 
 // Per opcode (the index), the most bytes its operands take (encode.cpp).
-std::span<const uint32_t> operand_bounds();
+std::array<uint32_t, kNumOpcodes> make_operand_bounds();
+inline std::span<const uint32_t> operand_bounds() {
+  static const std::array<uint32_t, kNumOpcodes> table = make_operand_bounds();
+  return table;
+}
 // The most bytes encode_inst writes for `in`.
 inline size_t max_inst_bytes(const Inst& in, std::span<const uint32_t> bounds = operand_bounds()) {
   return kInstHeaderBytes + 8 * (in.waits.size() + in.signals.size()) +

@@ -79,6 +79,7 @@ public:
     }
     return ids_[next_++];
   }
+  void reserve(size_t n) { ids_.reserve(n); }
   void replay() { replay_ = true; }
   const StringTable& table() const { return table_; }
 
@@ -212,10 +213,11 @@ template <class W> void write_small(Section s, W& w, StringIds& id, const Module
 // Per engine: the instruction count, the code's length, the code. The bound: encode_inst's
 // per instruction.
 size_t streams_bound(const Module& m) {
+  const std::span<const uint32_t> bounds = io::operand_bounds();
   size_t n = 0;
   for (const auto& stream : m.streams) {
     n += 8;
-    for (const auto& in : stream) n += io::max_inst_bytes(in);
+    for (const auto& in : stream) n += io::max_inst_bytes(in, bounds);
   }
   return n;
 }
@@ -271,6 +273,10 @@ std::vector<uint8_t> write_object(const Module& m) {
   // Sizing pass: every section's payload size (the code's an upper bound), the strings
   // interned in the order the sections name them.
   StringIds ids;
+  size_t names = 1 + 2 * m.params.size() + m.files.size() + m.frames.size() + m.tensors.size() +
+                 m.sems.size() + m.groups.size();
+  for (const auto& labels : m.labels) names += labels.size();
+  ids.reserve(names);
   std::array<size_t, kNumSections> bytes{};
   for (uint32_t k = 1; k < kNumSections; ++k) { // strings (k = 0) once all are interned
     const Section s = kSectionOrder[k];
