@@ -58,7 +58,9 @@ private:
 // the assembler's hot path); the destructor trims the vector to what was written.
 class Writer {
 public:
-  explicit Writer(std::vector<uint8_t>& out) : out_(out), len_(out.size()) {}
+  // `ahead`: how far past the bytes written the vector is grown (zero-filled) at a time.
+  explicit Writer(std::vector<uint8_t>& out, size_t ahead = 256)
+      : out_(out), len_(out.size()), ahead_(ahead) {}
   ~Writer() { out_.resize(len_); }
   Writer(const Writer&) = delete;
   Writer& operator=(const Writer&) = delete;
@@ -94,15 +96,15 @@ public:
   void patch_u64(size_t at, uint64_t v) { store(at, v, 8); }
 
 private:
-  // The vector is grown (zero-filled) ahead of the bytes. Past its capacity, by a constant
-  // slack: the vector's own capacity doubling keeps appends amortized O(1), and a
-  // size-proportional slack would zero-fill O(size) per instruction. Inside capacity reserved
-  // beforehand (write_object), never past it, by 1 KiB: larger blocks would take memset past
-  // its `rep stosb` threshold (2 KiB).
+  // The vector is grown (zero-filled) `ahead_` bytes past what is needed: a constant, as the
+  // vector's own capacity doubling keeps appends amortized O(1) and a size-proportional slack
+  // would zero-fill O(size) per instruction; never past capacity reserved beforehand
+  // (write_object) while the bytes fit in it.
   void grow(size_t n) {
     if (len_ + n > out_.size()) [[unlikely]] {
       const size_t need = len_ + n;
-      out_.resize(need <= out_.capacity() ? std::min(out_.capacity(), need + 1024) : need + 256);
+      out_.resize(need <= out_.capacity() ? std::min(out_.capacity(), need + ahead_)
+                                          : need + ahead_);
     }
   }
   void put(uint64_t v, int n) {
@@ -119,6 +121,7 @@ private:
   }
   std::vector<uint8_t>& out_;
   size_t len_;
+  size_t ahead_;
 };
 
 // Per opcode (the index), the most bytes its operands take (encode.cpp).

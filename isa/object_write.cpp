@@ -300,7 +300,9 @@ std::vector<uint8_t> write_object(const Module& m) {
   std::vector<uint8_t> out;
   out.reserve(total);
   {
-    io::Writer w(out); // trims `out` to the bytes written when it goes out of scope
+    // 1 KiB ahead: fewer calls than the default, and still below the size where memset turns
+    // to `rep stosb` (2 KiB). Trims `out` to the bytes written when it goes out of scope.
+    io::Writer w(out, 1024);
     write_header(w, m);
     for (const Section s : kSectionOrder) {
       w.u16(static_cast<uint16_t>(s));
