@@ -41,11 +41,20 @@ uint64_t xxh64(std::span<const uint8_t> bytes, uint64_t seed) {
   uint64_t h;
   if (bytes.size() >= 32) {
     uint64_t v1 = seed + P1 + P2, v2 = seed + P2, v3 = seed, v4 = seed - P1;
-    for (; end - p >= 32; p += 32) {
-      v1 = round(v1, le64(p));
-      v2 = round(v2, le64(p + 8));
-      v3 = round(v3, le64(p + 16));
-      v4 = round(v4, le64(p + 24));
+    auto stripe = [&](const uint8_t* q) {
+      v1 = round(v1, le64(q));
+      v2 = round(v2, le64(q + 8));
+      v3 = round(v3, le64(q + 16));
+      v4 = round(v4, le64(q + 24));
+    };
+    // Two stripes per iteration: the loop's own bookkeeping was a sixth of its instructions.
+    for (; end - p >= 64; p += 64) {
+      stripe(p);
+      stripe(p + 32);
+    }
+    if (end - p >= 32) {
+      stripe(p);
+      p += 32;
     }
     h = rotl(v1, 1) + rotl(v2, 7) + rotl(v3, 12) + rotl(v4, 18);
     h = merge(merge(merge(merge(h, v1), v2), v3), v4);

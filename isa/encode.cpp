@@ -230,28 +230,47 @@ std::optional<std::string> check_inst_for_target(const Inst& in, Target target) 
 
 namespace {
 
-// The fields of an access pattern gathered little-endian in a local buffer, then appended at
-// once (the same bytes as Writer's u8/u16/... one by one, with one bounds check).
-struct ApBytes {
-  uint8_t b[96];
-  size_t n = 0;
-  void put(uint64_t v, int k) {
-    if constexpr (std::endian::native == std::endian::little)
-      std::memcpy(b + n, &v, size_t(k));
-    else
-      for (int i = 0; i < k; ++i) b[n + size_t(i)] = static_cast<uint8_t>(v >> (8 * i));
-    n += size_t(k);
-  }
-  void u8(uint8_t v) { put(v, 1); }
-  void u16(uint16_t v) { put(v, 2); }
-  void u32(uint32_t v) { put(v, 4); }
-  void i32(int32_t v) { put(static_cast<uint32_t>(v), 4); }
-  void i64(int64_t v) { put(static_cast<uint64_t>(v), 8); }
-  void u64(uint64_t v) { put(v, 8); }
-};
+// The most bytes an access pattern takes: the fixed fields, every free dim, a vector index.
+constexpr size_t kMaxApBytes = 24 + 8 * kMaxFreeDims + 9 + 12;
 
-void encode_ap(io::Writer& out, const AccessPattern& ap) {
-  ApBytes w;
+size_t max_operand_bytes(OperandKind kind) {
+  switch (kind) {
+  case K::Dst:
+  case K::Src: return kMaxApBytes;
+  case K::Scalar: return 1 + kMaxApBytes;
+  case K::ImmF:
+  case K::ImmI:
+  case K::Label: return 4;
+  case K::Bool:
+  case K::Enum:
+  case K::Reg:
+  case K::Queue: return 1;
+  case K::RegOrImm: return 5;
+  case K::Sem:
+  case K::Group: return 2;
+  case K::Pattern: return 1 + 8 * 4;
+  case K::Mask: return std::tuple_size_v<decltype(ShuffleMask::v)>;
+  }
+  return 1 + kMaxApBytes;
+}
+
+} // namespace
+
+std::array<uint32_t, kNumOpcodes> io::make_operand_bounds() {
+  std::array<uint32_t, kNumOpcodes> t{};
+  for (const InstDesc& d : inst_table()) {
+    size_t n = 0;
+    for (const OperandDesc& od : d.operands) n += max_operand_bytes(od.kind);
+    t[static_cast<size_t>(d.op)] = static_cast<uint32_t>(n);
+  }
+  return t;
+}
+
+namespace {
+
+// The encoders take and return the write position by value, so that it stays in a register.
+uint8_t* encode_ap(uint8_t* at, const AccessPattern& ap) {
+  io::Put w{at};
   w.u8(static_cast<uint8_t>(ap.space));
   w.u8(static_cast<uint8_t>(ap.dtype));
   w.u8(ap.ndims);
@@ -276,22 +295,23 @@ void encode_ap(io::Writer& out, const AccessPattern& ap) {
     w.i64(ap.dyn_mult);
     w.u32(ap.dyn_limit);
   }
-  out.bytes(w.b, w.n);
+  return w.p;
 }
 
-void encode_operand(io::Writer& w, const OperandDesc& d, const Operand& o) {
+uint8_t* encode_operand(uint8_t* at, const OperandDesc& d, const Operand& o) {
+  io::Put w{at};
   switch (d.kind) {
   case K::Dst:
   case K::Src:
     if (o.present)
-      encode_ap(w, o.ap);
+      w.p = encode_ap(w.p, o.ap);
     else
       w.u8(0);
     break;
   case K::Scalar:
     w.u8(o.is_ap ? 1 : 0);
     if (o.is_ap)
-      encode_ap(w, o.ap);
+      w.p = encode_ap(w.p, o.ap);
     else
       w.f32(o.f);
     break;
@@ -317,6 +337,7 @@ void encode_operand(io::Writer& w, const OperandDesc& d, const Operand& o) {
     break;
   case K::Mask: w.bytes(o.mask.v.data(), o.mask.v.size()); break;
   }
+  return w.p;
 }
 
 } // namespace
@@ -326,9 +347,11 @@ void encode_inst(const Inst& in, std::vector<uint8_t>& out) {
   io::encode_inst(w, in);
 }
 
-void io::encode_inst(io::Writer& w, const Inst& in) {
-  const size_t start = w.size();
+// Into room made once for the instruction's bound: no bounds check per field.
+void io::encode_inst(io::Writer& out, const Inst& in) {
   const InstDesc& d = desc(in.op);
+  io::Put w = out.room(io::max_inst_bytes(in));
+  uint8_t* const start = w.p;
   w.u16(d.opcode);
   w.u16(0); // length, patched below
   w.u8(static_cast<uint8_t>(in.engine));
@@ -345,9 +368,13 @@ void io::encode_inst(io::Writer& w, const Inst& in) {
     w.u16(0);
     w.u32(s.delta);
   }
-  for (size_t k = 0; k < in.ops.size() && k < d.operands.size(); ++k)
-    encode_operand(w, d.operands[k], in.ops[k]);
-  w.patch_u16(start + 2, static_cast<uint16_t>(w.size() - start));
+  const Operand* ops = in.ops.data();
+  const OperandDesc* descs = d.operands.data();
+  const size_t n = std::min(in.ops.size(), d.operands.size());
+  for (size_t k = 0; k < n; ++k) w.p = encode_operand(w.p, descs[k], ops[k]);
+  io::Put len{start + 2};
+  len.u16(static_cast<uint16_t>(w.p - start));
+  out.commit(w);
 }
 
 // ---- decoder --------------------------------------------------------------------------------

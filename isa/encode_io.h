@@ -1,6 +1,8 @@
 // Little-endian byte writer and bounds-checked reader shared by the instruction codec and the
 // object format. Internal to isa/ (encode.cpp, object.cpp).
 #pragma once
+#include <algorithm>
+#include <array>
 #include <bit>
 #include <cstdint>
 #include <cstring>
@@ -21,11 +23,44 @@ struct Failure {
   throw Failure{DecodeError{offset, std::move(message)}};
 }
 
+// Little-endian stores through a raw pointer, unchecked: for records whose size is bounded
+// and whose room was made beforehand (Writer::room).
+struct Put {
+  uint8_t* p;
+  void u8(uint8_t v) { *p++ = v; }
+  void u16(uint16_t v) { le(v); }
+  void u32(uint32_t v) { le(v); }
+  void u64(uint64_t v) { le(v); }
+  void i32(int32_t v) { le(static_cast<uint32_t>(v)); }
+  void i64(int64_t v) { le(static_cast<uint64_t>(v)); }
+  void f32(float v) {
+    uint32_t u;
+    std::memcpy(&u, &v, 4);
+    le(u);
+  }
+  void bytes(const void* src, size_t n) {
+    std::memcpy(p, src, n);
+    p += n;
+  }
+
+private:
+  template <class T> void le(T v) {
+    if constexpr (std::endian::native == std::endian::little) {
+      std::memcpy(p, &v, sizeof v);
+    } else {
+      for (size_t k = 0; k < sizeof v; ++k) p[k] = static_cast<uint8_t>(v >> (8 * k));
+    }
+    p += sizeof v;
+  }
+};
+
 // Appends to a byte vector. Grows the vector ahead and writes through memcpy (encoding is on
 // the assembler's hot path); the destructor trims the vector to what was written.
 class Writer {
 public:
-  explicit Writer(std::vector<uint8_t>& out) : out_(out), len_(out.size()) {}
+  // `ahead`: how far past the bytes written the vector is grown (zero-filled) at a time.
+  explicit Writer(std::vector<uint8_t>& out, size_t ahead = 256)
+      : out_(out), len_(out.size()), ahead_(ahead) {}
   ~Writer() { out_.resize(len_); }
   Writer(const Writer&) = delete;
   Writer& operator=(const Writer&) = delete;
@@ -48,16 +83,29 @@ public:
     len_ += n;
   }
   size_t size() const { return len_; }
+  // Room for at most `n` more bytes, written through the Put returned and then handed back
+  // with commit (one bounds check for a whole record instead of one per field).
+  Put room(size_t n) {
+    grow(n);
+    return Put{out_.data() + len_};
+  }
+  void commit(const Put& p) { len_ = static_cast<size_t>(p.p - out_.data()); }
   // Overwrites a field written earlier (length fields known only at the end).
   void patch_u16(size_t at, uint16_t v) { store(at, v, 2); }
   void patch_u32(size_t at, uint32_t v) { store(at, v, 4); }
   void patch_u64(size_t at, uint64_t v) { store(at, v, 8); }
 
 private:
-  // Constant slack: the vector's own capacity doubling keeps appends amortized O(1), and a
-  // size-proportional slack would zero-fill O(size) per instruction.
+  // The vector is grown (zero-filled) `ahead_` bytes past what is needed: a constant, as the
+  // vector's own capacity doubling keeps appends amortized O(1) and a size-proportional slack
+  // would zero-fill O(size) per instruction; never past capacity reserved beforehand
+  // (write_object) while the bytes fit in it.
   void grow(size_t n) {
-    if (len_ + n > out_.size()) out_.resize(len_ + n + 256);
+    if (len_ + n > out_.size()) [[unlikely]] {
+      const size_t need = len_ + n;
+      out_.resize(need <= out_.capacity() ? std::min(out_.capacity(), need + ahead_)
+                                          : need + ahead_);
+    }
   }
   void put(uint64_t v, int n) {
     grow(static_cast<size_t>(n));
@@ -73,7 +121,20 @@ private:
   }
   std::vector<uint8_t>& out_;
   size_t len_;
+  size_t ahead_;
 };
+
+// Per opcode (the index), the most bytes its operands take (encode.cpp).
+std::array<uint32_t, kNumOpcodes> make_operand_bounds();
+inline std::span<const uint32_t> operand_bounds() {
+  static const std::array<uint32_t, kNumOpcodes> table = make_operand_bounds();
+  return table;
+}
+// The most bytes encode_inst writes for `in`.
+inline size_t max_inst_bytes(const Inst& in, std::span<const uint32_t> bounds = operand_bounds()) {
+  return kInstHeaderBytes + 8 * (in.waits.size() + in.signals.size()) +
+         bounds[static_cast<size_t>(in.op)];
+}
 
 // encode_inst into a writer held across instructions (write_object: the object's bytes in one
 // buffer, not each instruction's appended through a writer of its own).

@@ -1,4 +1,5 @@
-// .nbin writer and validating reader (docs/encoding.md, "Object file").
+// .nbin validating reader and object files (docs/encoding.md, "Object file"); the writer is
+// object_write.cpp.
 #include "isa/object.h"
 
 #include <fmt/format.h>
@@ -6,49 +7,22 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
-#include <iterator>
 #include <set>
 #include <string_view>
-#include <unordered_map>
 
 #include "isa/encode_io.h"
 #include "isa/launch.h"
 #include "isa/limits.h"
+#include "isa/object_format.h"
 #include "isa/output_file.h"
 #include "isa/quote.h"
 
 namespace nisa {
 namespace {
 
-constexpr uint32_t kHeaderBytes = 24;
-constexpr uint32_t kChecksumBytes = 8;
-constexpr uint32_t kSizeFieldAt = 16; // header: u64 total size
+using namespace objfmt;
+
 constexpr int kMaxTensorRank = 8;
-
-// Sections, always all present, in this order.
-enum class Section : uint16_t {
-  strings = 1,
-  kernel,
-  params,
-  files,
-  frames,
-  tensors,
-  sems,
-  groups,
-  streams,
-  debug,
-  labels,
-  launch, // version 2
-};
-constexpr Section kSectionOrder[] = {Section::strings, Section::kernel, Section::params,
-                                     Section::files,   Section::frames, Section::tensors,
-                                     Section::sems,    Section::groups, Section::streams,
-                                     Section::debug,   Section::labels, Section::launch};
-constexpr uint32_t kNumSections = std::size(kSectionOrder);
-
-// The sections of a version: the first N of kSectionOrder.
-constexpr uint32_t sections_of(uint16_t version) { return version == 1 ? 11 : kNumSections; }
-static_assert(sections_of(kObjectVersion) == kNumSections);
 
 const char* section_name(Section s) {
   switch (s) {
@@ -66,168 +40,6 @@ const char* section_name(Section s) {
   case Section::launch: return "launch";
   }
   return "?";
-}
-
-// ---- writer ---------------------------------------------------------------------------------
-
-class StringTable {
-public:
-  uint32_t intern(const std::string& s) {
-    // find first: emplace would build (and free) a node for every string already held, and
-    // most are (one frame per loop iteration, "k=0" .. "k=3" over and over).
-    if (auto it = index_.find(s); it != index_.end()) return it->second;
-    auto [it, fresh] = index_.emplace(s, static_cast<uint32_t>(list_.size()));
-    if (fresh) list_.push_back(&it->first);
-    return it->second;
-  }
-  void write(io::Writer& w) const {
-    w.u32(static_cast<uint32_t>(list_.size()));
-    for (const std::string* s : list_) {
-      w.u32(static_cast<uint32_t>(s->size()));
-      w.bytes(s->data(), s->size());
-    }
-  }
-
-private:
-  std::unordered_map<std::string, uint32_t> index_;
-  std::vector<const std::string*> list_; // node-based map: pointers stay valid
-};
-
-void write_tensors(io::Writer& w, StringTable& st, const Module& m) {
-  w.u32(static_cast<uint32_t>(m.tensors.size()));
-  for (const auto& t : m.tensors) {
-    w.u32(st.intern(t.name));
-    w.u8(static_cast<uint8_t>(t.space));
-    w.u8(static_cast<uint8_t>(t.dtype));
-    w.u8(static_cast<uint8_t>(t.role));
-    w.u8(static_cast<uint8_t>(t.shape.size()));
-    w.u16(t.part_start);
-    w.u16(0);
-    w.u64(t.address);
-    for (int64_t d : t.shape) w.i64(d);
-  }
-}
-
-void write_groups(io::Writer& w, StringTable& st, const Module& m) {
-  w.u32(static_cast<uint32_t>(m.groups.size()));
-  for (const auto& g : m.groups) {
-    w.u32(st.intern(g.name));
-    w.u32(static_cast<uint32_t>(g.groups.size()));
-    for (const auto& ranks : g.groups) {
-      w.u32(static_cast<uint32_t>(ranks.size()));
-      for (uint32_t r : ranks) w.u32(r);
-    }
-  }
-}
-
-void write_frames(io::Writer& w, StringTable& st, const Module& m) {
-  w.u32(static_cast<uint32_t>(m.frames.size()));
-  for (const auto& f : m.frames) {
-    w.u8(static_cast<uint8_t>(f.kind));
-    w.u8(0);
-    w.u16(0);
-    w.u32(st.intern(f.what));
-    w.u32(f.file);
-    w.u32(f.line);
-    w.u32(f.col);
-    w.i32(f.parent);
-  }
-}
-
-void write_streams(io::Writer& w, const Module& m) {
-  for (const auto& stream : m.streams) {
-    w.u32(static_cast<uint32_t>(stream.size()));
-    const size_t len_at = w.size();
-    w.u32(0); // the code's length, patched below
-    const size_t start = w.size();
-    for (const auto& in : stream) io::encode_inst(w, in);
-    w.patch_u32(len_at, static_cast<uint32_t>(w.size() - start));
-  }
-}
-
-void write_debug(io::Writer& w, const Module& m) {
-  for (const auto& locs : m.debug) {
-    w.u32(static_cast<uint32_t>(locs.size()));
-    for (const auto& l : locs) {
-      w.u32(l.file);
-      w.u32(l.line);
-      w.u32(l.col);
-      w.i32(l.frame);
-    }
-  }
-}
-
-void write_labels(io::Writer& w, StringTable& st, const Module& m) {
-  for (const auto& labels : m.labels) {
-    w.u32(static_cast<uint32_t>(labels.size()));
-    for (const auto& l : labels) {
-      w.u32(st.intern(l.name));
-      w.u32(l.index);
-    }
-  }
-}
-
-// .ranks then .lnc: value and where it was declared (all zero and frame -1 when undeclared).
-void write_launch(io::Writer& w, const Module& m) {
-  for (const LaunchDecl* d : {&m.ranks, &m.lnc}) {
-    w.u32(d->value);
-    w.u32(d->loc.file);
-    w.u32(d->loc.line);
-    w.u32(d->loc.col);
-    w.i32(d->loc.frame);
-  }
-}
-
-// Writes one section's payload (strings interned on the way) for `s`.
-void write_section_payload(Section s, io::Writer& w, StringTable& st, const Module& m) {
-  switch (s) {
-  case Section::strings: break; // written last-but-first, see write_object
-  case Section::kernel: w.u32(st.intern(m.kernel)); break;
-  case Section::params:
-    w.u32(static_cast<uint32_t>(m.params.size()));
-    for (const auto& [k, v] : m.params) {
-      w.u32(st.intern(k));
-      w.u32(st.intern(v));
-    }
-    break;
-  case Section::files:
-    w.u32(static_cast<uint32_t>(m.files.size()));
-    for (const auto& f : m.files) w.u32(st.intern(f));
-    break;
-  case Section::frames: write_frames(w, st, m); break;
-  case Section::tensors: write_tensors(w, st, m); break;
-  case Section::sems:
-    w.u32(static_cast<uint32_t>(m.sems.size()));
-    for (const auto& s : m.sems) {
-      w.u32(st.intern(s.name));
-      w.u32(s.init);
-    }
-    break;
-  case Section::groups: write_groups(w, st, m); break;
-  case Section::streams: write_streams(w, m); break;
-  case Section::debug: write_debug(w, m); break;
-  case Section::labels: write_labels(w, st, m); break;
-  case Section::launch: write_launch(w, m); break;
-  }
-}
-
-void write_section(io::Writer& w, Section s, const std::vector<uint8_t>& payload) {
-  w.u16(static_cast<uint16_t>(s));
-  w.u16(0);
-  w.u32(static_cast<uint32_t>(payload.size()));
-  w.bytes(payload.data(), payload.size());
-}
-
-// Header fields before the sections; the total size is patched in by write_object.
-void write_header(io::Writer& w, const Module& m) {
-  w.bytes(kObjectMagic, 4);
-  w.u16(kObjectVersion);
-  w.u16(0);
-  w.u8(static_cast<uint8_t>(m.target));
-  w.u8(0);
-  w.u16(0);
-  w.u32(kNumSections);
-  w.u64(0);
 }
 
 // ---- reader ---------------------------------------------------------------------------------
@@ -637,52 +449,6 @@ private:
 };
 
 } // namespace
-
-// The sections that intern no string (the bulk of an object): written straight into the
-// object rather than built apart and copied in.
-static bool in_place(Section s) { return s == Section::streams || s == Section::debug; }
-
-std::vector<uint8_t> write_object(const Module& m) {
-  StringTable st;
-  std::array<std::vector<uint8_t>, kNumSections> payloads;
-  for (uint32_t k = 1; k < kNumSections; ++k) { // strings (k = 0) once all are interned
-    if (in_place(kSectionOrder[k])) continue;
-    io::Writer w(payloads[k]);
-    write_section_payload(kSectionOrder[k], w, st, m);
-  }
-  {
-    io::Writer w(payloads[0]);
-    st.write(w);
-  }
-  std::vector<uint8_t> out;
-  size_t total = kHeaderBytes + kChecksumBytes, insts = 0;
-  for (const auto& p : payloads) total += 8 + p.size();
-  for (const auto& s : m.streams) insts += s.size();
-  // One allocation for the usual object (~130 bytes per instruction, 16 of debug info); a
-  // larger one grows by doubling.
-  out.reserve(total + 8 + 8 * kNumEngines + insts * 176 + 8 + 4 * kNumEngines + insts * 16);
-  {
-    io::Writer w(out); // trims `out` to the bytes written when it goes out of scope
-    write_header(w, m);
-    for (uint32_t k = 0; k < kNumSections; ++k) {
-      if (!in_place(kSectionOrder[k])) {
-        write_section(w, kSectionOrder[k], payloads[k]);
-        continue;
-      }
-      w.u16(static_cast<uint16_t>(kSectionOrder[k]));
-      w.u16(0);
-      const size_t len_at = w.size();
-      w.u32(0); // the payload's length, patched below
-      const size_t start = w.size();
-      write_section_payload(kSectionOrder[k], w, st, m);
-      w.patch_u32(len_at, static_cast<uint32_t>(w.size() - start));
-    }
-    const size_t body = w.size();
-    w.patch_u64(kSizeFieldAt, body + kChecksumBytes);
-    w.u64(object_body_checksum(kObjectVersion, std::span<const uint8_t>(out).first(body)));
-  }
-  return out;
-}
 
 Result<Module> read_object(std::span<const uint8_t> bytes, ReadOptions opts) {
   try {
