@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <cstdlib>
+
 #include "isa/encode_io.h"
 #include "isa/legality.h"
 
@@ -350,7 +352,8 @@ void encode_inst(const Inst& in, std::vector<uint8_t>& out) {
 // Into room made once for the instruction's bound: no bounds check per field.
 void io::encode_inst(io::Writer& out, const Inst& in) {
   const InstDesc& d = desc(in.op);
-  io::Put w = out.room(io::max_inst_bytes(in));
+  const size_t bound = io::max_inst_bytes(in);
+  io::Put w = out.room(bound);
   uint8_t* const start = w.p;
   w.u16(d.opcode);
   w.u16(0); // length, patched below
@@ -372,6 +375,8 @@ void io::encode_inst(io::Writer& out, const Inst& in) {
   const OperandDesc* descs = d.operands.data();
   const size_t n = std::min(in.ops.size(), d.operands.size());
   for (size_t k = 0; k < n; ++k) w.p = encode_operand(w.p, descs[k], ops[k]);
+  // max_operand_bytes must bound every kind's encoding: past it, the bytes overran the room.
+  if (static_cast<size_t>(w.p - start) > bound) std::abort();
   io::Put len{start + 2};
   len.u16(static_cast<uint16_t>(w.p - start));
   out.commit(w);

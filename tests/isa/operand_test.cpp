@@ -3,6 +3,7 @@
 // keeps every payload. An instruction with the most waits and signals round-trips.
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 #include <limits>
 
@@ -260,6 +261,55 @@ TEST(Inst, SyncSurvivesCopyMoveAndGrowth) {
   EXPECT_EQ(a, inl_copy);
   b = heap_copy;
   EXPECT_EQ(b, heap_copy);
+}
+
+// Every instruction at its largest (every access pattern with four free dims and a vector
+// index, four-step patterns, the most waits and signals) encodes to the sizes docs/encoding.md
+// gives field by field: the encoder makes room for an instruction once, from a bound per
+// operand kind, and aborts if an encoding outgrows it.
+TEST(Inst, LargestEncodingOfEveryRow) {
+  auto kind_bytes = [](OperandKind k) -> size_t {
+    const size_t ap = 4 + 2 + 2 + 8 + 8 + 8 * 4 + (2 + 2 + 4 + 1) + (8 + 4); // busy_ap()
+    switch (k) {
+    case OperandKind::Dst:
+    case OperandKind::Src: return ap;
+    case OperandKind::Scalar: return 1 + ap;
+    case OperandKind::ImmF:
+    case OperandKind::ImmI:
+    case OperandKind::Label: return 4;
+    case OperandKind::Bool:
+    case OperandKind::Enum:
+    case OperandKind::Reg:
+    case OperandKind::Queue: return 1;
+    case OperandKind::RegOrImm: return 1 + 4;
+    case OperandKind::Sem:
+    case OperandKind::Group: return 2;
+    case OperandKind::Pattern: return 1 + 4 * 8;
+    case OperandKind::Mask: return 32;
+    }
+    return 0;
+  };
+  for (const InstDesc& d : inst_table()) {
+    Inst in = make_inst(d.op, static_cast<Engine>(std::countr_zero(d.engines)));
+    size_t want = 8 + 8 * (kMaxWaits + kMaxSignals);
+    for (int k = 0; k < kMaxWaits; ++k) in.waits.push_back({uint16_t(k), WaitCmp::ge, 9u});
+    for (int k = 0; k < kMaxSignals; ++k) in.signals.push_back({uint16_t(k), 1u});
+    for (size_t k = 0; k < d.operands.size(); ++k) {
+      const OperandKind kind = d.operands[k].kind;
+      Operand& o = in.ops[k];
+      if (kind == OperandKind::Dst || kind == OperandKind::Src || kind == OperandKind::Scalar) {
+        o.present = true;
+        o.is_ap = kind == OperandKind::Scalar;
+        o.ap = busy_ap();
+      } else if (kind == OperandKind::Pattern) {
+        o.set_pat() = AffinePattern{4, {{{1, 2}, {3, 4}, {5, 6}, {7, 8}}}};
+      }
+      want += kind_bytes(kind);
+    }
+    std::vector<uint8_t> b;
+    encode_inst(in, b);
+    EXPECT_EQ(b.size(), want) << d.mnemonic;
+  }
 }
 
 } // namespace
