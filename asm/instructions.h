@@ -33,6 +33,12 @@ public:
                     Loc inst_loc) const;
 
 private:
+  // A Name operand that eval() would give as that name (no variable of it visible, not inf,
+  // nan, true or false): its text; else empty.
+  std::string_view plain_name(uint32_t e) const;
+  // An enumerator, queue or register named `n`, as convert() reads that name's Value; false
+  // when `n` is none (convert then reports it).
+  bool convert_name(const OperandDesc& od, std::string_view n, Operand& o) const;
   const Module& mod_;
   const Sources& src_;
   const Symbols& sym_;

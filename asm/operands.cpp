@@ -51,6 +51,32 @@ std::optional<int> prefixed_index(std::string_view s, char prefix, int limit) {
 
 } // namespace
 
+std::string_view Operands::plain_name(uint32_t e) const {
+  const Node& n = src_.node(e);
+  if (n.kind != NodeKind::Name) return {};
+  const std::string_view s = src_.file().text(n);
+  if (sym_.lookup_node(e, s) || s == "inf" || s == "nan" || s == "true" || s == "false") return {};
+  return s;
+}
+
+bool Operands::convert_name(const OperandDesc& od, std::string_view n, Operand& o) const {
+  std::optional<int> r;
+  switch (od.kind) {
+  case OperandKind::Enum:
+    r = enum_parse(od.enum_type, od.enum_type == EnumType::AluOp ? alu_alias(n) : n);
+    break;
+  case OperandKind::Queue: r = prefixed_index(n, 'q', kNumDmaQueues); break;
+  case OperandKind::Reg:
+  case OperandKind::RegOrImm:
+    r = prefixed_index(n, 'r', kNumRegs);
+    o.is_reg = r && od.kind == OperandKind::RegOrImm;
+    break;
+  default: break;
+  }
+  if (r) o.i = *r;
+  return r.has_value();
+}
+
 Operand Operands::convert(const InstDesc& d, size_t k, uint32_t e, Engine eng, uint32_t inst_index,
                           bool& raw) {
   const OperandDesc& od = d.operands[k];
@@ -74,6 +100,10 @@ Operand Operands::convert(const InstDesc& d, size_t k, uint32_t e, Engine eng, u
     check_space();
     return o;
   }
+  if (od.kind == OperandKind::Enum || od.kind == OperandKind::Queue ||
+      od.kind == OperandKind::Reg || od.kind == OperandKind::RegOrImm)
+    if (const std::string_view n = plain_name(e); !n.empty())
+      if (convert_name(od, n, o)) return o;
   Value v = ev_.eval(e);
   auto as_int = [&](int64_t lo, int64_t hi) {
     if (v.kind == Value::Float && v.f == std::floor(v.f) && std::abs(v.f) < 9e18)

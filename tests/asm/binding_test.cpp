@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "asm/asm.h"
+#include "isa/op_index.h"
 
 namespace nisa::nasm {
 namespace {
@@ -173,6 +174,38 @@ TEST(AsmBinding, SlicesLowerAtEveryExpansion) {
       EXPECT_EQ(ap.dims[k].count, want[i].dims[k].second) << i;
     }
   }
+}
+
+// An enumerator, queue or register operand written as a bare name is read without a Value
+// when no variable of that name is visible (asm/operands.cpp plain_name): a parameter or loop
+// variable of the same name must still win wherever it is visible, and only there.
+TEST(AsmBinding, NamedOperandsFollowVariables) {
+  Module m = must_assemble(R"(
+.hbm h : fp32[128, 64] input @ 0
+.sbuf a : fp32[128, 64]
+.macro f copy, q1
+  act.activation a, a, func=copy
+  sp.dma q1, a, h
+.endm
+  act.activation a, a, func=copy
+  sp.dma q1, a, h
+  f exp, q7
+  f copy=tanh, q1=q1
+.for q1 in 0 .. 1
+  f relu, q(q1 + 4)
+.endfor
+  act.activation a, a, func=copy
+  sp.dma q1, a, h
+)");
+  auto func = [](std::string_view n) { return int64_t(*enum_parse(EnumType::ActFunc, n)); };
+  std::vector<int64_t> funcs, queues;
+  for (const Inst& in : m.streams[static_cast<int>(Engine::act)])
+    funcs.push_back(in.ops[op::activation::func].i);
+  for (const Inst& in : m.streams[static_cast<int>(Engine::sp)])
+    queues.push_back(in.ops[op::dma::queue].i);
+  EXPECT_EQ(funcs, (std::vector<int64_t>{func("copy"), func("exp"), func("tanh"), func("relu"),
+                                         func("copy")}));
+  EXPECT_EQ(queues, (std::vector<int64_t>{1, 7, 1, 4, 1}));
 }
 
 } // namespace
