@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <bit>
+#include <utility>
 #include <vector>
 
 #include "isa/formulas.h"
@@ -216,19 +217,21 @@ bool matmul(Rules& r) {
   if (st && mv && st->part_count != mv->part_count)
     return r.fail("moving", fmt::format("stationary has K = {} partitions but moving has {}",
                                         st->part_count, mv->part_count));
+  // M and N, counted once.
+  const uint64_t m = st ? st->free_elems() : 0, n = mv ? mv->free_elems() : 0;
   const MatmulLimits lim = matmul_limits(r.t_, d ? d->dtype : DType::fp32);
-  if (st && st->free_elems() > lim.max_m)
-    return r.fail("stationary",
-                  fmt::format("has M = {} columns (at most {})", st->free_elems(), lim.max_m));
-  if (mv && mv->free_elems() > lim.max_n)
-    return r.fail("moving", fmt::format("has N = {} columns (at most {} on {})", mv->free_elems(),
-                                        lim.max_n, name_of(r.t_)));
-  if (d && st && mv && (d->part_count != st->free_elems() || d->free_elems() != mv->free_elems()))
-    return r.fail("dst", fmt::format("must be M x N = {} x {}, got {} x {}", st->free_elems(),
-                                     mv->free_elems(), d->part_count, d->free_elems()));
-  for (Name n : std::initializer_list<Name>{"stationary", "moving"})
-    if (const AccessPattern* a = r.ap(n); a && !info(a->dtype).is_float)
-      return r.fail(n, fmt::format("must be a float dtype, not {}", dtype_name(a->dtype)));
+  if (st && m > lim.max_m)
+    return r.fail("stationary", fmt::format("has M = {} columns (at most {})", m, lim.max_m));
+  if (mv && n > lim.max_n)
+    return r.fail("moving", fmt::format("has N = {} columns (at most {} on {})", n, lim.max_n,
+                                        name_of(r.t_)));
+  if (d && st && mv && (d->part_count != m || d->free_elems() != n))
+    return r.fail("dst", fmt::format("must be M x N = {} x {}, got {} x {}", m, n, d->part_count,
+                                     d->free_elems()));
+  using NamedAp = std::pair<Name, const AccessPattern*>;
+  for (auto [name, a] : {NamedAp{Name("stationary"), st}, NamedAp{Name("moving"), mv}})
+    if (a && !info(a->dtype).is_float)
+      return r.fail(name, fmt::format("must be a float dtype, not {}", dtype_name(a->dtype)));
   if (st && mv && (st->dtype == DType::fp32) != (mv->dtype == DType::fp32))
     return r.fail("moving",
                   fmt::format("fp32 inputs pair only with fp32 (stationary {}, moving {})",
