@@ -277,7 +277,7 @@ template <class Out> bool inst_rules(const Inst& in, Out& out) {
       return fmt::format("{}: {} operands, the table has {}", inst_name(in), in.ops.size(),
                          d.operands.size());
     });
-  for (size_t k = 0; k < in.ops.size(); ++k)
+  for (size_t k = 0, n = in.ops.size(); k < n; ++k)
     if (!operand_rules(d.operands[k], in.ops[k], out)) {
       if constexpr (std::is_same_v<Out, Why>) out.text = operand_error(in, d.operands[k], out.text);
       return false;
