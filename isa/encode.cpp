@@ -75,6 +75,7 @@ constexpr uint64_t diff(const AccessPattern& a, const AccessPattern& b) {
                uint32_t(uint8_t(a.dyn) ^ uint8_t(b.dyn)) | uint32_t(a.dyn_reg ^ b.dyn_reg) |
                uint64_t(a.dyn_mult ^ b.dyn_mult) | (a.dyn_limit ^ b.dyn_limit) |
                diff(a.vidx, b.vidx);
+#pragma GCC unroll 4
   for (int k = 0; k < kMaxFreeDims; ++k) d |= diff(a.dims[k], b.dims[k]);
   return d;
 }
@@ -84,6 +85,25 @@ static_assert(sizeof(FreeDim) == 8 && sizeof(VecIndex) == 12 && sizeof(AccessPat
 bool is_no_ap(const AccessPattern& a) {
   static constexpr AccessPattern kNoAp{};
   return !diff(a, kNoAp);
+}
+
+// !enum_name(t, v).empty(): whether v is a member of t, decided from isa/enums.def's members
+// where this compiles (enum_name searches them at run time). Every member has a name.
+#define NISA_NAMED(id, name, value) static_assert(!std::string_view(name).empty());
+#define NISA_NAMED_TYPE(T) NISA_ENUM_##T(NISA_NAMED)
+NISA_ENUM_TYPES(NISA_NAMED_TYPE)
+#undef NISA_NAMED_TYPE
+#undef NISA_NAMED
+constexpr bool is_member(EnumType t, uint8_t v) {
+  switch (t) {
+#define NISA_IS(id, name, value) || v == (value)
+#define NISA_MEMBER_CASE(T)                                                                        \
+  case EnumType::T: return false NISA_ENUM_##T(NISA_IS);
+    NISA_ENUM_TYPES(NISA_MEMBER_CASE)
+#undef NISA_MEMBER_CASE
+#undef NISA_IS
+  }
+  return false;
 }
 
 template <class Out> bool vidx_rules(const VecIndex& v, Out& out) {
@@ -228,7 +248,7 @@ template <class Out> bool operand_rules(const OperandDesc& d, const Operand& o, 
   case K::ImmI: return int_range(o.i, INT32_MIN, INT32_MAX, "value", out);
   case K::Bool: return int_range(o.i, 0, 1, "flag", out);
   case K::Enum:
-    if (o.i < 0 || o.i > 255 || enum_name(d.enum_type, static_cast<uint8_t>(o.i)).empty())
+    if (o.i < 0 || o.i > 255 || !is_member(d.enum_type, static_cast<uint8_t>(o.i)))
       return out.fail([&] {
         return fmt::format("enum value {} out of range ({})", o.i, enum_type_name(d.enum_type));
       });
@@ -269,7 +289,7 @@ template <class Out> bool inst_rules(const Inst& in, Out& out) {
                          kMaxSignals);
     });
   for (const auto& w : in.waits)
-    if (name_of(w.cmp).empty())
+    if (!is_member(EnumType::WaitCmp, uint8_t(w.cmp)))
       return out.fail(
           [&] { return fmt::format("{}: unknown wait comparison {}", inst_name(in), int(w.cmp)); });
   if (in.ops.size() != d.operands.size())
