@@ -145,7 +145,8 @@ void Instructions::assemble(const Stmt& s) {
   in.op = d->op;
   in.engine = engine;
   in.ops.reserve(n); // each operand appended in table order, written once (they are big)
-  std::array<bool, kMaxOps> raw{};
+  static_assert(kMaxOps <= 64);
+  uint64_t raw = 0; // bit k: operand k was written as ap(...)
   const uint32_t index = static_cast<uint32_t>(mod_.streams[*eng].size());
   for (size_t k = 0; k < n; ++k) {
     const OperandDesc& od = d->operands[k];
@@ -169,7 +170,7 @@ void Instructions::assemble(const Stmt& s) {
     }
     bool r = false;
     in.ops.push_back(ops_.convert(*d, k, bound[k], engine, index, r));
-    raw[k] = r;
+    if (r) raw |= uint64_t(1) << k;
     if (!gen_allows(od.gens, mod_.target) && !is_default(od, in.ops[k]))
       src_.fail_at(bound[k],
                    fmt::format("operand '{}' of {} is not available on {} (available on: {})",
@@ -182,7 +183,7 @@ void Instructions::assemble(const Stmt& s) {
                                od.name, dotted, name_of(mod_.target), gens_text(od.imm_gens)));
   }
   for (uint32_t y = 0; y < s.nsyncs; ++y) sync_.parse(src_.file().syncs[s.syncs + y], in);
-  ops_.check_shapes(*d, in, raw.data(), bound.data(), at);
+  ops_.check_shapes(in, raw, bound.data(), at);
   // The table's payload rules (the generation rules were checked above, with better messages).
   if (auto err = check_inst(in)) fail(at, *err);
   if (++total_insts_ > opts_.max_instructions) {

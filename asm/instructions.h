@@ -28,9 +28,9 @@ public:
   // `e`; a label operand queues a fixup. `raw`: the operand was written as ap(...).
   Operand convert(const InstDesc& d, size_t k, uint32_t e, Engine eng, uint32_t inst_index,
                   bool& raw);
-  // The static rules of isa/legality.h; `where` holds each operand's expression (or kNone).
-  void check_shapes(const InstDesc& d, const Inst& in, const bool* raw, const uint32_t* where,
-                    Loc inst_loc) const;
+  // The static rules of isa/legality.h; `where` holds each operand's expression (or kNone),
+  // bit k of `raw` is set when operand k was written as ap(...).
+  void check_shapes(const Inst& in, uint64_t raw, const uint32_t* where, Loc inst_loc) const;
 
 private:
   // A Name operand that eval() would give as that name (no variable of it visible, not inf,

@@ -223,12 +223,9 @@ Operand Operands::convert(const InstDesc& d, size_t k, uint32_t e, Engine eng, u
 // The static rules of isa/legality.h (the generation rules were checked as the operands were
 // converted, with messages that say where each operand exists). Operands written as raw
 // ap(...) are exempt: they are exactly what the disassembler printed.
-void Operands::check_shapes(const InstDesc& d, const Inst& in, const bool* raw,
-                            const uint32_t* where, Loc inst_loc) const {
-  uint64_t skip = 0;
-  for (size_t k = 0; k < d.operands.size() && k < 64; ++k)
-    if (raw[k]) skip |= uint64_t(1) << k;
-  const auto e = shape_error(in, mod_.target, skip);
+void Operands::check_shapes(const Inst& in, uint64_t raw, const uint32_t* where,
+                            Loc inst_loc) const {
+  const auto e = shape_error(in, mod_.target, raw);
   if (!e) return;
   const bool at_operand = e->operand >= 0 && where[e->operand] != kNone;
   fail(at_operand ? src_.loc_of(where[e->operand]) : inst_loc, legality_text(in, *e));

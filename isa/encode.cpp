@@ -3,7 +3,9 @@
 
 #include <fmt/format.h>
 
+#include <bit>
 #include <cstdlib>
+#include <cstring>
 
 #include "isa/encode_io.h"
 #include "isa/legality.h"
@@ -30,154 +32,278 @@ std::string space_text(MemSpace s) {
 }
 
 // ---- table rules ----------------------------------------------------------------------------
-
-std::optional<std::string> check_vidx(const VecIndex& v) {
-  if (!valid_dtype(v.dtype)) return fmt::format("unknown vector-index dtype {}", int(v.dtype));
-  if (info(v.dtype).is_float)
-    return fmt::format("vector-index dtype {} is not an integer type", dtype_name(v.dtype));
-  if (v.part_count < 1 || v.part_start + v.part_count > kNumPartitions)
-    return fmt::format("vector-index partitions [{}, {}) outside 0..128", v.part_start,
-                       v.part_start + v.part_count);
-  return std::nullopt;
+//
+// Each rule reads `if (broken) return out.fail(message);`, the message a string or a lambda that
+// builds it. The rules run first with Quiet, which builds no message (the success path is a
+// bool); only when one breaks do they run again with Why, which keeps the first message.
+struct Quiet {
+  template <class F> static bool fail(F&&) { return false; }
+};
+struct Why {
+  std::string text;
+  bool fail(const char* s) {
+    text = s;
+    return false;
+  }
+  template <class F> bool fail(F&& f) {
+    text = f();
+    return false;
+  }
+};
+// nullopt when rules(out) hold, else the message of the first broken one.
+template <class R> std::optional<std::string> first_broken(R rules) {
+  if (Quiet q; rules(q)) return std::nullopt;
+  Why w;
+  rules(w);
+  return std::move(w.text);
 }
 
-std::optional<std::string> check_dyn(const AccessPattern& ap) {
+// Nonzero when a and b differ: the defaulted operator== without a branch per field (these tests
+// run on every operand of every instruction checked). The size asserts catch a new field; a
+// FreeDim has no padding, so its 8 bytes are its value.
+constexpr uint64_t diff(const FreeDim& a, const FreeDim& b) {
+  return std::bit_cast<uint64_t>(a) ^ std::bit_cast<uint64_t>(b);
+}
+constexpr uint64_t diff(const VecIndex& a, const VecIndex& b) {
+  return uint32_t(a.part_start ^ b.part_start) | uint32_t(a.part_count ^ b.part_count) |
+         (a.offset ^ b.offset) | uint32_t(uint8_t(a.dtype) ^ uint8_t(b.dtype));
+}
+constexpr uint64_t diff(const AccessPattern& a, const AccessPattern& b) {
+  uint64_t d = uint32_t(uint8_t(a.space) ^ uint8_t(b.space)) |
+               uint32_t(uint8_t(a.dtype) ^ uint8_t(b.dtype)) | uint32_t(a.ndims ^ b.ndims) |
+               uint32_t(a.part_start ^ b.part_start) | uint32_t(a.part_count ^ b.part_count) |
+               uint64_t(a.part_stride ^ b.part_stride) | (a.offset ^ b.offset) |
+               uint32_t(uint8_t(a.dyn) ^ uint8_t(b.dyn)) | uint32_t(a.dyn_reg ^ b.dyn_reg) |
+               uint64_t(a.dyn_mult ^ b.dyn_mult) | (a.dyn_limit ^ b.dyn_limit) |
+               diff(a.vidx, b.vidx);
+#pragma GCC unroll 4
+  for (int k = 0; k < kMaxFreeDims; ++k) d |= diff(a.dims[k], b.dims[k]);
+  return d;
+}
+static_assert(sizeof(FreeDim) == 8 && sizeof(VecIndex) == 12 && sizeof(AccessPattern) == 88,
+              "a field was added: add it to diff()");
+// a == AccessPattern{}.
+bool is_no_ap(const AccessPattern& a) {
+  static constexpr AccessPattern kNoAp{};
+  return !diff(a, kNoAp);
+}
+
+// !enum_name(t, v).empty(): whether v is a member of t, decided from isa/enums.def's members
+// where this compiles (enum_name searches them at run time). Every member has a name.
+#define NISA_NAMED(id, name, value) static_assert(!std::string_view(name).empty());
+#define NISA_NAMED_TYPE(T) NISA_ENUM_##T(NISA_NAMED)
+NISA_ENUM_TYPES(NISA_NAMED_TYPE)
+#undef NISA_NAMED_TYPE
+#undef NISA_NAMED
+constexpr bool is_member(EnumType t, uint8_t v) {
+  switch (t) {
+#define NISA_IS(id, name, value) || v == (value)
+#define NISA_MEMBER_CASE(T)                                                                        \
+  case EnumType::T: return false NISA_ENUM_##T(NISA_IS);
+    NISA_ENUM_TYPES(NISA_MEMBER_CASE)
+#undef NISA_MEMBER_CASE
+#undef NISA_IS
+  }
+  return false;
+}
+
+template <class Out> bool vidx_rules(const VecIndex& v, Out& out) {
+  if (!valid_dtype(v.dtype))
+    return out.fail([&] { return fmt::format("unknown vector-index dtype {}", int(v.dtype)); });
+  if (info(v.dtype).is_float)
+    return out.fail([&] {
+      return fmt::format("vector-index dtype {} is not an integer type", dtype_name(v.dtype));
+    });
+  if (v.part_count < 1 || v.part_start + v.part_count > kNumPartitions)
+    return out.fail([&] {
+      return fmt::format("vector-index partitions [{}, {}) outside 0..128", v.part_start,
+                         v.part_start + v.part_count);
+    });
+  return true;
+}
+
+template <class Out> bool dyn_rules(const AccessPattern& ap, Out& out) {
   switch (ap.dyn) {
   case DynKind::none:
-    if (ap.dyn_reg != 0 || ap.dyn_mult != 0 || ap.dyn_limit != 0 || !(ap.vidx == VecIndex{}))
-      return std::string("dynamic-offset fields set without a dynamic offset");
-    return std::nullopt;
+    if ((ap.dyn_reg | uint64_t(ap.dyn_mult) | ap.dyn_limit | diff(ap.vidx, VecIndex{})) != 0)
+      return out.fail("dynamic-offset fields set without a dynamic offset");
+    return true;
   case DynKind::reg:
-    if (ap.dyn_reg >= kNumRegs) return fmt::format("register r{} > r63", ap.dyn_reg);
-    if (!(ap.vidx == VecIndex{}))
-      return std::string("vector-index fields set on a register offset");
-    return std::nullopt;
+    if (ap.dyn_reg >= kNumRegs)
+      return out.fail([&] { return fmt::format("register r{} > r63", ap.dyn_reg); });
+    if (diff(ap.vidx, VecIndex{})) return out.fail("vector-index fields set on a register offset");
+    return true;
   case DynKind::vec:
-    if (ap.space != MemSpace::hbm) return std::string("vector offset on a non-hbm access pattern");
-    if (ap.dyn_reg != 0) return std::string("register field set on a vector offset");
-    return check_vidx(ap.vidx);
+    if (ap.space != MemSpace::hbm) return out.fail("vector offset on a non-hbm access pattern");
+    if (ap.dyn_reg != 0) return out.fail("register field set on a vector offset");
+    return vidx_rules(ap.vidx, out);
   }
-  return fmt::format("unknown dynamic-offset kind {}", static_cast<int>(ap.dyn));
+  return out.fail(
+      [&] { return fmt::format("unknown dynamic-offset kind {}", static_cast<int>(ap.dyn)); });
+}
+
+template <class Out> bool ap_rules(uint8_t spaces, const AccessPattern& ap, Out& out) {
+  if (ap.space != MemSpace::hbm && ap.space != MemSpace::sbuf && ap.space != MemSpace::psum)
+    return out.fail(
+        [&] { return fmt::format("unknown memory space {}", static_cast<int>(ap.space)); });
+  if (!(space_bit(ap.space) & spaces))
+    return out.fail([&] {
+      return fmt::format("space {} not allowed ({})", space_text(ap.space), spaces_text(spaces));
+    });
+  if (!valid_dtype(ap.dtype))
+    return out.fail([&] { return fmt::format("unknown dtype {}", static_cast<int>(ap.dtype)); });
+  if (ap.ndims < 1 || ap.ndims > kMaxFreeDims)
+    return out.fail([&] { return fmt::format("ndims {} outside 1..{}", ap.ndims, kMaxFreeDims); });
+  for (int k = 0; k < ap.ndims; ++k)
+    if (ap.dims[k].count < 1)
+      return out.fail([&] { return fmt::format("free dim {} has count 0", k); });
+  for (int k = ap.ndims; k < kMaxFreeDims; ++k)
+    if (diff(ap.dims[k], FreeDim{}))
+      return out.fail([&] { return fmt::format("unused free dim {} is not [0, 1]", k); });
+  if (ap.part_count < 1) return out.fail("partition count 0");
+  if (ap.space == MemSpace::hbm) {
+    if (ap.part_start != 0) return out.fail("partition start set on an hbm access pattern");
+  } else {
+    if (ap.part_start + ap.part_count > kNumPartitions)
+      return out.fail([&] {
+        return fmt::format("partitions [{}, {}) outside 0..128", ap.part_start,
+                           ap.part_start + ap.part_count);
+      });
+    if (ap.part_stride != 0) return out.fail("row stride set on an on-chip access pattern");
+  }
+  return dyn_rules(ap, out);
 }
 
 std::optional<std::string> check_ap(uint8_t spaces, const AccessPattern& ap) {
-  if (ap.space != MemSpace::hbm && ap.space != MemSpace::sbuf && ap.space != MemSpace::psum)
-    return fmt::format("unknown memory space {}", static_cast<int>(ap.space));
-  if (!(space_bit(ap.space) & spaces))
-    return fmt::format("space {} not allowed ({})", space_text(ap.space), spaces_text(spaces));
-  if (!valid_dtype(ap.dtype)) return fmt::format("unknown dtype {}", static_cast<int>(ap.dtype));
-  if (ap.ndims < 1 || ap.ndims > kMaxFreeDims)
-    return fmt::format("ndims {} outside 1..{}", ap.ndims, kMaxFreeDims);
-  for (int k = 0; k < kMaxFreeDims; ++k) {
-    if (k < ap.ndims && ap.dims[k].count < 1) return fmt::format("free dim {} has count 0", k);
-    if (k >= ap.ndims && !(ap.dims[k] == FreeDim{}))
-      return fmt::format("unused free dim {} is not [0, 1]", k);
-  }
-  if (ap.part_count < 1) return std::string("partition count 0");
-  if (ap.space == MemSpace::hbm) {
-    if (ap.part_start != 0) return std::string("partition start set on an hbm access pattern");
-  } else {
-    if (ap.part_start + ap.part_count > kNumPartitions)
-      return fmt::format("partitions [{}, {}) outside 0..128", ap.part_start,
-                         ap.part_start + ap.part_count);
-    if (ap.part_stride != 0) return std::string("row stride set on an on-chip access pattern");
-  }
-  return check_dyn(ap);
+  return first_broken([&](auto& out) { return ap_rules(spaces, ap, out); });
 }
+
+// The one field of an Operand its kind uses (besides the flags): ap, f, i, pat or mask.
+enum class Live { ap, f, i, pat, mask };
 
 // Fields of an Operand not used by its kind must hold their defaults. ap, pat and mask share
 // storage: the kind's payload must be the live one, and an ap not used must be the default.
-std::optional<std::string> check_unused(const Operand& o, bool uses_i, bool uses_f, bool uses_ap,
-                                        bool uses_pat, bool uses_mask) {
-  static const AccessPattern kNoAp{};
-  if (!uses_i && o.i != 0) return std::string("unused integer field is not 0");
-  if (!uses_f && !(o.f == 0.0f)) return std::string("unused float field is not 0");
+template <Live L, class Out> bool unused_rules(const Operand& o, Out& out) {
+  if (L != Live::i && o.i != 0) return out.fail("unused integer field is not 0");
+  if (L != Live::f && !(o.f == 0.0f)) return out.fail("unused float field is not 0");
   switch (o.payload) {
   case Payload::pat:
-    if (!uses_pat) return std::string("unused pattern set");
+    if (L != Live::pat) return out.fail("unused pattern set");
     break;
   case Payload::mask:
-    if (!uses_mask) return std::string("unused mask set");
+    if (L != Live::mask) return out.fail("unused mask set");
     break;
   default:
-    if (uses_pat) return std::string("pattern not set (Operand::set_pat)");
-    if (uses_mask) return std::string("mask not set (Operand::set_mask)");
-    if (!uses_ap && !(o.ap == kNoAp)) return std::string("unused access pattern set");
+    if (L == Live::pat) return out.fail("pattern not set (Operand::set_pat)");
+    if (L == Live::mask) return out.fail("mask not set (Operand::set_mask)");
+    if (L != Live::ap && !is_no_ap(o.ap)) return out.fail("unused access pattern set");
   }
-  return std::nullopt;
+  return true;
 }
 
-std::optional<std::string> check_int_range(int64_t v, int64_t lo, int64_t hi, const char* what) {
-  if (v < lo || v > hi) return fmt::format("{} {} outside {}..{}", what, v, lo, hi);
-  return std::nullopt;
+template <class Out> bool int_range(int64_t v, int64_t lo, int64_t hi, const char* what, Out& out) {
+  if (v < lo || v > hi)
+    return out.fail([&] { return fmt::format("{} {} outside {}..{}", what, v, lo, hi); });
+  return true;
 }
 
-std::optional<std::string> check_pattern(const AffinePattern& p) {
-  if (p.n < 1 || p.n > 4) return fmt::format("pattern has {} pairs (1..4)", p.n);
+template <class Out> bool pattern_rules(const AffinePattern& p, Out& out) {
+  if (p.n < 1 || p.n > 4)
+    return out.fail([&] { return fmt::format("pattern has {} pairs (1..4)", p.n); });
   for (int k = 0; k < 4; ++k) {
     if (k < p.n && p.d[k][1] < 1)
-      return fmt::format("pattern pair {} has num {} < 1", k, p.d[k][1]);
+      return out.fail([&] { return fmt::format("pattern pair {} has num {} < 1", k, p.d[k][1]); });
     if (k >= p.n && (p.d[k][0] != 0 || p.d[k][1] != 0))
-      return fmt::format("unused pattern pair {} is not [0, 0]", k);
+      return out.fail([&] { return fmt::format("unused pattern pair {} is not [0, 0]", k); });
   }
-  return std::nullopt;
+  return true;
 }
 
-std::optional<std::string> check_mask(const ShuffleMask& m) {
+template <class Out> bool mask_rules(const ShuffleMask& m, Out& out) {
   for (int k = 0; k < 32; ++k)
     if (m.v[k] >= 32 && m.v[k] != 255)
-      return fmt::format("mask entry {} is {} (0..31 or 255)", k, m.v[k]);
-  return std::nullopt;
+      return out.fail([&] { return fmt::format("mask entry {} is {} (0..31 or 255)", k, m.v[k]); });
+  return true;
 }
 
-std::optional<std::string> check_operand_payload(const OperandDesc& d, const Operand& o) {
+template <class Out> bool operand_rules(const OperandDesc& d, const Operand& o, Out& out) {
   if (d.kind == K::Dst || d.kind == K::Src) {
-    if (!o.present) return d.optional ? std::nullopt : std::optional<std::string>("missing");
-    if (o.is_ap || o.is_reg) return std::string("is_ap/is_reg flag set on an access pattern");
-    if (auto e = check_unused(o, false, false, true, false, false)) return e;
-    return check_ap(d.spaces, o.ap);
+    if (!o.present) return d.optional || out.fail("missing");
+    if (o.is_ap || o.is_reg) return out.fail("is_ap/is_reg flag set on an access pattern");
+    return unused_rules<Live::ap>(o, out) && ap_rules(d.spaces, o.ap, out);
   }
-  if (!o.present) return std::string("marked absent (only optional access patterns may be)");
-  if (o.is_ap && d.kind != K::Scalar) return std::string("is_ap flag set");
-  if (o.is_reg && d.kind != K::RegOrImm) return std::string("is_reg flag set");
+  if (!o.present) return out.fail("marked absent (only optional access patterns may be)");
+  if (o.is_ap && d.kind != K::Scalar) return out.fail("is_ap flag set");
+  if (o.is_reg && d.kind != K::RegOrImm) return out.fail("is_reg flag set");
   switch (d.kind) {
   case K::Scalar:
-    if (o.is_ap) {
-      if (auto e = check_unused(o, false, false, true, false, false)) return e;
-      return check_ap(d.spaces, o.ap);
-    }
-    return check_unused(o, false, true, false, false, false);
-  case K::ImmF: return check_unused(o, false, true, false, false, false);
-  case K::Pattern:
-    if (auto e = check_unused(o, false, false, false, true, false)) return e;
-    return check_pattern(o.pat);
-  case K::Mask:
-    if (auto e = check_unused(o, false, false, false, false, true)) return e;
-    return check_mask(o.mask);
+    if (o.is_ap) return unused_rules<Live::ap>(o, out) && ap_rules(d.spaces, o.ap, out);
+    return unused_rules<Live::f>(o, out);
+  case K::ImmF: return unused_rules<Live::f>(o, out);
+  case K::Pattern: return unused_rules<Live::pat>(o, out) && pattern_rules(o.pat, out);
+  case K::Mask: return unused_rules<Live::mask>(o, out) && mask_rules(o.mask, out);
   default: break;
   }
-  if (auto e = check_unused(o, true, false, false, false, false)) return e;
+  if (!unused_rules<Live::i>(o, out)) return false;
   switch (d.kind) {
-  case K::ImmI: return check_int_range(o.i, INT32_MIN, INT32_MAX, "value");
-  case K::Bool: return check_int_range(o.i, 0, 1, "flag");
+  case K::ImmI: return int_range(o.i, INT32_MIN, INT32_MAX, "value", out);
+  case K::Bool: return int_range(o.i, 0, 1, "flag", out);
   case K::Enum:
-    if (o.i < 0 || o.i > 255 || enum_name(d.enum_type, static_cast<uint8_t>(o.i)).empty())
-      return fmt::format("enum value {} out of range ({})", o.i, enum_type_name(d.enum_type));
-    return std::nullopt;
-  case K::Reg: return check_int_range(o.i, 0, kNumRegs - 1, "register");
+    if (o.i < 0 || o.i > 255 || !is_member(d.enum_type, static_cast<uint8_t>(o.i)))
+      return out.fail([&] {
+        return fmt::format("enum value {} out of range ({})", o.i, enum_type_name(d.enum_type));
+      });
+    return true;
+  case K::Reg: return int_range(o.i, 0, kNumRegs - 1, "register", out);
   case K::RegOrImm:
-    return o.is_reg ? check_int_range(o.i, 0, kNumRegs - 1, "register")
-                    : check_int_range(o.i, INT32_MIN, INT32_MAX, "value");
-  case K::Queue: return check_int_range(o.i, 0, kNumDmaQueues - 1, "queue");
-  case K::Sem: return check_int_range(o.i, 0, 0xffff, "semaphore");
-  case K::Label: return check_int_range(o.i, 0, 0xffffffffll, "label index");
-  case K::Group: return check_int_range(o.i, 0, 0xffff, "replica group");
-  default: return std::nullopt;
+    return o.is_reg ? int_range(o.i, 0, kNumRegs - 1, "register", out)
+                    : int_range(o.i, INT32_MIN, INT32_MAX, "value", out);
+  case K::Queue: return int_range(o.i, 0, kNumDmaQueues - 1, "queue", out);
+  case K::Sem: return int_range(o.i, 0, 0xffff, "semaphore", out);
+  case K::Label: return int_range(o.i, 0, 0xffffffffll, "label index", out);
+  case K::Group: return int_range(o.i, 0, 0xffff, "replica group", out);
+  default: return true;
   }
 }
 
 std::string operand_error(const Inst& in, const OperandDesc& d, const std::string& why) {
   return fmt::format("operand '{}' of {}: {}", d.name, inst_name(in), why);
+}
+
+template <class Out> bool inst_rules(const Inst& in, Out& out) {
+  if (!valid_opcode(in.op))
+    return out.fail([&] { return fmt::format("unknown opcode id {}", static_cast<int>(in.op)); });
+  if (!valid_engine(in.engine))
+    return out.fail([&] { return fmt::format("unknown engine {}", int(in.engine)); });
+  const InstDesc& d = desc(in.op);
+  if (!(d.engines & engine_bit(in.engine)))
+    return out.fail([&] {
+      return fmt::format("{} is not available on engine {}", d.mnemonic, name_of(in.engine));
+    });
+  if (in.waits.size() > kMaxWaits)
+    return out.fail([&] {
+      return fmt::format("{}: {} waits (at most {})", inst_name(in), in.waits.size(), kMaxWaits);
+    });
+  if (in.signals.size() > kMaxSignals)
+    return out.fail([&] {
+      return fmt::format("{}: {} signals (at most {})", inst_name(in), in.signals.size(),
+                         kMaxSignals);
+    });
+  for (const auto& w : in.waits)
+    if (!is_member(EnumType::WaitCmp, uint8_t(w.cmp)))
+      return out.fail(
+          [&] { return fmt::format("{}: unknown wait comparison {}", inst_name(in), int(w.cmp)); });
+  if (in.ops.size() != d.operands.size())
+    return out.fail([&] {
+      return fmt::format("{}: {} operands, the table has {}", inst_name(in), in.ops.size(),
+                         d.operands.size());
+    });
+  for (size_t k = 0, n = in.ops.size(); k < n; ++k)
+    if (!operand_rules(d.operands[k], in.ops[k], out)) {
+      if constexpr (std::is_same_v<Out, Why>) out.text = operand_error(in, d.operands[k], out.text);
+      return false;
+    }
+  return true;
 }
 
 } // namespace
@@ -193,26 +319,7 @@ std::string inst_name(const Inst& in) {
 }
 
 std::optional<std::string> check_inst(const Inst& in) {
-  if (!valid_opcode(in.op)) return fmt::format("unknown opcode id {}", static_cast<int>(in.op));
-  if (!valid_engine(in.engine)) return fmt::format("unknown engine {}", int(in.engine));
-  const InstDesc& d = desc(in.op);
-  if (!(d.engines & engine_bit(in.engine)))
-    return fmt::format("{} is not available on engine {}", d.mnemonic, name_of(in.engine));
-  if (in.waits.size() > kMaxWaits)
-    return fmt::format("{}: {} waits (at most {})", inst_name(in), in.waits.size(), kMaxWaits);
-  if (in.signals.size() > kMaxSignals)
-    return fmt::format("{}: {} signals (at most {})", inst_name(in), in.signals.size(),
-                       kMaxSignals);
-  for (const auto& w : in.waits)
-    if (name_of(w.cmp).empty())
-      return fmt::format("{}: unknown wait comparison {}", inst_name(in), int(w.cmp));
-  if (in.ops.size() != d.operands.size())
-    return fmt::format("{}: {} operands, the table has {}", inst_name(in), in.ops.size(),
-                       d.operands.size());
-  for (size_t k = 0; k < in.ops.size(); ++k)
-    if (auto e = check_operand_payload(d.operands[k], in.ops[k]))
-      return operand_error(in, d.operands[k], *e);
-  return std::nullopt;
+  return first_broken([&](auto& out) { return inst_rules(in, out); });
 }
 
 std::optional<std::string> check_inst_for_target(const Inst& in, Target target) {

@@ -3,24 +3,90 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <utility>
+#include <vector>
+
 #include "isa/formulas.h"
 
 namespace nisa {
 namespace {
 
+// The operand names the rules below use. A rule names an operand with a literal, checked
+// against this list when it compiles (Name's constructor); each row's operands are looked up
+// by these names once (row_args), not per instruction.
+constexpr std::string_view kArgNames[] = {
+    "dst",        "src",       "in0",  "in1",     "scale",    "bias",     "reduce_res",
+    "reduce_cmd", "op",        "op0",  "op1",     "operand0", "operand1", "stationary",
+    "moving",     "transpose", "axes", "pred",    "data",     "vals",     "idx",
+    "mask",       "pattern",   "cmp",  "on_true", "init",     "src0",     "src1"};
+constexpr size_t kNumArgs = std::size(kArgNames);
+
+struct Name {
+  consteval Name(const char* s) : id(find(s)) {}
+  std::string_view text() const { return kArgNames[id]; }
+  uint8_t id;
+
+private:
+  static consteval uint8_t find(std::string_view s) {
+    for (size_t k = 0; k < kNumArgs; ++k)
+      if (kArgNames[k] == s) return uint8_t(k);
+    throw "not in kArgNames"; // a compile-time error
+  }
+};
+
+// What the rules need of one row of the table, derived from it once: the index of the first
+// operand of each name (-1 if none), which operands are access patterns (Dst/Src; Scalar when
+// given as a tile), and the row's access-pattern rules (ap_operand_error).
+using RowArgs = std::array<int8_t, kNumArgs>;
+struct Row {
+  RowArgs args;
+  uint64_t aps = 0;     // bit k: operand k (< 64) is a Dst or Src
+  uint64_t scalars = 0; // bit k: operand k (< 64) is a Scalar
+  bool no_psum = false; // a DMA transfer: no operand in PSUM
+  bool starts = false;  // the start-partition rule applies
+};
+const Row& row(Opcode op) {
+  static const std::vector<Row> rows = [] {
+    std::vector<Row> v;
+    for (const InstDesc& d : inst_table()) {
+      Row& r = v.emplace_back();
+      for (size_t n = 0; n < kNumArgs; ++n) {
+        r.args[n] = -1;
+        for (size_t k = 0; k < d.operands.size(); ++k)
+          if (d.operands[k].name == kArgNames[n]) {
+            r.args[n] = int8_t(k);
+            break;
+          }
+      }
+      for (size_t k = 0; k < d.operands.size() && k < 64; ++k) {
+        const OperandKind kind = d.operands[k].kind;
+        if (kind == OperandKind::Dst || kind == OperandKind::Src) r.aps |= uint64_t(1) << k;
+        if (kind == OperandKind::Scalar) r.scalars |= uint64_t(1) << k;
+      }
+      r.no_psum = d.cost == CostClass::dma_xfer;
+      r.starts = start_partition_rule_applies(d);
+    }
+    return v;
+  }();
+  return rows[size_t(op)];
+}
+
 // Operand lookups and the first broken rule of one instruction.
 class Rules {
 public:
-  Rules(const Inst& in, Target t, uint64_t skip) : in_(in), d_(desc(in.op)), t_(t), skip_(skip) {}
+  Rules(const Inst& in, Target t, uint64_t skip)
+      : in_(in), d_(desc(in.op)), row_(row(in.op)), t_(t), skip_(skip) {}
 
-  int idx(std::string_view name) const {
-    for (size_t k = 0; k < d_.operands.size() && k < in_.ops.size(); ++k)
-      if (d_.operands[k].name == name) return int(k);
-    return -1;
+  int idx(Name name) const {
+    const int k = row_.args[name.id];
+    return k < int(in_.ops.size()) ? k : -1;
   }
   // The access pattern of operand `name` (a Dst/Src, or a Scalar given as a tile), or nullptr
   // when it is absent, an immediate or skipped.
-  const AccessPattern* ap(std::string_view name) const { return ap(idx(name)); }
+  const AccessPattern* ap(Name name) const { return ap(idx(name)); }
   const AccessPattern* ap(int k) const {
     if (k < 0 || (k < 64 && (skip_ >> k) & 1) || !in_.ops[size_t(k)].present) return nullptr;
     const OperandKind kind = d_.operands[size_t(k)].kind;
@@ -28,22 +94,23 @@ public:
     if (kind == OperandKind::Scalar && in_.ops[size_t(k)].is_ap) return &in_.ops[size_t(k)].ap;
     return nullptr;
   }
-  int64_t i(std::string_view name) const {
+  int64_t i(Name name) const {
     const int k = idx(name);
     return k < 0 ? 0 : in_.ops[size_t(k)].i;
   }
-  template <class E> E e(std::string_view name) const { return static_cast<E>(i(name)); }
+  template <class E> E e(Name name) const { return static_cast<E>(i(name)); }
 
   // Records the first broken rule; returns false so rules read `return fail(...)`.
   bool fail(int k, std::string msg) {
     if (!err) err = Illegal{k, std::move(msg)};
     return false;
   }
-  bool fail(std::string_view name, std::string msg) { return fail(idx(name), std::move(msg)); }
+  bool fail(Name name, std::string msg) { return fail(idx(name), std::move(msg)); }
   bool fail(std::string msg) { return fail(-1, std::move(msg)); }
 
   const Inst& in_;
   const InstDesc& d_;
+  const Row& row_;
   Target t_;
   uint64_t skip_;
   std::optional<Illegal> err;
@@ -52,45 +119,45 @@ public:
 // ---- shared shape rules ----------------------------------------------------------------------
 
 // dst and operand `name` have the same partitions and elements per partition.
-bool same_shape(Rules& r, std::string_view name) {
+bool same_shape(Rules& r, Name name) {
   const AccessPattern *d = r.ap("dst"), *s = r.ap(name);
   if (!d || !s || (d->part_count == s->part_count && d->free_elems() == s->free_elems()))
     return true;
   return r.fail(name,
                 fmt::format("dst is {} partitions x {} elements but {} is {} x {}", d->part_count,
-                            d->free_elems(), name, s->part_count, s->free_elems()));
+                            d->free_elems(), name.text(), s->part_count, s->free_elems()));
 }
 // A scalar operand given as a tile is [P, 1] with P = dst's partitions.
-bool per_partition(Rules& r, std::string_view name) {
+bool per_partition(Rules& r, Name name) {
   const AccessPattern *d = r.ap("dst"), *s = r.ap(name);
   if (!d || !s || (s->part_count == d->part_count && s->free_elems() == 1)) return true;
   return r.fail(name, fmt::format("must be a [{}, 1] per-partition tile, got {} x {}",
                                   d->part_count, s->part_count, s->free_elems()));
 }
-bool not_both_psum(Rules& r, std::string_view a, std::string_view b) {
+bool not_both_psum(Rules& r, Name a, Name b) {
   const AccessPattern *x = r.ap(a), *y = r.ap(b);
   if (!x || !y || x->space != MemSpace::psum || y->space != MemSpace::psum) return true;
-  return r.fail(fmt::format("`{}` and `{}` may not both be in psum", a, b));
+  return r.fail(fmt::format("`{}` and `{}` may not both be in psum", a.text(), b.text()));
 }
-bool same_dtype(Rules& r, std::string_view a, std::string_view b) {
+bool same_dtype(Rules& r, Name a, Name b) {
   const AccessPattern *x = r.ap(a), *y = r.ap(b);
   if (!x || !y || x->dtype == y->dtype) return true;
-  return r.fail(fmt::format("{} ({}) and {} ({}) must have the same dtype", a, dtype_name(x->dtype),
-                            b, dtype_name(y->dtype)));
+  return r.fail(fmt::format("{} ({}) and {} ({}) must have the same dtype", a.text(),
+                            dtype_name(x->dtype), b.text(), dtype_name(y->dtype)));
 }
-bool integer_dtype(Rules& r, std::string_view name) {
+bool integer_dtype(Rules& r, Name name) {
   const AccessPattern* a = r.ap(name);
   if (!a || !info(a->dtype).is_float) return true;
   return r.fail(name, fmt::format("must be an integer dtype, not {}", dtype_name(a->dtype)));
 }
-bool all_int(Rules& r, std::initializer_list<std::string_view> names) {
-  for (std::string_view n : names)
+bool all_int(Rules& r, std::initializer_list<Name> names) {
+  for (Name n : names)
     if (const AccessPattern* a = r.ap(n); a && info(a->dtype).is_float) return false;
   return true;
 }
 
 // An ALU operator of an elementwise instruction.
-bool alu_op(Rules& r, std::string_view name, bool allow_bitvec) {
+bool alu_op(Rules& r, Name name, bool allow_bitvec) {
   const AluOp op = r.e<AluOp>(name);
   if (name_of(op).empty()) return r.fail(name, fmt::format("{} is not an ALU operator", r.i(name)));
   if (op == AluOp::average) return r.fail(name, "average is a partition-reduce operator only");
@@ -103,7 +170,7 @@ bool alu_op(Rules& r, std::string_view name, bool allow_bitvec) {
     return r.fail(name, "power takes a tensor exponent (tensor_tensor on pool) only");
   return true;
 }
-bool binary_op(Rules& r, std::string_view name) {
+bool binary_op(Rules& r, Name name) {
   const AluOp op = r.e<AluOp>(name);
   if (!is_unary(op) && op != AluOp::bypass) return true;
   return r.fail(name, fmt::format("{} is not a binary operator", name_of(op)));
@@ -111,7 +178,7 @@ bool binary_op(Rules& r, std::string_view name) {
 
 // The search instructions' data: 8..16384 elements per partition.
 constexpr uint64_t kSearchMin = 8, kSearchMax = 16384;
-bool search_size(Rules& r, std::string_view name) {
+bool search_size(Rules& r, Name name) {
   const AccessPattern* a = r.ap(name);
   if (!a || (a->free_elems() >= kSearchMin && a->free_elems() <= kSearchMax)) return true;
   return r.fail(name,
@@ -119,7 +186,7 @@ bool search_size(Rules& r, std::string_view name) {
                             a->free_elems(), kSearchMin, kSearchMax));
 }
 // [P, 8] with P = the partitions of operand `of`.
-bool eight(Rules& r, std::string_view name, std::string_view of) {
+bool eight(Rules& r, Name name, Name of) {
   const AccessPattern *a = r.ap(name), *o = r.ap(of);
   if (!a || !o || (a->part_count == o->part_count && a->free_elems() == 8)) return true;
   return r.fail(name, fmt::format("must be {} partitions x 8 elements, got {} x {}", o->part_count,
@@ -150,19 +217,21 @@ bool matmul(Rules& r) {
   if (st && mv && st->part_count != mv->part_count)
     return r.fail("moving", fmt::format("stationary has K = {} partitions but moving has {}",
                                         st->part_count, mv->part_count));
+  // M and N, counted once.
+  const uint64_t m = st ? st->free_elems() : 0, n = mv ? mv->free_elems() : 0;
   const MatmulLimits lim = matmul_limits(r.t_, d ? d->dtype : DType::fp32);
-  if (st && st->free_elems() > lim.max_m)
-    return r.fail("stationary",
-                  fmt::format("has M = {} columns (at most {})", st->free_elems(), lim.max_m));
-  if (mv && mv->free_elems() > lim.max_n)
-    return r.fail("moving", fmt::format("has N = {} columns (at most {} on {})", mv->free_elems(),
-                                        lim.max_n, name_of(r.t_)));
-  if (d && st && mv && (d->part_count != st->free_elems() || d->free_elems() != mv->free_elems()))
-    return r.fail("dst", fmt::format("must be M x N = {} x {}, got {} x {}", st->free_elems(),
-                                     mv->free_elems(), d->part_count, d->free_elems()));
-  for (std::string_view n : {"stationary", "moving"})
-    if (const AccessPattern* a = r.ap(n); a && !info(a->dtype).is_float)
-      return r.fail(n, fmt::format("must be a float dtype, not {}", dtype_name(a->dtype)));
+  if (st && m > lim.max_m)
+    return r.fail("stationary", fmt::format("has M = {} columns (at most {})", m, lim.max_m));
+  if (mv && n > lim.max_n)
+    return r.fail("moving", fmt::format("has N = {} columns (at most {} on {})", n, lim.max_n,
+                                        name_of(r.t_)));
+  if (d && st && mv && (d->part_count != m || d->free_elems() != n))
+    return r.fail("dst", fmt::format("must be M x N = {} x {}, got {} x {}", m, n, d->part_count,
+                                     d->free_elems()));
+  using NamedAp = std::pair<Name, const AccessPattern*>;
+  for (auto [name, a] : {NamedAp{Name("stationary"), st}, NamedAp{Name("moving"), mv}})
+    if (a && !info(a->dtype).is_float)
+      return r.fail(name, fmt::format("must be a float dtype, not {}", dtype_name(a->dtype)));
   if (st && mv && (st->dtype == DType::fp32) != (mv->dtype == DType::fp32))
     return r.fail("moving",
                   fmt::format("fp32 inputs pair only with fp32 (stationary {}, moving {})",
@@ -355,14 +424,14 @@ bool n_gather(Rules& r) {
   return same_dtype(r, "dst", "data") && integer_dtype(r, "idx");
 }
 
-bool dma_counts(Rules& r, std::initializer_list<std::string_view> srcs) {
+bool dma_counts(Rules& r, std::initializer_list<Name> srcs) {
   const AccessPattern* d = r.ap("dst");
-  for (std::string_view n : srcs) {
+  for (Name n : srcs) {
     const AccessPattern* s = r.ap(n);
     if (d && s && d->elems() != s->elems())
       return r.fail(n, fmt::format("element counts differ: dst has {} ({} x {}), {} has {} ({} x "
                                    "{})",
-                                   d->elems(), d->part_count, d->free_elems(), n, s->elems(),
+                                   d->elems(), d->part_count, d->free_elems(), n.text(), s->elems(),
                                    s->part_count, s->free_elems()));
   }
   return true;
@@ -502,7 +571,25 @@ std::optional<Illegal> gen_error(const Inst& in, Target t) {
 
 std::optional<Illegal> shape_error(const Inst& in, Target t, uint64_t skip) {
   Rules r(in, t, skip);
-  for (size_t k = 0; k < r.d_.operands.size() && k < in.ops.size(); ++k)
+  // ap_operand_error's rules with what depends only on the row and the engine taken out of the
+  // loop; only an operand that breaks one goes to ap_operand_error for the message. The
+  // operands are those r.ap(k) gives, in order.
+  const Row& w = r.row_;
+  const bool no_psum = w.no_psum || in.engine == Engine::pool;
+  const size_t n = std::min(r.d_.operands.size(), in.ops.size());
+  uint64_t m = (w.aps | w.scalars) & ~skip;
+  if (n < 64) m &= (uint64_t(1) << n) - 1;
+  for (; m; m &= m - 1) {
+    const size_t k = size_t(std::countr_zero(m));
+    const Operand& o = in.ops[k];
+    if (!o.present || ((w.scalars >> k) & 1 && !o.is_ap)) continue;
+    const AccessPattern& a = o.ap;
+    const uint8_t spaces = r.d_.operands[k].spaces;
+    if ((no_psum && a.space == MemSpace::psum) || (spaces && !(spaces & space_bit(a.space))) ||
+        (w.starts && a.space != MemSpace::hbm && !start_partition_ok(a.part_start, a.part_count)))
+      if (auto e = ap_operand_error(in, k, a)) return Illegal{int(k), *e};
+  }
+  for (size_t k = 64; k < n; ++k) // rows of more than 64 operands (none so far)
     if (const AccessPattern* a = r.ap(int(k)))
       if (auto e = ap_operand_error(in, k, *a)) return Illegal{int(k), *e};
   if (skip == 0) opcode_rules(r); // a skipped operand exempts the instruction's own rules

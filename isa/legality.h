@@ -43,6 +43,15 @@ MatmulLimits matmul_limits(Target t, DType dst);
 bool matmul_dst_dtype_ok(Target t, DType dst);
 inline constexpr uint64_t kPsumBankBytes = 2048;
 
+// ---- start partitions ---------------------------------------------------------------------------
+// Whether an access of part_count partitions may start at part_start under the start-partition
+// rule of the compute engines (isa.h start_partition_error, which says why not).
+constexpr bool start_partition_ok(uint32_t part_start, uint32_t part_count) {
+  return part_count > 64   ? part_start == 0
+         : part_count > 32 ? part_start == 0 || part_start == 64
+                           : part_start % 32 == 0;
+}
+
 // ---- the rules ----------------------------------------------------------------------------------
 // A broken rule: the operand it is about (an index in Inst::ops, or -1 for the instruction as a
 // whole) and the reason, without the instruction's name (legality_text adds it).

@@ -5,6 +5,7 @@
 #include <unordered_map>
 
 #include "isa/isa.h"
+#include "isa/legality.h"
 
 namespace nisa {
 namespace {
@@ -171,14 +172,8 @@ bool start_partition_rule_applies(const InstDesc& d) {
 }
 
 std::optional<std::string> start_partition_error(uint32_t s, uint32_t n) {
-  const char* allowed = nullptr;
-  if (n > 64 && s != 0)
-    allowed = "0";
-  else if (n > 32 && n <= 64 && s != 0 && s != 64)
-    allowed = "0 or 64";
-  else if (n <= 32 && s % 32 != 0)
-    allowed = "0, 32, 64 or 96";
-  if (!allowed) return std::nullopt;
+  if (start_partition_ok(s, n)) return std::nullopt;
+  const char* allowed = n > 64 ? "0" : n > 32 ? "0 or 64" : "0, 32, 64 or 96";
   return "starts at partition " + std::to_string(s) + ", but an access of " + std::to_string(n) +
          " partitions must start at partition " + allowed;
 }
