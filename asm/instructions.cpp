@@ -141,13 +141,26 @@ void Instructions::assemble(const Stmt& s) {
       if (!keep) labels.drop_fixups(before);
     }
   } pending{labels_, labels_.fixup_count()};
-  Inst in;
+  // Built in place at the end of its stream (not moved there: an Inst is a few hundred bytes,
+  // small vectors included), and taken back if it fails. The stream grows 4x at a time: each
+  // growth moves every instruction so far, and 2x moved each one about twice on average. Spare
+  // capacity is never touched, so it costs address space, not memory.
+  std::vector<Inst>& stream = mod_.streams[*eng];
+  const uint32_t index = static_cast<uint32_t>(stream.size());
+  if (stream.size() == stream.capacity()) stream.reserve(std::max<size_t>(64, stream.size() * 4));
+  struct PendingInst {
+    std::vector<Inst>& stream;
+    bool keep = false;
+    ~PendingInst() {
+      if (!keep) stream.pop_back();
+    }
+  } pending_inst{stream};
+  Inst& in = stream.emplace_back();
   in.op = d->op;
   in.engine = engine;
   in.ops.reserve(n); // each operand appended in table order, written once (they are big)
   static_assert(kMaxOps <= 64);
   uint64_t raw = 0; // bit k: operand k was written as ap(...)
-  const uint32_t index = static_cast<uint32_t>(mod_.streams[*eng].size());
   for (size_t k = 0; k < n; ++k) {
     const OperandDesc& od = d->operands[k];
     if (bound[k] == kNone) {
@@ -191,12 +204,7 @@ void Instructions::assemble(const Stmt& s) {
         at, fmt::format("the kernel exceeds the limit of {} instructions", opts_.max_instructions));
     throw Abort{};
   }
-  // Grown 4x at a time: each growth moves every instruction so far (a few hundred bytes each,
-  // small vectors included); 2x moved each instruction twice on average, 4x a third of once.
-  // Spare capacity is never touched, so it costs address space, not memory.
-  std::vector<Inst>& stream = mod_.streams[*eng];
-  if (stream.size() == stream.capacity()) stream.reserve(std::max<size_t>(64, stream.size() * 4));
-  stream.push_back(std::move(in));
+  pending_inst.keep = true;
   pending.keep = true;
   sync_.commit(Engine(*eng), index);
   if (sym_.autosync()) sync_.autosync(Engine(*eng), index, at);
