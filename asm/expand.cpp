@@ -193,7 +193,7 @@ void Expander::exec_for(uint32_t unit, size_t& i, const Stmt& s) {
     src_.set_frame(src_.push_frame(ExpansionFrame::ForIter, std::move(what), at));
     const size_t base = sym_.depth();
     sym_.push_scope();
-    sym_.add_local(var_id, var, Var{Value::of_int(v), Var::Loop, at});
+    sym_.add_local_int(var_id, var, v, Var::Loop, at);
     try {
       exec_range(unit, open + 1, close);
     } catch (...) {
@@ -236,7 +236,12 @@ void Expander::exec_macro_call(const Stmt& s) {
       v.push_back(std::string(def.text(params[k].tok)) + (params[k].rhs != kNone ? "=..." : ""));
     return join(v);
   };
-  // The arguments by parameter index (a macro has a few parameters: no map).
+  // The arguments by parameter index (a macro has a few parameters: no map): most are
+  // integers, kept as such (what eval() would give: Value::of_int of what try_int gives), the
+  // others as the Var eval() gives.
+  enum ArgState : uint8_t { None, IntArg, VarArg };
+  boost::container::small_vector<uint8_t, 8> state(m.nparams, None);
+  boost::container::small_vector<int64_t, 8> ints(m.nparams);
   boost::container::small_vector<std::optional<Var>, 8> args(m.nparams);
   size_t pos = 0;
   bool named = false;
@@ -254,7 +259,7 @@ void Expander::exec_macro_call(const Stmt& s) {
                                          did_you_mean(pn, c)));
       }
       pk = size_t(p - m.param_names.begin());
-      if (args[pk]) src_.fail_at(op.lhs, fmt::format("argument '{}' given twice", pn));
+      if (state[pk] != None) src_.fail_at(op.lhs, fmt::format("argument '{}' given twice", pn));
     } else {
       if (named) fail(src_.loc(op.tok), "positional argument after a named one");
       if (pos >= m.nparams)
@@ -262,7 +267,13 @@ void Expander::exec_macro_call(const Stmt& s) {
                                            m.nparams, pnames()));
       pk = pos++;
     }
-    args[pk] = Var{ev_.eval(operand_value(op)), Var::Arg, {}}; // (an argument's Loc is never shown)
+    // (an argument's Loc is never shown)
+    if (const uint32_t ve = operand_value(op); ev_.try_int(ve, ints[pk])) {
+      state[pk] = IntArg;
+    } else {
+      args[pk] = Var{ev_.eval(ve), Var::Arg, {}};
+      state[pk] = VarArg;
+    }
   }
   if (++depth_ > opts_.max_depth) {
     --depth_;
@@ -288,7 +299,9 @@ void Expander::exec_macro_call(const Stmt& s) {
     src_.enter(m.unit);
     for (uint32_t k = 0; k < m.nparams; ++k) {
       const std::string_view pn = m.param_names[k];
-      if (args[k]) {
+      if (state[k] == IntArg) {
+        sym_.add_local_int(m.param_ids[k], pn, ints[k], Var::Arg, {});
+      } else if (state[k] == VarArg) {
         sym_.add_local(m.param_ids[k], pn, std::move(*args[k]));
       } else if (params[k].rhs != kNone) {
         Var dv{ev_.eval(params[k].rhs), Var::Arg, src_.loc(params[k].tok)};

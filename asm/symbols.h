@@ -132,16 +132,15 @@ public:
   }
   // A variable of the innermost scope (`name` must outlive it: see Scope::vars).
   void add_local(uint32_t id, std::string_view name, Var v) {
-    Scope& sc = locals_[nlocals_ - 1];
-    flat_prev_.push_back(top_[id]);
-    top_[id] = static_cast<uint32_t>(flat_ids_.size());
-    flat_ids_.push_back(id);
-    const auto* before = sc.vars.data();
-    sc.vars.emplace_back(name, std::move(v));
-    if (sc.vars.data() != before) // moved: the scope's earlier entries too
-      for (size_t k = scope_start_[nlocals_ - 1], j = 0; k < flat_vars_.size(); ++k, ++j)
-        flat_vars_[k] = &sc.vars[j].second;
-    flat_vars_.push_back(&sc.vars.back().second);
+    add_local_slot(id, name) = std::move(v);
+  }
+  // An integer one (a loop counter, a macro's integer argument), made in place: a Var is ~200
+  // bytes, and most locals are integers.
+  void add_local_int(uint32_t id, std::string_view name, int64_t i, Var::Kind kind, Loc def) {
+    Var& v = add_local_slot(id, name);
+    v.v.i = i; // a Value is an Int by default
+    v.kind = kind;
+    v.def = def;
   }
   void pop_scopes(size_t to) {
     if (to < nlocals_) {
@@ -222,6 +221,21 @@ private:
   std::vector<uint32_t> visible_stack_;
   const Var* local_at(uint32_t k) const { return flat_vars_[k]; }
   const Var* lookup_node_slow(uint32_t e, std::string_view name) const;
+  // A default Var appended to the innermost scope, for add_local and add_local_int to set.
+  Var& add_local_slot(uint32_t id, std::string_view name) {
+    Scope& sc = locals_[nlocals_ - 1];
+    flat_prev_.push_back(top_[id]);
+    top_[id] = static_cast<uint32_t>(flat_ids_.size());
+    flat_ids_.push_back(id);
+    const auto* before = sc.vars.data();
+    sc.vars.emplace_back(std::piecewise_construct, std::forward_as_tuple(name),
+                         std::forward_as_tuple());
+    if (sc.vars.data() != before) // moved: the scope's earlier entries too
+      for (size_t k = scope_start_[nlocals_ - 1], j = 0; k < flat_vars_.size(); ++k, ++j)
+        flat_vars_[k] = &sc.vars[j].second;
+    flat_vars_.push_back(&sc.vars.back().second);
+    return sc.vars.back().second;
+  }
   // The caches below are filled by const lookups.
   NodeInfo& info(uint32_t e) const {
     if (src_.cur_unit() != info_unit_ || !info_) set_info_unit();
