@@ -130,6 +130,9 @@ int32_t Sources::push_frame(ExpansionFrame::Kind k, std::string what, Loc at) {
   f.line = at.line;
   f.col = at.col;
   f.parent = at.frame;
+  // 4x at a time: a loop iteration or macro call is a frame, each growth moves them all.
+  if (mod_.frames.size() == mod_.frames.capacity())
+    mod_.frames.reserve(std::max<size_t>(64, mod_.frames.size() * 4));
   mod_.frames.push_back(std::move(f));
   return static_cast<int32_t>(mod_.frames.size() - 1);
 }
