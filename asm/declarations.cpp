@@ -35,32 +35,37 @@ void Declarations::assign(const Stmt& s) {
   // The keyword (.param, .equ or .set: the parser made an Assign of those only) as spelled.
   const std::string_view kw = std::string_view(src_.file().src).substr(s.tok, s.tok_len);
   const Tok kind = kw == ".set" ? Tok::KwSet : kw == ".param" ? Tok::KwParam : Tok::KwEqu;
-  const std::string_view name = src_.text(s.name);
   if (kind == Tok::KwSet) {
     const auto& stmts = src_.file().stmts;
     SetLine& sl = set_lines_.row(src_.cur_unit(), stmts.size())[&s - stmts.data()];
-    if (sl.id == UINT32_MAX) sl.id = sym_.intern(name);
+    // The name's text only when the line's variable is not known yet, or for a message.
+    if (sl.id == UINT32_MAX) sl.id = sym_.intern(src_.text(s.name));
     if (Var* it = sym_.find_local_id(sl.id)) {
       if (it->kind == Var::Loop)
-        fail(src_.loc(s.name), fmt::format("cannot assign the loop variable '{}'", name));
+        fail(src_.loc(s.name),
+             fmt::format("cannot assign the loop variable '{}'", src_.text(s.name)));
       return set_value(it->v, s.e0);
     }
-    if (!sl.global) sl.global = sym_.find_global(name);
+    if (!sl.global) sl.global = sym_.find_global(src_.text(s.name));
     if (Var* g = sl.global) {
       if (g->kind == Var::Predefined)
-        fail(src_.loc(s.name),
-             fmt::format("'{}' is predefined from the target; .set cannot change it", name));
+        fail(src_.loc(s.name), fmt::format("'{}' is predefined from the target; .set cannot "
+                                           "change it",
+                                           src_.text(s.name)));
       if (g->kind != Var::Set)
-        fail(src_.loc(s.name), fmt::format("'{}' is a constant ({}); .set cannot change it", name,
-                                           g->kind == Var::Param ? ".param" : ".equ"));
+        fail(src_.loc(s.name),
+             fmt::format("'{}' is a constant ({}); .set cannot change it", src_.text(s.name),
+                         g->kind == Var::Param ? ".param" : ".equ"));
       return set_value(g->v, s.e0);
     }
+    const std::string_view name = src_.text(s.name);
     const Loc at = src_.loc(s.name);
     Value v = ev_.eval(s.e0);
     sym_.declare(name, at, ".set");
     sym_.set_global(name, Var{v, Var::Set, at});
     return;
   }
+  const std::string_view name = src_.text(s.name);
   const Loc at = src_.loc(s.name);
   const bool param = kind == Tok::KwParam;
   Value v;
