@@ -1,4 +1,5 @@
 #include <array>
+#include <cstring>
 #include <string>
 
 #include "asm/token.h"
@@ -56,9 +57,24 @@ constexpr std::array<uint8_t, 256> kClass = [] {
 }();
 uint8_t class_of(char c) { return kClass[static_cast<unsigned char>(c)]; }
 bool is_name_start(char c) { return class_of(c) == Name; }
-bool is_name_char(char c) { return class_of(c) == Name || class_of(c) == Digit; }
+constexpr std::array<bool, 256> kNameChar = [] {
+  std::array<bool, 256> n{};
+  for (size_t i = 0; i < n.size(); ++i) n[i] = kClass[i] == Name || kClass[i] == Digit;
+  return n;
+}();
+bool is_name_char(char c) { return kNameChar[static_cast<unsigned char>(c)]; }
 bool is_digit(char c) { return class_of(c) == Digit; }
 bool is_continuation(char c) { return (static_cast<unsigned char>(c) & 0xc0) == 0x80; }
+
+// Whether the 8 bytes at `p` are ASCII and none is '\r' or '\n' (each one code point of a line).
+bool plain_ascii8(const char* p) {
+  constexpr uint64_t kOnes = 0x0101010101010101u, kHigh = 0x8080808080808080u;
+  uint64_t w;
+  std::memcpy(&w, p, 8);
+  const uint64_t lf = w ^ (kOnes * '\n'), cr = w ^ (kOnes * '\r');
+  // A byte of lf or cr is zero where w holds '\n' or '\r' (the usual has-a-zero-byte test).
+  return ((w | ((lf - kOnes) & ~lf) | ((cr - kOnes) & ~cr)) & kHigh) == 0;
+}
 
 // '.word': a keyword or a Directive.
 Tok directive_kind(std::string_view w) {
@@ -179,7 +195,18 @@ size_t Lexer::match_string(size_t at) const {
   return at;
 }
 
-Token Lexer::next() {
+Token Lexer::next() { return scan(); }
+
+void Lexer::read_line(std::vector<Token>& out, size_t max) {
+  for (;;) {
+    out.push_back(scan());
+    const Tok k = out.back().kind;
+    if (k == Tok::NL || k == Tok::Eof || out.size() >= max) return;
+  }
+}
+
+// next(), inlined into the loops above.
+[[gnu::always_inline]] inline Token Lexer::scan() {
   const std::string_view t = t_;
   const size_t size = t.size();
   for (;;) {
@@ -215,10 +242,20 @@ Token Lexer::next() {
     case Slash:
       if (next != '/') break;
       [[fallthrough]];
-    case Semi: { // COMMENT -> skip
+    case Semi: { // COMMENT -> skip: to the line end, counting code points on the way
       size_t p = at;
-      while (p < size && t[p] != '\r' && t[p] != '\n') ++p;
-      advance(p - at);
+      uint32_t col = col_;
+      for (;;) {
+        while (p + 8 <= size && plain_ascii8(t.data() + p)) {
+          p += 8;
+          col += 8;
+        }
+        if (p >= size || t[p] == '\r' || t[p] == '\n') break;
+        col += !is_continuation(t[p]);
+        ++p;
+      }
+      col_ = col;
+      pos_ = p;
       continue;
     }
     case Comma: {
@@ -284,7 +321,7 @@ std::vector<Token> lex(std::string_view src) {
   std::vector<Token> out;
   out.reserve(src.size() / 2 + 16); // a token and its blank are rarely under 2 bytes
   Lexer lx(src);
-  do out.push_back(lx.next());
+  do lx.read_line(out, SIZE_MAX);
   while (out.back().kind != Tok::Eof);
   return out;
 }

@@ -33,8 +33,7 @@ public:
   void read_line() {
     toks_.clear();
     pos_ = 0;
-    do toks_.push_back(lexer_.next());
-    while (!line_read() && toks_.size() < kMaxStatementTokens + 2);
+    lexer_.read_line(toks_, kMaxStatementTokens + 2);
   }
   bool at(Tok k) const { return peek() == k; }
   uint32_t pos() const { return pos_; }
@@ -86,8 +85,6 @@ public:
   }
 
 private:
-  bool line_read() const { return toks_.back().kind == Tok::NL || toks_.back().kind == Tok::Eof; }
-
   ParsedFile& f_;
   Lexer lexer_;
   std::vector<Token> toks_;
