@@ -78,8 +78,9 @@ bool plain_ascii8(const char* p) {
 
 // '.word': a keyword or a Directive.
 Tok directive_kind(std::string_view w) {
-  for (size_t k = kFirstFixed; k < kNumTok; ++k)
-    if (kSpelling[k] == w) return static_cast<Tok>(k);
+  for (size_t k = kFirstFixed; k < static_cast<size_t>(Tok::DotDot); ++k) // the keywords
+    if (kSpelling[k].size() == w.size() && kSpelling[k][1] == w[1] && kSpelling[k] == w)
+      return static_cast<Tok>(k);
   return Tok::Directive;
 }
 

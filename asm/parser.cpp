@@ -43,6 +43,7 @@ public:
   Tok last_kind() const { return toks_[pos_ - 1].kind; } // of the token taken last
   bool at_eof() const { return at_eof_; }
   uint32_t off(uint32_t i) const { return toks_[i].begin; }
+  uint32_t end(uint32_t i) const { return toks_[i].end; }
   uint32_t here() const { return toks_[std::min<size_t>(pos_, toks_.size() - 1)].begin; }
   std::string_view tok_text(uint32_t i) const {
     return std::string_view(f_.src).substr(toks_[i].begin, toks_[i].end - toks_[i].begin);
@@ -256,6 +257,7 @@ void Parser::line_rest(uint32_t start, bool label) {
     ts_.take();
   }
   if (!ts_.at(Tok::NL)) stmt(s);
+  s.end = ts_.end(s.kind == StmtKind::None ? start : ts_.pos() - 1);
   ts_.expect(Tok::NL, "end of line");
   if (s.label != kNone || s.kind != StmtKind::None) f_.stmts.push_back(s);
 }
