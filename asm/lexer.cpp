@@ -212,12 +212,10 @@ void Lexer::read_line(std::vector<Token>& out, size_t max) {
   const size_t size = t.size();
   for (;;) {
     const size_t at = pos_;
-    Token tok{static_cast<uint32_t>(at), 0, line_, col_, Tok::Eof};
+    const uint32_t line = line_, col = col_;
     // Ends the token at pos_; `ascii` tokens advance the column by their length.
     auto done = [&](Tok k) {
-      tok.kind = k;
-      tok.end = static_cast<uint32_t>(pos_);
-      return tok;
+      return Token{static_cast<uint32_t>(at), static_cast<uint32_t>(pos_), line, col, k};
     };
     auto done_ascii = [&](Tok k, size_t end) {
       col_ += static_cast<uint32_t>(end - at);
@@ -226,7 +224,8 @@ void Lexer::read_line(std::vector<Token>& out, size_t max) {
     };
     if (at >= size) return done(Tok::Eof);
     const char c = t[at];
-    const char next = at + 1 < size ? t[at + 1] : '\0';
+    // The byte after c (read only where it matters: most tokens do not look at it).
+    auto after = [&] { return at + 1 < size ? t[at + 1] : '\0'; };
     switch (class_of(c)) {
     case Blank: { // WS -> skip
       size_t p = at + 1;
@@ -236,12 +235,12 @@ void Lexer::read_line(std::vector<Token>& out, size_t max) {
       continue;
     }
     case Return:
-      if (next != '\n') break;
+      if (after() != '\n') break;
       advance(1);
       [[fallthrough]];
     case Newline: newline(); return done(Tok::NL);
     case Slash:
-      if (next != '/') break;
+      if (after() != '/') break;
       [[fallthrough]];
     case Semi: { // COMMENT -> skip: to the line end, counting code points on the way
       size_t p = at;
@@ -298,17 +297,17 @@ void Lexer::read_line(std::vector<Token>& out, size_t max) {
       return done(end != at ? Tok::String : Tok::ErrChar);
     }
     case Dot:
-      if (is_name_start(next)) { // a keyword or a Directive
+      if (is_name_start(after())) { // a keyword or a Directive
         size_t p = at + 2;
         while (p < size && is_name_char(t[p])) ++p;
         return done_ascii(directive_kind(t.substr(at, p - at)), p);
       }
-      if (next == '.') return done_ascii(Tok::DotDot, at + 2);
+      if (after() == '.') return done_ascii(Tok::DotDot, at + 2);
       break;
     default: break;
     }
     size_t len = 0;
-    const Tok op = operator_kind(c, next, len);
+    const Tok op = operator_kind(c, after(), len);
     if (op != Tok::Eof) return done_ascii(op, at + len);
     // ErrChar: one code point.
     size_t n = 1;
