@@ -25,15 +25,16 @@ class TokenStream {
 public:
   explicit TokenStream(ParsedFile& f) : f_(f), lexer_(f.src) { toks_.reserve(64); }
 
-  Tok peek(uint32_t ahead = 0) const {
-    return toks_[std::min<size_t>(pos_ + ahead, toks_.size() - 1)].kind;
-  }
+  // `ahead` is 0 or 1: the parser takes no token past the line's last (its NL or Eof, or the
+  // last of a line cut short, which take() refuses), and a copy of that token follows it.
+  Tok peek(uint32_t ahead = 0) const { return toks_[pos_ + ahead].kind; }
   // Reads the next line's tokens, through its NL (or Eof); a line longer than any statement
   // may be is cut short (take() reports it).
   void read_line() {
     toks_.clear();
     pos_ = 0;
     lexer_.read_line(toks_, kMaxStatementTokens + 2);
+    toks_.push_back(toks_.back()); // what peek(1) sees at the last token
   }
   bool at(Tok k) const { return peek() == k; }
   uint32_t pos() const { return pos_; }
@@ -160,7 +161,7 @@ private:
   uint32_t postfix();
   uint32_t primary();
   uint32_t slice();
-  uint32_t add(const Node& n) {
+  [[gnu::always_inline]] uint32_t add(const Node& n) {
     f_.nodes.push_back(n);
     return static_cast<uint32_t>(f_.nodes.size() - 1);
   }
