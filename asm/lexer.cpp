@@ -198,11 +198,10 @@ size_t Lexer::match_string(size_t at) const {
 
 Token Lexer::next() { return scan(); }
 
-void Lexer::read_line(std::vector<Token>& out, size_t max) {
-  for (;;) {
-    out.push_back(scan());
-    const Tok k = out.back().kind;
-    if (k == Tok::NL || k == Tok::Eof || out.size() >= max) return;
+size_t Lexer::read_line(Token* out, size_t max) {
+  for (size_t n = 0;;) {
+    const Tok k = (out[n++] = scan()).kind;
+    if (k == Tok::NL || k == Tok::Eof || n >= max) return n;
   }
 }
 
@@ -321,7 +320,7 @@ std::vector<Token> lex(std::string_view src) {
   std::vector<Token> out;
   out.reserve(src.size() / 2 + 16); // a token and its blank are rarely under 2 bytes
   Lexer lx(src);
-  do lx.read_line(out, SIZE_MAX);
+  do out.push_back(lx.next());
   while (out.back().kind != Tok::Eof);
   return out;
 }

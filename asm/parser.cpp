@@ -23,7 +23,7 @@ struct ParseError {};
 // tree stores tokens by their byte offset in the source). A syntax error throws ParseError.
 class TokenStream {
 public:
-  explicit TokenStream(ParsedFile& f) : f_(f), lexer_(f.src) { toks_.reserve(64); }
+  explicit TokenStream(ParsedFile& f) : f_(f), lexer_(f.src) { toks_.resize(64); }
 
   // `ahead` is 0 or 1: the parser takes no token past the line's last (its NL or Eof, or the
   // last of a line cut short, which take() refuses), and a copy of that token follows it.
@@ -31,10 +31,16 @@ public:
   // Reads the next line's tokens, through its NL (or Eof); a line longer than any statement
   // may be is cut short (take() reports it).
   void read_line() {
-    toks_.clear();
     pos_ = 0;
-    lexer_.read_line(toks_, kMaxStatementTokens + 2);
-    toks_.push_back(toks_.back()); // what peek(1) sees at the last token
+    n_ = 0;
+    for (;;) { // into toks_, grown when a line fills it (a slot is left for the copy)
+      const size_t room = std::min<size_t>(toks_.size() - 1, kMaxStatementTokens + 2) - n_;
+      n_ += static_cast<uint32_t>(lexer_.read_line(toks_.data() + n_, room));
+      const Tok last = toks_[n_ - 1].kind;
+      if (last == Tok::NL || last == Tok::Eof || n_ >= kMaxStatementTokens + 2) break;
+      toks_.resize(toks_.size() * 2);
+    }
+    toks_[n_] = toks_[n_ - 1]; // what peek(1) sees at the last token
   }
   bool at(Tok k) const { return peek() == k; }
   uint32_t pos() const { return pos_; }
@@ -45,7 +51,7 @@ public:
   bool at_eof() const { return at_eof_; }
   uint32_t off(uint32_t i) const { return toks_[i].begin; }
   uint32_t end(uint32_t i) const { return toks_[i].end; }
-  uint32_t here() const { return toks_[std::min<size_t>(pos_, toks_.size() - 1)].begin; }
+  uint32_t here() const { return toks_[std::min(pos_, n_ - 1)].begin; }
   std::string_view tok_text(uint32_t i) const {
     return std::string_view(f_.src).substr(toks_[i].begin, toks_[i].end - toks_[i].begin);
   }
@@ -65,7 +71,7 @@ public:
     return true;
   }
   [[noreturn]] void error(uint32_t i, std::string msg) {
-    const Token& t = toks_[std::min<size_t>(i, toks_.size() - 1)];
+    const Token& t = toks_[std::min(i, n_ - 1)];
     f_.errors.push_back({t.line, t.col, std::move(msg)});
     throw ParseError{};
   }
@@ -81,7 +87,7 @@ public:
   }
   // Finishes the current line (reading the rest of it if it was cut short).
   void skip_line() {
-    Tok last = toks_.back().kind;
+    Tok last = toks_[n_ - 1].kind;
     while (last != Tok::NL && last != Tok::Eof) last = lexer_.next().kind;
     at_eof_ = last == Tok::Eof;
   }
@@ -89,7 +95,8 @@ public:
 private:
   ParsedFile& f_;
   Lexer lexer_;
-  std::vector<Token> toks_;
+  std::vector<Token> toks_; // the line's n_ tokens, a copy of the last, spare room
+  uint32_t n_ = 0;
   uint32_t pos_ = 0;
   bool at_eof_ = false;
 };
