@@ -84,6 +84,30 @@ Tok directive_kind(std::string_view w) {
   return Tok::Directive;
 }
 
+constexpr std::array<Tok, 256> kOperator1 = [] {
+  std::array<Tok, 256> k{}; // Tok::Eof: no operator
+  k[':'] = Tok::Colon;
+  k['['] = Tok::LBrack;
+  k[']'] = Tok::RBrack;
+  k['('] = Tok::LParen;
+  k[')'] = Tok::RParen;
+  k['@'] = Tok::At;
+  k['='] = Tok::Assign;
+  k['+'] = Tok::Plus;
+  k['-'] = Tok::Minus;
+  k['!'] = Tok::Not;
+  k['~'] = Tok::Tilde;
+  k['*'] = Tok::Star;
+  k['/'] = Tok::Slash;
+  k['%'] = Tok::Percent;
+  k['<'] = Tok::Lt;
+  k['>'] = Tok::Gt;
+  k['&'] = Tok::Amp;
+  k['^'] = Tok::Caret;
+  k['|'] = Tok::Pipe;
+  return k;
+}();
+
 // One- and two-character operators; Eof when `c` starts none.
 Tok operator_kind(char c, char next, size_t& len) {
   len = 2;
@@ -114,28 +138,7 @@ Tok operator_kind(char c, char next, size_t& len) {
   default: break;
   }
   len = 1;
-  switch (c) {
-  case ':': return Tok::Colon;
-  case '[': return Tok::LBrack;
-  case ']': return Tok::RBrack;
-  case '(': return Tok::LParen;
-  case ')': return Tok::RParen;
-  case '@': return Tok::At;
-  case '=': return Tok::Assign;
-  case '+': return Tok::Plus;
-  case '-': return Tok::Minus;
-  case '!': return Tok::Not;
-  case '~': return Tok::Tilde;
-  case '*': return Tok::Star;
-  case '/': return Tok::Slash;
-  case '%': return Tok::Percent;
-  case '<': return Tok::Lt;
-  case '>': return Tok::Gt;
-  case '&': return Tok::Amp;
-  case '^': return Tok::Caret;
-  case '|': return Tok::Pipe;
-  default: return Tok::Eof;
-  }
+  return kOperator1[static_cast<unsigned char>(c)];
 }
 
 } // namespace
@@ -259,7 +262,8 @@ size_t Lexer::read_line(Token* out, size_t max) {
     }
     case Comma: {
       const size_t end = match_comma_tail(at + 1);
-      advance(1);
+      ++col_; // ','
+      ++pos_;
       while (pos_ < end) {
         if (t[pos_] == '\n')
           newline();
