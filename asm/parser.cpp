@@ -654,8 +654,9 @@ size_t split_lines(ParsedFile& f) {
   for (size_t b = 0; b < t.size();) {
     f.line_starts.push_back(static_cast<uint32_t>(b));
     const size_t e = t.find('\n', b);
-    const size_t first = t.find_first_not_of(" \t\r", b);
-    if (first < e && t[first] != ';' && t.compare(first, 2, "//") != 0) ++code;
+    size_t first = b; // the first byte that is not ' ', '\t' or '\r'
+    while (first < t.size() && (t[first] == ' ' || t[first] == '\t' || t[first] == '\r')) ++first;
+    if (first < e && t[first] != ';' && !(t[first] == '/' && t.substr(first, 2) == "//")) ++code;
     b = e == std::string_view::npos ? t.size() : e + 1;
   }
   return code;
