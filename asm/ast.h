@@ -92,6 +92,7 @@ struct Stmt {
   uint32_t label = kNone; // `label:`'s name token
   uint32_t tok = kNone;   // the statement's first token: keyword, mnemonic or macro name
   uint32_t last = kNone;  // its last token
+  uint32_t end = 0;       // the byte after its last token (a label alone: after the label)
   uint32_t line = 0, col = 0, tok_len = 0; // where `tok` is, its length
   uint32_t name = kNone;                   // the declared name; .for: the variable
   uint32_t word = kNone;  // .for: 'in'; .view: 'as'; tensor: the role; .include/.error: STRING

@@ -1,4 +1,5 @@
 #include <array>
+#include <cstring>
 #include <string>
 
 #include "asm/token.h"
@@ -56,16 +57,56 @@ constexpr std::array<uint8_t, 256> kClass = [] {
 }();
 uint8_t class_of(char c) { return kClass[static_cast<unsigned char>(c)]; }
 bool is_name_start(char c) { return class_of(c) == Name; }
-bool is_name_char(char c) { return class_of(c) == Name || class_of(c) == Digit; }
+constexpr std::array<bool, 256> kNameChar = [] {
+  std::array<bool, 256> n{};
+  for (size_t i = 0; i < n.size(); ++i) n[i] = kClass[i] == Name || kClass[i] == Digit;
+  return n;
+}();
+bool is_name_char(char c) { return kNameChar[static_cast<unsigned char>(c)]; }
 bool is_digit(char c) { return class_of(c) == Digit; }
 bool is_continuation(char c) { return (static_cast<unsigned char>(c) & 0xc0) == 0x80; }
 
+// Whether the 8 bytes at `p` are ASCII and none is '\r' or '\n' (each one code point of a line).
+bool plain_ascii8(const char* p) {
+  constexpr uint64_t kOnes = 0x0101010101010101u, kHigh = 0x8080808080808080u;
+  uint64_t w;
+  std::memcpy(&w, p, 8);
+  const uint64_t lf = w ^ (kOnes * '\n'), cr = w ^ (kOnes * '\r');
+  // A byte of lf or cr is zero where w holds '\n' or '\r' (the usual has-a-zero-byte test).
+  return ((w | ((lf - kOnes) & ~lf) | ((cr - kOnes) & ~cr)) & kHigh) == 0;
+}
+
 // '.word': a keyword or a Directive.
 Tok directive_kind(std::string_view w) {
-  for (size_t k = kFirstFixed; k < kNumTok; ++k)
-    if (kSpelling[k] == w) return static_cast<Tok>(k);
+  for (size_t k = kFirstFixed; k < static_cast<size_t>(Tok::DotDot); ++k) // the keywords
+    if (kSpelling[k].size() == w.size() && kSpelling[k][1] == w[1] && kSpelling[k] == w)
+      return static_cast<Tok>(k);
   return Tok::Directive;
 }
+
+constexpr std::array<Tok, 256> kOperator1 = [] {
+  std::array<Tok, 256> k{}; // Tok::Eof: no operator
+  k[':'] = Tok::Colon;
+  k['['] = Tok::LBrack;
+  k[']'] = Tok::RBrack;
+  k['('] = Tok::LParen;
+  k[')'] = Tok::RParen;
+  k['@'] = Tok::At;
+  k['='] = Tok::Assign;
+  k['+'] = Tok::Plus;
+  k['-'] = Tok::Minus;
+  k['!'] = Tok::Not;
+  k['~'] = Tok::Tilde;
+  k['*'] = Tok::Star;
+  k['/'] = Tok::Slash;
+  k['%'] = Tok::Percent;
+  k['<'] = Tok::Lt;
+  k['>'] = Tok::Gt;
+  k['&'] = Tok::Amp;
+  k['^'] = Tok::Caret;
+  k['|'] = Tok::Pipe;
+  return k;
+}();
 
 // One- and two-character operators; Eof when `c` starts none.
 Tok operator_kind(char c, char next, size_t& len) {
@@ -97,28 +138,7 @@ Tok operator_kind(char c, char next, size_t& len) {
   default: break;
   }
   len = 1;
-  switch (c) {
-  case ':': return Tok::Colon;
-  case '[': return Tok::LBrack;
-  case ']': return Tok::RBrack;
-  case '(': return Tok::LParen;
-  case ')': return Tok::RParen;
-  case '@': return Tok::At;
-  case '=': return Tok::Assign;
-  case '+': return Tok::Plus;
-  case '-': return Tok::Minus;
-  case '!': return Tok::Not;
-  case '~': return Tok::Tilde;
-  case '*': return Tok::Star;
-  case '/': return Tok::Slash;
-  case '%': return Tok::Percent;
-  case '<': return Tok::Lt;
-  case '>': return Tok::Gt;
-  case '&': return Tok::Amp;
-  case '^': return Tok::Caret;
-  case '|': return Tok::Pipe;
-  default: return Tok::Eof;
-  }
+  return kOperator1[static_cast<unsigned char>(c)];
 }
 
 } // namespace
@@ -179,17 +199,25 @@ size_t Lexer::match_string(size_t at) const {
   return at;
 }
 
-Token Lexer::next() {
+Token Lexer::next() { return scan(); }
+
+size_t Lexer::read_line(Token* out, size_t max) {
+  for (size_t n = 0;;) {
+    const Tok k = (out[n++] = scan()).kind;
+    if (k == Tok::NL || k == Tok::Eof || n >= max) return n;
+  }
+}
+
+// next(), inlined into the loops above.
+[[gnu::always_inline]] inline Token Lexer::scan() {
   const std::string_view t = t_;
   const size_t size = t.size();
   for (;;) {
     const size_t at = pos_;
-    Token tok{static_cast<uint32_t>(at), 0, line_, col_, Tok::Eof};
+    const uint32_t line = line_, col = col_;
     // Ends the token at pos_; `ascii` tokens advance the column by their length.
     auto done = [&](Tok k) {
-      tok.kind = k;
-      tok.end = static_cast<uint32_t>(pos_);
-      return tok;
+      return Token{static_cast<uint32_t>(at), static_cast<uint32_t>(pos_), line, col, k};
     };
     auto done_ascii = [&](Tok k, size_t end) {
       col_ += static_cast<uint32_t>(end - at);
@@ -198,7 +226,8 @@ Token Lexer::next() {
     };
     if (at >= size) return done(Tok::Eof);
     const char c = t[at];
-    const char next = at + 1 < size ? t[at + 1] : '\0';
+    // The byte after c (read only where it matters: most tokens do not look at it).
+    auto after = [&] { return at + 1 < size ? t[at + 1] : '\0'; };
     switch (class_of(c)) {
     case Blank: { // WS -> skip
       size_t p = at + 1;
@@ -208,22 +237,33 @@ Token Lexer::next() {
       continue;
     }
     case Return:
-      if (next != '\n') break;
+      if (after() != '\n') break;
       advance(1);
       [[fallthrough]];
     case Newline: newline(); return done(Tok::NL);
     case Slash:
-      if (next != '/') break;
+      if (after() != '/') break;
       [[fallthrough]];
-    case Semi: { // COMMENT -> skip
+    case Semi: { // COMMENT -> skip: to the line end, counting code points on the way
       size_t p = at;
-      while (p < size && t[p] != '\r' && t[p] != '\n') ++p;
-      advance(p - at);
+      uint32_t col = col_;
+      for (;;) {
+        while (p + 8 <= size && plain_ascii8(t.data() + p)) {
+          p += 8;
+          col += 8;
+        }
+        if (p >= size || t[p] == '\r' || t[p] == '\n') break;
+        col += !is_continuation(t[p]);
+        ++p;
+      }
+      col_ = col;
+      pos_ = p;
       continue;
     }
     case Comma: {
       const size_t end = match_comma_tail(at + 1);
-      advance(1);
+      ++col_; // ','
+      ++pos_;
       while (pos_ < end) {
         if (t[pos_] == '\n')
           newline();
@@ -260,17 +300,17 @@ Token Lexer::next() {
       return done(end != at ? Tok::String : Tok::ErrChar);
     }
     case Dot:
-      if (is_name_start(next)) { // a keyword or a Directive
+      if (is_name_start(after())) { // a keyword or a Directive
         size_t p = at + 2;
         while (p < size && is_name_char(t[p])) ++p;
         return done_ascii(directive_kind(t.substr(at, p - at)), p);
       }
-      if (next == '.') return done_ascii(Tok::DotDot, at + 2);
+      if (after() == '.') return done_ascii(Tok::DotDot, at + 2);
       break;
     default: break;
     }
     size_t len = 0;
-    const Tok op = operator_kind(c, next, len);
+    const Tok op = operator_kind(c, after(), len);
     if (op != Tok::Eof) return done_ascii(op, at + len);
     // ErrChar: one code point.
     size_t n = 1;

@@ -23,18 +23,24 @@ struct ParseError {};
 // tree stores tokens by their byte offset in the source). A syntax error throws ParseError.
 class TokenStream {
 public:
-  explicit TokenStream(ParsedFile& f) : f_(f), lexer_(f.src) { toks_.reserve(64); }
+  explicit TokenStream(ParsedFile& f) : f_(f), lexer_(f.src) { toks_.resize(64); }
 
-  Tok peek(uint32_t ahead = 0) const {
-    return toks_[std::min<size_t>(pos_ + ahead, toks_.size() - 1)].kind;
-  }
+  // `ahead` is 0 or 1: the parser takes no token past the line's last (its NL or Eof, or the
+  // last of a line cut short, which take() refuses), and a copy of that token follows it.
+  Tok peek(uint32_t ahead = 0) const { return toks_[pos_ + ahead].kind; }
   // Reads the next line's tokens, through its NL (or Eof); a line longer than any statement
   // may be is cut short (take() reports it).
   void read_line() {
-    toks_.clear();
     pos_ = 0;
-    do toks_.push_back(lexer_.next());
-    while (!line_read() && toks_.size() < kMaxStatementTokens + 2);
+    n_ = 0;
+    for (;;) { // into toks_, grown when a line fills it (a slot is left for the copy)
+      const size_t room = std::min<size_t>(toks_.size() - 1, kMaxStatementTokens + 2) - n_;
+      n_ += static_cast<uint32_t>(lexer_.read_line(toks_.data() + n_, room));
+      const Tok last = toks_[n_ - 1].kind;
+      if (last == Tok::NL || last == Tok::Eof || n_ >= kMaxStatementTokens + 2) break;
+      toks_.resize(toks_.size() * 2);
+    }
+    toks_[n_] = toks_[n_ - 1]; // what peek(1) sees at the last token
   }
   bool at(Tok k) const { return peek() == k; }
   uint32_t pos() const { return pos_; }
@@ -44,7 +50,8 @@ public:
   Tok last_kind() const { return toks_[pos_ - 1].kind; } // of the token taken last
   bool at_eof() const { return at_eof_; }
   uint32_t off(uint32_t i) const { return toks_[i].begin; }
-  uint32_t here() const { return toks_[std::min<size_t>(pos_, toks_.size() - 1)].begin; }
+  uint32_t end(uint32_t i) const { return toks_[i].end; }
+  uint32_t here() const { return toks_[std::min(pos_, n_ - 1)].begin; }
   std::string_view tok_text(uint32_t i) const {
     return std::string_view(f_.src).substr(toks_[i].begin, toks_[i].end - toks_[i].begin);
   }
@@ -64,7 +71,7 @@ public:
     return true;
   }
   [[noreturn]] void error(uint32_t i, std::string msg) {
-    const Token& t = toks_[std::min<size_t>(i, toks_.size() - 1)];
+    const Token& t = toks_[std::min(i, n_ - 1)];
     f_.errors.push_back({t.line, t.col, std::move(msg)});
     throw ParseError{};
   }
@@ -80,17 +87,16 @@ public:
   }
   // Finishes the current line (reading the rest of it if it was cut short).
   void skip_line() {
-    Tok last = toks_.back().kind;
+    Tok last = toks_[n_ - 1].kind;
     while (last != Tok::NL && last != Tok::Eof) last = lexer_.next().kind;
     at_eof_ = last == Tok::Eof;
   }
 
 private:
-  bool line_read() const { return toks_.back().kind == Tok::NL || toks_.back().kind == Tok::Eof; }
-
   ParsedFile& f_;
   Lexer lexer_;
-  std::vector<Token> toks_;
+  std::vector<Token> toks_; // the line's n_ tokens, a copy of the last, spare room
+  uint32_t n_ = 0;
   uint32_t pos_ = 0;
   bool at_eof_ = false;
 };
@@ -162,7 +168,7 @@ private:
   uint32_t postfix();
   uint32_t primary();
   uint32_t slice();
-  uint32_t add(const Node& n) {
+  [[gnu::always_inline]] uint32_t add(const Node& n) {
     f_.nodes.push_back(n);
     return static_cast<uint32_t>(f_.nodes.size() - 1);
   }
@@ -259,6 +265,7 @@ void Parser::line_rest(uint32_t start, bool label) {
     ts_.take();
   }
   if (!ts_.at(Tok::NL)) stmt(s);
+  s.end = ts_.end(s.kind == StmtKind::None ? start : ts_.pos() - 1);
   ts_.expect(Tok::NL, "end of line");
   if (s.label != kNone || s.kind != StmtKind::None) f_.stmts.push_back(s);
 }
@@ -647,8 +654,9 @@ size_t split_lines(ParsedFile& f) {
   for (size_t b = 0; b < t.size();) {
     f.line_starts.push_back(static_cast<uint32_t>(b));
     const size_t e = t.find('\n', b);
-    const size_t first = t.find_first_not_of(" \t\r", b);
-    if (first < e && t[first] != ';' && t.compare(first, 2, "//") != 0) ++code;
+    size_t first = b; // the first byte that is not ' ', '\t' or '\r'
+    while (first < t.size() && (t[first] == ' ' || t[first] == '\t' || t[first] == '\r')) ++first;
+    if (first < e && t[first] != ';' && !(t[first] == '/' && t.substr(first, 2) == "//")) ++code;
     b = e == std::string_view::npos ? t.size() : e + 1;
   }
   return code;

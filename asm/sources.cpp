@@ -30,9 +30,7 @@ uint32_t Sources::load(const std::string& display, std::string text) {
   unit.bytes.resize(f.stmts.size());
   for (size_t i = 0; i < f.stmts.size(); ++i) {
     const Stmt& s = f.stmts[i];
-    const uint32_t last = s.last != kNone && s.last >= s.first ? s.last : s.first;
-    const uint32_t end = std::max(lex_at(f.src, last).end, s.first + 1);
-    unit.bytes[i] = end - s.first;
+    unit.bytes[i] = std::max(s.end, s.first + 1) - s.first;
   }
   return id;
 }

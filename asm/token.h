@@ -97,8 +97,12 @@ class Lexer {
 public:
   explicit Lexer(std::string_view src, uint32_t offset = 0) : t_(src), pos_(offset) {}
   Token next();
+  // Writes the tokens up to and including the line's NL (or Eof) to out[0, max) (max >= 1),
+  // stopping early when that is full; returns how many it wrote.
+  size_t read_line(Token* out, size_t max);
 
 private:
+  Token scan();
   // Consumes n bytes of one line (no '\n'), counting code points for the column.
   void advance(size_t n);
   void newline();

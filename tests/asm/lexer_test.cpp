@@ -57,6 +57,19 @@ TEST(Lexer, MatchesAntlrOnRandomText) {
   }
 }
 
+// Comments are skipped 8 bytes at a time while those are ASCII and hold no line end: a
+// non-ASCII character, a lone '\r', a NUL or the line end at every offset of such a block.
+TEST(Lexer, MatchesAntlrOnCommentsOfEveryLength) {
+  const std::vector<std::string> tails = {"é é x", "\r x", "\r\n", "→", std::string(1, '\0'), ""};
+  for (size_t n = 0; n < 26; ++n)
+    for (const std::string& tail : tails) {
+      const std::string text =
+          "a ;" + std::string(n, 'c') + tail + std::string(n % 9, 'd') + " b\n";
+      ASSERT_EQ(compare(text), "") << "input: \"" << text << "\"";
+      ASSERT_EQ(compare("//" + text.substr(3)), "") << "input: //" << text.substr(3);
+    }
+}
+
 // Every fixed token kind maps to a distinct ANTLR type (the adapter's table is complete).
 TEST(Lexer, EveryFixedTokenHasAnAntlrType) {
   std::vector<size_t> seen;

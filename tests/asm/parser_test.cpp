@@ -384,5 +384,28 @@ TEST(Parser, Precedence) {
   }
 }
 
+// A line longer than a statement may be is cut where take() refuses the 4000th token, whatever
+// that token and the one after it are (an ID before '(' or '=' is read one token ahead); the
+// next line is parsed again.
+TEST(Parser, LineOfTooManyTokensIsCutAndTheNextLineParses) {
+  auto repeat = [](std::string head, const std::string& piece, int n) {
+    while (n-- > 0) head += piece;
+    return head;
+  };
+  const std::vector<std::string> lines = {
+      repeat(".foo", " a", 4100), repeat("dve.x a", ", f(b)", 2100),
+      repeat("dve.x a", ", f(b)", 1999) + " , b", repeat(".if x", " + y", 4100),
+      repeat("m a", ", b = c", 1100)};
+  for (const std::string& line : lines)
+    for (const std::string& tail : {std::string(), std::string("\n.endm\n")}) {
+      const ParsedFile f = parse_source("long.nasm", line + tail);
+      ASSERT_EQ(f.errors.size(), 1u) << line.substr(0, 40);
+      EXPECT_EQ(f.errors[0].line, 1u);
+      EXPECT_NE(f.errors[0].message.find("longer than 4000 tokens"), std::string::npos)
+          << f.errors[0].message;
+      EXPECT_EQ(f.stmts.size(), tail.empty() ? 0u : 1u);
+    }
+}
+
 } // namespace
 } // namespace nisa::nasm
