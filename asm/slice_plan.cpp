@@ -9,8 +9,11 @@
 
 namespace nisa::nasm {
 
-uint32_t Slices::plan(uint32_t e, const TensorDecl& t) const {
-  uint32_t* of = plan_of_.row(src_.cur_unit(), src_.file().nodes.size());
+// plan() when the unit has changed or the node has no plan yet.
+uint32_t Slices::make_plan(uint32_t e, const TensorDecl& t) const {
+  plan_unit_ = src_.cur_unit();
+  plan_cur_ = plan_of_.row(plan_unit_, src_.file().nodes.size());
+  uint32_t* of = plan_cur_;
   if (of[e] != 0) return of[e] == kNoPlan || plans_[of[e] - 1].t != &t ? kNoPlan : of[e] - 1;
   of[e] = kNoPlan;
   const Node& x = src_.node(e);
@@ -38,6 +41,12 @@ uint32_t Slices::plan(uint32_t e, const TensorDecl& t) const {
     };
     literal(d.lo, 0, d.klo);
     literal(d.hi, 1, d.khi);
+    auto name = [&](uint32_t x) -> const Symbols::NodeInfo* {
+      if (x == kNone || src_.node(x).kind != NodeKind::Name) return nullptr;
+      return sym_.node_info(x, src_.file().text(src_.node(x)));
+    };
+    d.nlo = name(d.lo);
+    d.nhi = name(d.hi);
     literal(d.step, 2, d.kstep);
     p.kept += !d.point;
     dims.push_back(d);
@@ -51,6 +60,15 @@ uint32_t Slices::plan(uint32_t e, const TensorDecl& t) const {
   return of[e] - 1;
 }
 
+// eval_int(e, what) of a point's or range's bound; a Name node with its NodeInfo `in` is read as
+// eval_int's leaf reads it (the variable visible now, an integer), without the call.
+inline int64_t Slices::planned_int(uint32_t e, const Symbols::NodeInfo* in,
+                                   const char* what) const {
+  if (in)
+    if (const Var* v = sym_.lookup_info(*in, e); v && v->v.kind == Value::Int) return v->v.i;
+  return ev_.eval_int(e, what);
+}
+
 bool Slices::lower_planned(const SlicePlan& p, AccessPattern& ap) const {
   const TensorDecl& t = *p.t;
   const size_t rank = t.shape.size();
@@ -61,14 +79,14 @@ bool Slices::lower_planned(const SlicePlan& p, AccessPattern& ap) const {
     int64_t start = 0, count = 1;
     const bool point = k < p.nidx && dims[k].point;
     if (point) {
-      start = dims[k].fixed & 1 ? dims[k].klo : ev_.eval_int(dims[k].lo, "index");
+      start = dims[k].fixed & 1 ? dims[k].klo : planned_int(dims[k].lo, dims[k].nlo, "index");
       if (start < 0 || start >= n) return false;
     } else {
       int64_t lo = 0, hi = n;
       if (k < p.nidx) {
         const PlanDim& d = dims[k];
-        if (d.lo != kNone) lo = d.fixed & 1 ? d.klo : ev_.eval_int(d.lo, "slice start");
-        if (d.hi != kNone) hi = d.fixed & 2 ? d.khi : ev_.eval_int(d.hi, "slice stop");
+        if (d.lo != kNone) lo = d.fixed & 1 ? d.klo : planned_int(d.lo, d.nlo, "slice start");
+        if (d.hi != kNone) hi = d.fixed & 2 ? d.khi : planned_int(d.hi, d.nhi, "slice stop");
         if (d.step != kNone && (d.fixed & 4 ? d.kstep : ev_.eval_int(d.step, "slice step")) != 1)
           return false;
       }

@@ -3,11 +3,16 @@
 // follow every rebinding, shadowing and redefinition.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+
 #include "asm/asm.h"
 #include "isa/op_index.h"
 
 namespace nisa::nasm {
 namespace {
+
+namespace fs = std::filesystem;
 
 Module must_assemble(std::string_view src) {
   auto r = assemble_string(src, "t.nasm", {});
@@ -206,6 +211,51 @@ TEST(AsmBinding, NamedOperandsFollowVariables) {
   EXPECT_EQ(funcs, (std::vector<int64_t>{func("copy"), func("exp"), func("tanh"), func("relu"),
                                          func("copy")}));
   EXPECT_EQ(queues, (std::vector<int64_t>{1, 7, 1, 4, 1}));
+}
+
+// A planned slice reads a bound that is a bare name without eval_int (asm/slice_plan.cpp
+// planned_int): a parameter or loop variable of a global's name must still win where visible,
+// also in a file included (one unit, its nodes' caches shared) where a global is seen first
+// and a loop variable or parameter of its name later.
+TEST(AsmBinding, SliceBoundsFollowVariables) {
+  const fs::path dir = fs::path(::testing::TempDir()) / "nisa_binding_bounds";
+  fs::create_directories(dir);
+  std::ofstream(dir / "bounds.inc") << "  dve.memset a[:, G : H], 0.0\n  dve.memset a[:, G], 0.0\n";
+  std::ofstream(dir / "main.nasm") << R"(
+.sbuf a : fp32[128, 64]
+.set G = 1
+.equ H = 40
+.macro m
+  dve.memset a[:, G : H], 0.0
+  dve.memset a[:, G], 0.0
+.endm
+.macro p G, H
+  m
+  .include "bounds.inc"
+.endm
+  m
+  .include "bounds.inc"
+  p 5, 9
+.for G in 10 .. 12
+  m
+  .include "bounds.inc"
+.endfor
+.set G = 2
+  p 7, 8
+  .include "bounds.inc"
+)";
+  AsmResult r = assemble_file((dir / "main.nasm").string());
+  fs::remove_all(dir);
+  ASSERT_TRUE(r.ok()) << r.diagnostics_text();
+  std::vector<std::pair<uint64_t, uint32_t>> got; // (column, count)
+  for (const Inst& in : r.module->streams[static_cast<int>(Engine::dve)])
+    got.emplace_back(in.ops[0].ap.offset / 4, in.ops[0].ap.dims[0].count);
+  // m sees the globals only (G 1, then 2); p's parameters and the loop's G hide them.
+  const std::vector<std::pair<uint64_t, uint32_t>> want = {
+      {1, 39}, {1, 1}, {1, 39},  {1, 1},  {1, 39}, {1, 1}, {5, 4},   {5, 1},
+      {1, 39}, {1, 1}, {10, 30}, {10, 1}, {1, 39}, {1, 1}, {11, 29}, {11, 1},
+      {2, 38}, {2, 1}, {7, 1},   {7, 1},  {2, 38}, {2, 1}};
+  EXPECT_EQ(got, want);
 }
 
 } // namespace
