@@ -100,6 +100,14 @@ Operand Operands::convert(const InstDesc& d, size_t k, uint32_t e, Engine eng, u
     check_space();
     return o;
   }
+  if (mem && src_.node(e).kind == NodeKind::Call && src_.file().text(src_.node(e)) == "ap") {
+    // ap(...): what eval() (a call of ap is never an integer: no try_int) and to_ap give,
+    // without a Value.
+    o.ap = sl_.raw_pattern(e);
+    raw = true;
+    check_space();
+    return o;
+  }
   if (od.kind == OperandKind::Enum || od.kind == OperandKind::Queue ||
       od.kind == OperandKind::Reg || od.kind == OperandKind::RegOrImm)
     if (const std::string_view n = plain_name(e); !n.empty())

@@ -258,5 +258,30 @@ TEST(AsmBinding, SliceBoundsFollowVariables) {
   EXPECT_EQ(got, want);
 }
 
+// An ap(...) operand is lowered without a Value (asm/operands.cpp, Slices::raw_pattern): its
+// space, dtype and integer fields still follow the variables visible where it is written.
+TEST(AsmBinding, RawApFollowsVariables) {
+  Module m = must_assemble(R"(
+.sbuf a : fp32[128, 64]
+.set hbm = sbuf
+.set O = 8
+.macro f sbuf, fp32, O
+  dve.memset ap(sbuf, fp32, 0, 128, O, [[1, 4]]), 0.0
+.endm
+  dve.memset ap(sbuf, fp32, 0, 128, O, [[1, 4]]), 0.0
+  f sbuf, bf16, 16
+.for O in 32 .. 33
+  dve.memset ap(hbm, fp32, 0, 128, O, [[1, 4]]), 0.0
+.endfor
+)");
+  std::vector<std::pair<uint64_t, int>> got; // (offset, dtype)
+  for (const Inst& in : m.streams[static_cast<int>(Engine::dve)]) {
+    EXPECT_EQ(in.ops[0].ap.space, MemSpace::sbuf);
+    got.emplace_back(in.ops[0].ap.offset, int(in.ops[0].ap.dtype));
+  }
+  const int f32 = int(*parse_dtype("fp32")), b16 = int(*parse_dtype("bf16"));
+  EXPECT_EQ(got, (std::vector<std::pair<uint64_t, int>>{{8, f32}, {16, b16}, {32, f32}}));
+}
+
 } // namespace
 } // namespace nisa::nasm
