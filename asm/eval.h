@@ -229,6 +229,22 @@ private:
   uint32_t make_plan(uint32_t e, const TensorDecl& t) const;
   bool lower_planned(const SlicePlan& p, AccessPattern& ap) const;
   int64_t planned_int(uint32_t e, const Symbols::NodeInfo* in, const char* what) const;
+  // Per unit and Call node of ap() whose space and dtype are written as names and whose named
+  // fields are pstride=, mult= or limit= (each at most once): the fields' expressions and the
+  // space and dtype the names' texts give, made once, so that raw_pattern reads them without a
+  // Value when no variable of those names is visible (asm/slice_plan.cpp raw_planned).
+  struct RawPlan {
+    uint32_t pos[6] = {};                                   // the positional fields' expressions
+    const Symbols::NodeInfo *nsp = nullptr, *ndt = nullptr; // the space's, dtype's Name node
+    int ksp = -1, kdt = -1; // the space, dtype its text names (-1: none, or not a name's value)
+    uint32_t pstride = kNone, mult = kNone, limit = kNone; // named fields' expressions
+  };
+  uint32_t raw_plan(uint32_t e) const;
+  bool raw_planned(const RawPlan& p, AccessPattern& ap) const;
+  mutable UnitTable<uint32_t> raw_of_;  // 0 not made, else 1 + index in raw_plans_ (or kNoPlan)
+  mutable uint32_t* raw_cur_ = nullptr; // raw_of_ of raw_unit_
+  mutable uint32_t raw_unit_ = 0;
+  mutable std::vector<RawPlan> raw_plans_;
   mutable UnitTable<uint32_t> plan_of_;
   mutable uint32_t* plan_cur_ = nullptr; // plan_of_ of plan_unit_
   mutable uint32_t plan_unit_ = 0;

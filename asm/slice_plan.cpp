@@ -6,6 +6,7 @@
 // side effects, and the general path evaluates the indices in the same order.
 #include "asm/eval.h"
 #include "asm/layout.h"
+#include "isa/enums.h"
 
 namespace nisa::nasm {
 
@@ -97,6 +98,97 @@ bool Slices::lower_planned(const SlicePlan& p, AccessPattern& ap) const {
     if (!b.place(k, start, count, point, 1, p.elem_stride[k])) return false;
   }
   b.finish();
+  return true;
+}
+
+// ap(...)'s usual case, planned once per Call node (Slices::RawPlan): every field read as
+// raw_pattern's general path would read it, the space's and dtype's names through their
+// NodeInfo at each expansion (a visible variable's value wins, as there). Anything out of the
+// usual (a field not an integer or out of its range, a name naming no space or dtype) gives up
+// before reporting anything, and the general path evaluates ap() again and decides, with its
+// errors: evaluating is free of side effects.
+uint32_t Slices::raw_plan(uint32_t e) const {
+  if (src_.cur_unit() != raw_unit_ || !raw_cur_) {
+    raw_unit_ = src_.cur_unit();
+    raw_cur_ = raw_of_.row(raw_unit_, src_.file().nodes.size());
+  }
+  uint32_t& of = raw_cur_[e];
+  if (of != 0) return of == kNoPlan ? kNoPlan : of - 1;
+  of = kNoPlan;
+  const Node& c = src_.node(e);
+  const uint32_t* args = src_.file().kid_begin(c);
+  RawPlan p;
+  uint32_t npos = 0;
+  for (uint32_t k = 0; k < c.nkids; ++k) {
+    const Node& a = src_.node(args[k]);
+    if (a.b == kNone) {
+      if (npos == 6) return kNoPlan;
+      p.pos[npos++] = a.a;
+      continue;
+    }
+    const std::string_view n = src_.text(a.b);
+    uint32_t* field = n == "pstride" ? &p.pstride
+                      : n == "mult"  ? &p.mult
+                      : n == "limit" ? &p.limit
+                                     : nullptr;
+    if (!field || *field != kNone) return kNoPlan; // dyn=, vidx=, unknown or given twice
+    *field = a.a;
+  }
+  if (npos != 6) return kNoPlan;
+  for (int k = 0; k < 2; ++k) {
+    const Node& n = src_.node(p.pos[k]);
+    if (n.kind != NodeKind::Name) return kNoPlan;
+    const std::string_view t = src_.file().text(n);
+    (k == 0 ? p.nsp : p.ndt) = sym_.node_info(p.pos[k], t);
+    if (t == "inf" || t == "nan" || t == "true" || t == "false") continue; // not a name's value
+    if (k == 0) {
+      if (auto sp = enum_parse(EnumType::MemSpace, t)) p.ksp = *sp;
+    } else if (auto dt = parse_dtype(t)) {
+      p.kdt = static_cast<int>(*dt);
+    }
+  }
+  raw_plans_.push_back(p);
+  of = static_cast<uint32_t>(raw_plans_.size());
+  return of - 1;
+}
+
+bool Slices::raw_planned(const RawPlan& p, AccessPattern& ap) const {
+  // The space's and dtype's names: a visible variable holding a name, else the node's text.
+  if (const Var* v = sym_.lookup_info(*p.nsp, p.pos[0])) {
+    if (v->v.kind != Value::Name) return false;
+    auto sp = enum_parse(EnumType::MemSpace, v->v.s);
+    if (!sp) return false;
+    ap.space = static_cast<MemSpace>(*sp);
+  } else if (p.ksp >= 0) {
+    ap.space = static_cast<MemSpace>(p.ksp);
+  } else {
+    return false;
+  }
+  if (const Var* v = sym_.lookup_info(*p.ndt, p.pos[1])) {
+    if (v->v.kind != Value::Name) return false;
+    auto dt = parse_dtype(v->v.s);
+    if (!dt) return false;
+    ap.dtype = *dt;
+  } else if (p.kdt >= 0) {
+    ap.dtype = static_cast<DType>(p.kdt);
+  } else {
+    return false;
+  }
+  int64_t ps, pc, off;
+  if (!ev_.try_int(p.pos[2], ps) || ps < 0 || ps > 0xffff || !ev_.try_int(p.pos[3], pc) || pc < 0 ||
+      pc > 0xffff || !ev_.try_int(p.pos[4], off) || off < 0)
+    return false;
+  ap.part_start = static_cast<uint16_t>(ps);
+  ap.part_count = static_cast<uint16_t>(pc);
+  ap.offset = static_cast<uint64_t>(off);
+  if (!int_dims(p.pos[5], ap)) return false;
+  if (p.pstride != kNone && !ev_.try_int(p.pstride, ap.part_stride)) return false;
+  if (p.mult != kNone && !ev_.try_int(p.mult, ap.dyn_mult)) return false;
+  if (p.limit != kNone) {
+    int64_t l;
+    if (!ev_.try_int(p.limit, l) || l < 0 || l > UINT32_MAX) return false;
+    ap.dyn_limit = static_cast<uint32_t>(l);
+  }
   return true;
 }
 

@@ -157,6 +157,8 @@ Value Slices::raw_ap(uint32_t self) {
 }
 
 AccessPattern Slices::raw_pattern(uint32_t self) const {
+  if (const uint32_t p = raw_plan(self); p != kNoPlan)
+    if (AccessPattern ap; raw_planned(raw_plans_[p], ap)) return ap;
   const Node& c = src_.node(self);
   AccessPattern ap;
   const uint32_t* args = src_.file().kid_begin(c);

@@ -258,29 +258,42 @@ TEST(AsmBinding, SliceBoundsFollowVariables) {
   EXPECT_EQ(got, want);
 }
 
-// An ap(...) operand is lowered without a Value (asm/operands.cpp, Slices::raw_pattern): its
-// space, dtype and integer fields still follow the variables visible where it is written.
+// An ap(...) operand is lowered without a Value (asm/operands.cpp, Slices::raw_pattern), from a
+// plan made once per node with its space and dtype names read (asm/slice_plan.cpp raw_plan):
+// its space, dtype and integer fields still follow the variables visible where it is written,
+// also in a file included (one unit) where the names are first unbound and later parameters.
 TEST(AsmBinding, RawApFollowsVariables) {
-  Module m = must_assemble(R"(
+  const fs::path dir = fs::path(::testing::TempDir()) / "nisa_binding_ap";
+  fs::create_directories(dir);
+  std::ofstream(dir / "ap.inc") << "  dve.memset ap(sbuf, fp32, 0, 128, O, [[1, 4]]), 0.0\n";
+  std::ofstream(dir / "main.nasm") << R"(
 .sbuf a : fp32[128, 64]
-.set hbm = sbuf
 .set O = 8
 .macro f sbuf, fp32, O
-  dve.memset ap(sbuf, fp32, 0, 128, O, [[1, 4]]), 0.0
+  .include "ap.inc"
 .endm
-  dve.memset ap(sbuf, fp32, 0, 128, O, [[1, 4]]), 0.0
-  f sbuf, bf16, 16
+  .include "ap.inc"
+  f psum, bf16, 16
 .for O in 32 .. 33
-  dve.memset ap(hbm, fp32, 0, 128, O, [[1, 4]]), 0.0
+  .include "ap.inc"
 .endfor
-)");
-  std::vector<std::pair<uint64_t, int>> got; // (offset, dtype)
-  for (const Inst& in : m.streams[static_cast<int>(Engine::dve)]) {
-    EXPECT_EQ(in.ops[0].ap.space, MemSpace::sbuf);
-    got.emplace_back(in.ops[0].ap.offset, int(in.ops[0].ap.dtype));
-  }
-  const int f32 = int(*parse_dtype("fp32")), b16 = int(*parse_dtype("bf16"));
-  EXPECT_EQ(got, (std::vector<std::pair<uint64_t, int>>{{8, f32}, {16, b16}, {32, f32}}));
+.set hbm = sbuf
+  dve.memset ap(hbm, fp32, 0, 128, O, [[1, 4]]), 0.0
+  f sbuf, fp8e4m3, 4
+)";
+  AsmResult r = assemble_file((dir / "main.nasm").string());
+  fs::remove_all(dir);
+  ASSERT_TRUE(r.ok()) << r.diagnostics_text();
+  std::vector<std::tuple<int, uint64_t, int>> got; // (space, offset, dtype)
+  for (const Inst& in : r.module->streams[static_cast<int>(Engine::dve)])
+    got.emplace_back(int(in.ops[0].ap.space), in.ops[0].ap.offset, int(in.ops[0].ap.dtype));
+  auto dt = [](std::string_view n) { return int(*parse_dtype(n)); };
+  const int sb = int(MemSpace::sbuf), ps = int(MemSpace::psum);
+  EXPECT_EQ(got, (std::vector<std::tuple<int, uint64_t, int>>{{sb, 8, dt("fp32")},
+                                                              {ps, 16, dt("bf16")},
+                                                              {sb, 32, dt("fp32")},
+                                                              {sb, 8, dt("fp32")},
+                                                              {sb, 4, dt("fp8e4m3")}}));
 }
 
 } // namespace
