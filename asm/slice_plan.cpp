@@ -101,6 +101,18 @@ bool Slices::lower_planned(const SlicePlan& p, AccessPattern& ap) const {
   return true;
 }
 
+bool Slices::planned_index(uint32_t self, AccessPattern& ap) const {
+  const Node& x = src_.node(self);
+  const Node& b = src_.node(x.a);
+  if (b.kind != NodeKind::Name) return false;
+  const Symbols::NodeInfo* in = sym_.node_info(x.a, src_.file().text(b));
+  if (sym_.lookup_info(*in, x.a)) return false;
+  const TensorDecl* t = in->tensor ? in->tensor : sym_.find_tensor_node(x.a, src_.file().text(b));
+  if (!t) return false;
+  const uint32_t p = plan(self, *t);
+  return p != kNoPlan && lower_planned(plans_[p], ap);
+}
+
 // ap(...)'s usual case, planned once per Call node (Slices::RawPlan): every field read as
 // raw_pattern's general path would read it, the space's and dtype's names through their
 // NodeInfo at each expansion (a visible variable's value wins, as there). Anything out of the
