@@ -296,5 +296,37 @@ TEST(AsmBinding, RawApFollowsVariables) {
                                                               {sb, 4, dt("fp8e4m3")}}));
 }
 
+// A @wait's or @signal's semaphore named directly is read from its node's NodeInfo once seen
+// (asm/sync.cpp sem_fast): a parameter or loop variable of a semaphore's name must still win
+// where visible, also in a file included (one unit) where the name first names the semaphore.
+TEST(AsmBinding, SyncSemaphoresFollowVariables) {
+  const fs::path dir = fs::path(::testing::TempDir()) / "nisa_binding_sync";
+  fs::create_directories(dir);
+  std::ofstream(dir / "sync.inc") << "  dve.memset a[:, 0:1], 0.0  @wait(s1 >= 1) @signal(s1)\n";
+  std::ofstream(dir / "main.nasm") << R"(
+.sbuf a : fp32[128, 64]
+.sem s0, s1, s2
+.macro f s1
+  .include "sync.inc"
+.endm
+  .include "sync.inc"
+  f s2
+.for s1 in 0 .. 1
+  f s0
+.endfor
+  .include "sync.inc"
+)";
+  AsmResult r = assemble_file((dir / "main.nasm").string());
+  fs::remove_all(dir);
+  ASSERT_TRUE(r.ok()) << r.diagnostics_text();
+  std::vector<std::pair<int, int>> got; // (wait's semaphore, signal's)
+  for (const Inst& in : r.module->streams[static_cast<int>(Engine::dve)]) {
+    ASSERT_EQ(in.waits.size(), 1u);
+    ASSERT_EQ(in.signals.size(), 1u);
+    got.emplace_back(in.waits[0].sem, in.signals[0].sem);
+  }
+  EXPECT_EQ(got, (std::vector<std::pair<int, int>>{{1, 1}, {2, 2}, {0, 0}, {1, 1}}));
+}
+
 } // namespace
 } // namespace nisa::nasm
