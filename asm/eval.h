@@ -198,9 +198,9 @@ public:
   Value index(uint32_t e); // an Index node
   // index() without its Value: the access pattern, and the tensor's name in `name_out` if given.
   AccessPattern lower_index(uint32_t e, std::string* name_out) const;
-  // lower_index()'s planned case into `ap` (a slice of a tensor named directly, no variable of
-  // that name visible, lowered by its plan); false for anything else (`ap` then undefined),
-  // which lower_index decides. It may throw only what lower_index would.
+  // lower_index()'s planned case into `ap` (a slice of a tensor named directly or by a visible
+  // variable holding its name, lowered by the node's plan for that tensor); false for anything
+  // else (`ap` then undefined), which lower_index decides. It throws only what lower_index would.
   bool planned_index(uint32_t e, AccessPattern& ap) const;
   Value raw_ap(uint32_t e); // a Call node of ap()
   // raw_ap() without its Value: the access pattern (what to_ap of raw_ap's Value gives, raw).

@@ -106,8 +106,13 @@ bool Slices::planned_index(uint32_t self, AccessPattern& ap) const {
   const Node& b = src_.node(x.a);
   if (b.kind != NodeKind::Name) return false;
   const Symbols::NodeInfo* in = sym_.node_info(x.a, src_.file().text(b));
-  if (sym_.lookup_info(*in, x.a)) return false;
-  const TensorDecl* t = in->tensor ? in->tensor : sym_.find_tensor_node(x.a, src_.file().text(b));
+  const TensorDecl* t;
+  if (const Var* v = sym_.lookup_info(*in, x.a)) { // a variable holding a tensor's name
+    if (v->v.kind != Value::Name) return false;
+    t = sym_.find_tensor(v->v.s);
+  } else {
+    t = in->tensor ? in->tensor : sym_.find_tensor_node(x.a, src_.file().text(b));
+  }
   if (!t) return false;
   const uint32_t p = plan(self, *t);
   return p != kNoPlan && lower_planned(plans_[p], ap);

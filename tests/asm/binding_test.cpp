@@ -258,6 +258,33 @@ TEST(AsmBinding, SliceBoundsFollowVariables) {
   EXPECT_EQ(got, want);
 }
 
+// A slice of a tensor named by a variable is lowered by its node's plan for that tensor
+// (asm/slice_plan.cpp planned_index): the variable's tensor wins over a tensor of the name
+// written, and a node meeting another tensor is lowered for that one.
+TEST(AsmBinding, SliceBasesFollowVariables) {
+  Module m = must_assemble(R"(
+.sbuf x : fp32[128, 64]
+.sbuf y : fp32[128, 64]
+.sbuf z : fp32[64, 32]
+.macro f x, c
+  dve.memset x[0:2, c:c+1], 0.0
+.endm
+  f x, 1
+  f y, 2
+  f z, 3
+.for x in 0 .. 1
+  f z, 4
+.endfor
+  dve.memset x[0:2, 5:6], 0.0
+)");
+  std::vector<std::pair<uint64_t, uint32_t>> got; // (byte offset, partitions)
+  for (const Inst& in : m.streams[static_cast<int>(Engine::dve)])
+    got.emplace_back(in.ops[0].ap.offset, in.ops[0].ap.part_count);
+  const uint64_t y = 64 * 4, z = 2 * 64 * 4; // y after x, z after y (64-byte aligned)
+  EXPECT_EQ(got, (std::vector<std::pair<uint64_t, uint32_t>>{
+                     {4, 2}, {y + 8, 2}, {z + 12, 2}, {z + 16, 2}, {20, 2}}));
+}
+
 // An ap(...) operand is lowered without a Value (asm/operands.cpp, Slices::raw_pattern), from a
 // plan made once per node with its space and dtype names read (asm/slice_plan.cpp raw_plan):
 // its space, dtype and integer fields still follow the variables visible where it is written,
