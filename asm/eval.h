@@ -198,12 +198,18 @@ public:
   Value index(uint32_t e); // an Index node
   // index() without its Value: the access pattern, and the tensor's name in `name_out` if given.
   AccessPattern lower_index(uint32_t e, std::string* name_out) const;
+  // lower_index()'s planned case into `ap` (a slice of a tensor named directly or by a visible
+  // variable holding its name, lowered by the node's plan for that tensor); false for anything
+  // else (`ap` then undefined), which lower_index decides. It throws only what lower_index would.
+  bool planned_index(uint32_t e, AccessPattern& ap) const;
   Value raw_ap(uint32_t e); // a Call node of ap()
+  // raw_ap() without its Value: the access pattern (what to_ap of raw_ap's Value gives, raw).
+  AccessPattern raw_pattern(uint32_t e) const;
   // A slice, or a tensor named by a value (all of it); `raw`: written as ap(...).
   AccessPattern to_ap(const Value& v, uint32_t e, bool& raw) const;
 
 private:
-  bool int_dims(uint32_t e, AccessPattern& ap);
+  bool int_dims(uint32_t e, AccessPattern& ap) const;
 
   // Per unit and Index node whose base names a tensor and whose indices are all points and
   // ranges: the tensor, its element strides and the indices' expressions, made once, so that
@@ -213,6 +219,8 @@ private:
     bool point = false;
     uint8_t fixed = 0;                   // bit 0, 1, 2: lo, hi, step is an integer literal ...
     int64_t klo = 0, khi = 0, kstep = 0; // ... of this value (not evaluated)
+    // lo, hi: a Name node's NodeInfo (of the plan's unit), read as eval_int's leaf would read it
+    const Symbols::NodeInfo *nlo = nullptr, *nhi = nullptr;
   };
   struct SlicePlan {
     const TensorDecl* t = nullptr;
@@ -222,8 +230,28 @@ private:
   };
   static constexpr uint32_t kNoPlan = UINT32_MAX; // plan_of_: 0 not made, else 1 + index
   uint32_t plan(uint32_t e, const TensorDecl& t) const;
+  uint32_t make_plan(uint32_t e, const TensorDecl& t) const;
   bool lower_planned(const SlicePlan& p, AccessPattern& ap) const;
+  int64_t planned_int(uint32_t e, const Symbols::NodeInfo* in, const char* what) const;
+  // Per unit and Call node of ap() whose space and dtype are written as names and whose named
+  // fields are pstride=, mult= or limit= (each at most once): the fields' expressions and the
+  // space and dtype the names' texts give, made once, so that raw_pattern reads them without a
+  // Value when no variable of those names is visible (asm/slice_plan.cpp raw_planned).
+  struct RawPlan {
+    uint32_t pos[6] = {};                                   // the positional fields' expressions
+    const Symbols::NodeInfo *nsp = nullptr, *ndt = nullptr; // the space's, dtype's Name node
+    int ksp = -1, kdt = -1; // the space, dtype its text names (-1: none, or not a name's value)
+    uint32_t pstride = kNone, mult = kNone, limit = kNone; // named fields' expressions
+  };
+  uint32_t raw_plan(uint32_t e) const;
+  bool raw_planned(const RawPlan& p, AccessPattern& ap) const;
+  mutable UnitTable<uint32_t> raw_of_;  // 0 not made, else 1 + index in raw_plans_ (or kNoPlan)
+  mutable uint32_t* raw_cur_ = nullptr; // raw_of_ of raw_unit_
+  mutable uint32_t raw_unit_ = 0;
+  mutable std::vector<RawPlan> raw_plans_;
   mutable UnitTable<uint32_t> plan_of_;
+  mutable uint32_t* plan_cur_ = nullptr; // plan_of_ of plan_unit_
+  mutable uint32_t plan_unit_ = 0;
   mutable std::vector<SlicePlan> plans_;
   mutable std::vector<PlanDim> plan_dims_;
 
@@ -260,6 +288,14 @@ inline bool Evaluator::op_int(uint32_t e, int64_t& out) {
   if (src_.cur_unit() == prog_unit_ && prog_cur_)
     if (const uint32_t p = prog_cur_[e]; p >= 2) return run(ops_.data() + (p - 2), out);
   return op_int_slow(e, out);
+}
+
+// The node's plan when it is made (inline: the usual case); else make_plan.
+inline uint32_t Slices::plan(uint32_t e, const TensorDecl& t) const {
+  if (src_.cur_unit() == plan_unit_ && plan_cur_)
+    if (const uint32_t p = plan_cur_[e]; p != 0)
+      return p == kNoPlan || plans_[p - 1].t != &t ? kNoPlan : p - 1;
+  return make_plan(e, t);
 }
 
 } // namespace nisa::nasm

@@ -81,22 +81,31 @@ Operand Operands::convert(const InstDesc& d, size_t k, uint32_t e, Engine eng, u
                           bool& raw) {
   const OperandDesc& od = d.operands[k];
   Operand o;
-  auto check_space = [&] {
-    const uint8_t bit = space_bit(o.ap.space);
-    if (!(od.spaces & bit)) {
-      std::string allowed;
-      for (MemSpace s : {MemSpace::hbm, MemSpace::sbuf, MemSpace::psum})
-        if (od.spaces & space_bit(s))
-          allowed += (allowed.empty() ? "" : " or ") + std::string(name_of(s));
-      src_.fail_at(e, fmt::format("operand '{}' of {}.{} cannot be in {} (allowed: {})", od.name,
-                                  name_of(eng), d.mnemonic, name_of(o.ap.space), allowed));
-    }
+  auto space_error = [&] {
+    std::string allowed;
+    for (MemSpace s : {MemSpace::hbm, MemSpace::sbuf, MemSpace::psum})
+      if (od.spaces & space_bit(s))
+        allowed += (allowed.empty() ? "" : " or ") + std::string(name_of(s));
+    src_.fail_at(e, fmt::format("operand '{}' of {}.{} cannot be in {} (allowed: {})", od.name,
+                                name_of(eng), d.mnemonic, name_of(o.ap.space), allowed));
+  };
+  auto check_space = [&] { // inline: only the error is a call
+    if (!(od.spaces & space_bit(o.ap.space))) space_error();
   };
   const bool mem = od.kind == OperandKind::Dst || od.kind == OperandKind::Src;
   if (mem && src_.node(e).kind == NodeKind::Index) {
-    // A slice: what eval() and Slices::to_ap give, without a Value.
-    o.ap = sl_.lower_index(e, nullptr);
+    // A slice: what eval() and Slices::to_ap give, without a Value (the usual case lowered in
+    // place).
+    if (!sl_.planned_index(e, o.ap)) o.ap = sl_.lower_index(e, nullptr);
     raw = false;
+    check_space();
+    return o;
+  }
+  if (mem && src_.node(e).kind == NodeKind::Call && src_.file().text(src_.node(e)) == "ap") {
+    // ap(...): what eval() (a call of ap is never an integer: no try_int) and to_ap give,
+    // without a Value.
+    o.ap = sl_.raw_pattern(e);
+    raw = true;
     check_space();
     return o;
   }

@@ -128,7 +128,7 @@ AccessPattern Slices::lower_index(uint32_t self, std::string* name_out) const {
 // ap()'s dims written as a list literal of [stride, count] lists of integer expressions, each
 // in range: set in `ap` without a Value per node. Anything else (or out of range): false, and
 // raw_ap evaluates the list the general way, with its errors.
-bool Slices::int_dims(uint32_t e, AccessPattern& ap) {
+bool Slices::int_dims(uint32_t e, AccessPattern& ap) const {
   const Node& l = src_.node(e);
   if (l.kind != NodeKind::List || l.nkids < 1 || l.nkids > kMaxFreeDims) return false;
   std::array<FreeDim, kMaxFreeDims> dims{};
@@ -149,6 +149,16 @@ bool Slices::int_dims(uint32_t e, AccessPattern& ap) {
 // ap(SPACE, DTYPE, PSTART, PCOUNT, OFFSET, [[stride, count], ...], pstride=, dyn=, mult=,
 //    limit=, vidx=[pstart, pcount, offset, dtype]): every AccessPattern field, exactly.
 Value Slices::raw_ap(uint32_t self) {
+  Value v;
+  v.kind = Value::Ap;
+  v.ap = raw_pattern(self);
+  v.raw = true;
+  return v;
+}
+
+AccessPattern Slices::raw_pattern(uint32_t self) const {
+  if (const uint32_t p = raw_plan(self); p != kNoPlan)
+    if (AccessPattern ap; raw_planned(raw_plans_[p], ap)) return ap;
   const Node& c = src_.node(self);
   AccessPattern ap;
   const uint32_t* args = src_.file().kid_begin(c);
@@ -253,11 +263,7 @@ Value Slices::raw_ap(uint32_t self) {
                                   s.empty() ? "" : "; did you mean '" + s + "'?"));
     }
   }
-  Value v;
-  v.kind = Value::Ap;
-  v.ap = ap;
-  v.raw = true;
-  return v;
+  return ap;
 }
 
 AccessPattern Slices::to_ap(const Value& v, uint32_t e, bool& raw) const {

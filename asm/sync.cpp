@@ -44,7 +44,12 @@ std::string_view SyncLowering::sync_kind(uint32_t tok) const {
 void SyncLowering::parse(const Sync& s, Inst& in) {
   static constexpr std::string_view kKinds[] = {"wait", "signal", "after", "after_opt"};
   const auto& syncs = src_.file().syncs;
-  uint8_t& known = kinds_.row(src_.cur_unit(), syncs.size())[&s - syncs.data()];
+  if (src_.cur_unit() != rows_unit_ || !kinds_cur_) {
+    rows_unit_ = src_.cur_unit();
+    kinds_cur_ = kinds_.row(rows_unit_, syncs.size());
+    sem_cur_ = sem_info_.row(rows_unit_, src_.file().items.size());
+  }
+  uint8_t& known = kinds_cur_[&s - syncs.data()];
   if (!known) {
     const std::string_view kind = sync_kind(s.kind);
     const auto* k = std::find(std::begin(kKinds), std::end(kKinds), kind);
@@ -80,6 +85,14 @@ void SyncLowering::parse(const Sync& s, Inst& in) {
     }
     return;
   }
+  // The usual case: the item's semaphore Name node seen before, naming a semaphore directly (no
+  // variable of its name visible now); else sem_of.
+  auto sem_fast = [&](uint32_t item, uint32_t e, uint16_t& sem) {
+    const Symbols::NodeInfo* info = sem_cur_[item];
+    if (!info || info->sem < 0 || sym_.lookup_info(*info, e)) return false;
+    sem = static_cast<uint16_t>(info->sem);
+    return true;
+  };
   auto sem_of = [&](uint32_t e) {
     const Node& np = src_.node(e);
     if (np.kind != NodeKind::Name) src_.fail_at(e, "expected a semaphore name");
@@ -99,10 +112,14 @@ void SyncLowering::parse(const Sync& s, Inst& in) {
   else
     waits.reserve(std::min<size_t>(waits.size() + s.nitems, kMaxWaits));
   for (uint32_t k = 0; k < s.nitems; ++k) {
-    const Item& a = src_.file().items[s.items + k];
+    const uint32_t item = s.items + k;
+    const Item& a = src_.file().items[item];
     if (known == 2) { // signal
       Signal sig;
-      sig.sem = sem_of(a.lhs);
+      if (!sem_fast(item, a.lhs, sig.sem)) {
+        sig.sem = sem_of(a.lhs);
+        sem_cur_[item] = sym_.node_info(a.lhs, src_.file().text(src_.node(a.lhs)));
+      }
       if (a.rhs != kNone) {
         int64_t dv = ev_.eval_int(a.rhs, "signal increment");
         if (dv < 0 || dv > UINT32_MAX) src_.fail_at(a.rhs, "signal increment must fit in 32 bits");
@@ -117,7 +134,10 @@ void SyncLowering::parse(const Sync& s, Inst& in) {
     if (!b || b->kind != NodeKind::Binary || (b->op != Tok::Ge && b->op != Tok::EqEq))
       fail(src_.loc(a.tok), "@wait takes conditions 'sem >= value' or 'sem == value'");
     Wait w;
-    w.sem = sem_of(b->a);
+    if (!sem_fast(item, b->a, w.sem)) {
+      w.sem = sem_of(b->a);
+      sem_cur_[item] = sym_.node_info(b->a, src_.file().text(src_.node(b->a)));
+    }
     w.cmp = b->op == Tok::Ge ? WaitCmp::ge : WaitCmp::eq;
     int64_t val = ev_.eval_int(b->b, "wait value");
     if (val < 0 || val > UINT32_MAX)

@@ -8,6 +8,7 @@
 
 #include "asm/ast.h"
 #include "asm/sources.h"
+#include "asm/symbols.h"
 
 namespace nisa::nasm {
 
@@ -51,6 +52,12 @@ private:
   std::string_view sync_kind(uint32_t tok) const;
   // Per unit and clause: its kind once read (0: not yet; 1 + index in kKinds).
   UnitTable<uint8_t> kinds_;
+  // Per unit and item of a @wait or @signal: the NodeInfo of its semaphore's Name node, once
+  // read (a semaphore named directly, no variable of its name visible, is read from it).
+  UnitTable<const Symbols::NodeInfo*> sem_info_;
+  uint8_t* kinds_cur_ = nullptr; // the rows of rows_unit_
+  const Symbols::NodeInfo** sem_cur_ = nullptr;
+  uint32_t rows_unit_ = 0;
 
   Module& mod_;
   const Sources& src_;

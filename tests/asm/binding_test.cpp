@@ -3,11 +3,16 @@
 // follow every rebinding, shadowing and redefinition.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+
 #include "asm/asm.h"
 #include "isa/op_index.h"
 
 namespace nisa::nasm {
 namespace {
+
+namespace fs = std::filesystem;
 
 Module must_assemble(std::string_view src) {
   auto r = assemble_string(src, "t.nasm", {});
@@ -206,6 +211,148 @@ TEST(AsmBinding, NamedOperandsFollowVariables) {
   EXPECT_EQ(funcs, (std::vector<int64_t>{func("copy"), func("exp"), func("tanh"), func("relu"),
                                          func("copy")}));
   EXPECT_EQ(queues, (std::vector<int64_t>{1, 7, 1, 4, 1}));
+}
+
+// A planned slice reads a bound that is a bare name without eval_int (asm/slice_plan.cpp
+// planned_int): a parameter or loop variable of a global's name must still win where visible,
+// also in a file included (one unit, its nodes' caches shared) where a global is seen first
+// and a loop variable or parameter of its name later.
+TEST(AsmBinding, SliceBoundsFollowVariables) {
+  const fs::path dir = fs::path(::testing::TempDir()) / "nisa_binding_bounds";
+  fs::create_directories(dir);
+  std::ofstream(dir / "bounds.inc") << "  dve.memset a[:, G : H], 0.0\n  dve.memset a[:, G], 0.0\n";
+  std::ofstream(dir / "main.nasm") << R"(
+.sbuf a : fp32[128, 64]
+.set G = 1
+.equ H = 40
+.macro m
+  dve.memset a[:, G : H], 0.0
+  dve.memset a[:, G], 0.0
+.endm
+.macro p G, H
+  m
+  .include "bounds.inc"
+.endm
+  m
+  .include "bounds.inc"
+  p 5, 9
+.for G in 10 .. 12
+  m
+  .include "bounds.inc"
+.endfor
+.set G = 2
+  p 7, 8
+  .include "bounds.inc"
+)";
+  AsmResult r = assemble_file((dir / "main.nasm").string());
+  fs::remove_all(dir);
+  ASSERT_TRUE(r.ok()) << r.diagnostics_text();
+  std::vector<std::pair<uint64_t, uint32_t>> got; // (column, count)
+  for (const Inst& in : r.module->streams[static_cast<int>(Engine::dve)])
+    got.emplace_back(in.ops[0].ap.offset / 4, in.ops[0].ap.dims[0].count);
+  // m sees the globals only (G 1, then 2); p's parameters and the loop's G hide them.
+  const std::vector<std::pair<uint64_t, uint32_t>> want = {
+      {1, 39}, {1, 1}, {1, 39},  {1, 1},  {1, 39}, {1, 1}, {5, 4},   {5, 1},
+      {1, 39}, {1, 1}, {10, 30}, {10, 1}, {1, 39}, {1, 1}, {11, 29}, {11, 1},
+      {2, 38}, {2, 1}, {7, 1},   {7, 1},  {2, 38}, {2, 1}};
+  EXPECT_EQ(got, want);
+}
+
+// A slice of a tensor named by a variable is lowered by its node's plan for that tensor
+// (asm/slice_plan.cpp planned_index): the variable's tensor wins over a tensor of the name
+// written, and a node meeting another tensor is lowered for that one.
+TEST(AsmBinding, SliceBasesFollowVariables) {
+  Module m = must_assemble(R"(
+.sbuf x : fp32[128, 64]
+.sbuf y : fp32[128, 64]
+.sbuf z : fp32[64, 32]
+.macro f x, c
+  dve.memset x[0:2, c:c+1], 0.0
+.endm
+  f x, 1
+  f y, 2
+  f z, 3
+.for x in 0 .. 1
+  f z, 4
+.endfor
+  dve.memset x[0:2, 5:6], 0.0
+)");
+  std::vector<std::pair<uint64_t, uint32_t>> got; // (byte offset, partitions)
+  for (const Inst& in : m.streams[static_cast<int>(Engine::dve)])
+    got.emplace_back(in.ops[0].ap.offset, in.ops[0].ap.part_count);
+  const uint64_t y = 64 * 4, z = 2 * 64 * 4; // y after x, z after y (64-byte aligned)
+  EXPECT_EQ(got, (std::vector<std::pair<uint64_t, uint32_t>>{
+                     {4, 2}, {y + 8, 2}, {z + 12, 2}, {z + 16, 2}, {20, 2}}));
+}
+
+// An ap(...) operand is lowered without a Value (asm/operands.cpp, Slices::raw_pattern), from a
+// plan made once per node with its space and dtype names read (asm/slice_plan.cpp raw_plan):
+// its space, dtype and integer fields still follow the variables visible where it is written,
+// also in a file included (one unit) where the names are first unbound and later parameters.
+TEST(AsmBinding, RawApFollowsVariables) {
+  const fs::path dir = fs::path(::testing::TempDir()) / "nisa_binding_ap";
+  fs::create_directories(dir);
+  std::ofstream(dir / "ap.inc") << "  dve.memset ap(sbuf, fp32, 0, 128, O, [[1, 4]]), 0.0\n";
+  std::ofstream(dir / "main.nasm") << R"(
+.sbuf a : fp32[128, 64]
+.set O = 8
+.macro f sbuf, fp32, O
+  .include "ap.inc"
+.endm
+  .include "ap.inc"
+  f psum, bf16, 16
+.for O in 32 .. 33
+  .include "ap.inc"
+.endfor
+.set hbm = sbuf
+  dve.memset ap(hbm, fp32, 0, 128, O, [[1, 4]]), 0.0
+  f sbuf, fp8e4m3, 4
+)";
+  AsmResult r = assemble_file((dir / "main.nasm").string());
+  fs::remove_all(dir);
+  ASSERT_TRUE(r.ok()) << r.diagnostics_text();
+  std::vector<std::tuple<int, uint64_t, int>> got; // (space, offset, dtype)
+  for (const Inst& in : r.module->streams[static_cast<int>(Engine::dve)])
+    got.emplace_back(int(in.ops[0].ap.space), in.ops[0].ap.offset, int(in.ops[0].ap.dtype));
+  auto dt = [](std::string_view n) { return int(*parse_dtype(n)); };
+  const int sb = int(MemSpace::sbuf), ps = int(MemSpace::psum);
+  EXPECT_EQ(got, (std::vector<std::tuple<int, uint64_t, int>>{{sb, 8, dt("fp32")},
+                                                              {ps, 16, dt("bf16")},
+                                                              {sb, 32, dt("fp32")},
+                                                              {sb, 8, dt("fp32")},
+                                                              {sb, 4, dt("fp8e4m3")}}));
+}
+
+// A @wait's or @signal's semaphore named directly is read from its node's NodeInfo once seen
+// (asm/sync.cpp sem_fast): a parameter or loop variable of a semaphore's name must still win
+// where visible, also in a file included (one unit) where the name first names the semaphore.
+TEST(AsmBinding, SyncSemaphoresFollowVariables) {
+  const fs::path dir = fs::path(::testing::TempDir()) / "nisa_binding_sync";
+  fs::create_directories(dir);
+  std::ofstream(dir / "sync.inc") << "  dve.memset a[:, 0:1], 0.0  @wait(s1 >= 1) @signal(s1)\n";
+  std::ofstream(dir / "main.nasm") << R"(
+.sbuf a : fp32[128, 64]
+.sem s0, s1, s2
+.macro f s1
+  .include "sync.inc"
+.endm
+  .include "sync.inc"
+  f s2
+.for s1 in 0 .. 1
+  f s0
+.endfor
+  .include "sync.inc"
+)";
+  AsmResult r = assemble_file((dir / "main.nasm").string());
+  fs::remove_all(dir);
+  ASSERT_TRUE(r.ok()) << r.diagnostics_text();
+  std::vector<std::pair<int, int>> got; // (wait's semaphore, signal's)
+  for (const Inst& in : r.module->streams[static_cast<int>(Engine::dve)]) {
+    ASSERT_EQ(in.waits.size(), 1u);
+    ASSERT_EQ(in.signals.size(), 1u);
+    got.emplace_back(in.waits[0].sem, in.signals[0].sem);
+  }
+  EXPECT_EQ(got, (std::vector<std::pair<int, int>>{{1, 1}, {2, 2}, {0, 0}, {1, 1}}));
 }
 
 } // namespace
