@@ -20,6 +20,19 @@ Module must_assemble(std::string_view src) {
   return r.module ? *r.module : Module{};
 }
 
+// `main` assembled from a fresh directory that also holds `inc_name` with `inc` (to be
+// .include'd: one unit whose nodes' caches every inclusion shares), the directory removed after.
+AsmResult assemble_with_include(std::string_view dir_name, std::string_view inc_name,
+                                std::string_view inc, std::string_view main) {
+  const fs::path dir = fs::path(::testing::TempDir()) / dir_name;
+  fs::create_directories(dir);
+  std::ofstream(dir / inc_name) << inc;
+  std::ofstream(dir / "main.nasm") << main;
+  AsmResult r = assemble_file((dir / "main.nasm").string());
+  fs::remove_all(dir);
+  return r;
+}
+
 // The column each memset of `a` (fp32[128, 64], at 0) starts at.
 std::vector<uint64_t> memset_columns(const Module& m) {
   std::vector<uint64_t> cols;
@@ -218,10 +231,9 @@ TEST(AsmBinding, NamedOperandsFollowVariables) {
 // also in a file included (one unit, its nodes' caches shared) where a global is seen first
 // and a loop variable or parameter of its name later.
 TEST(AsmBinding, SliceBoundsFollowVariables) {
-  const fs::path dir = fs::path(::testing::TempDir()) / "nisa_binding_bounds";
-  fs::create_directories(dir);
-  std::ofstream(dir / "bounds.inc") << "  dve.memset a[:, G : H], 0.0\n  dve.memset a[:, G], 0.0\n";
-  std::ofstream(dir / "main.nasm") << R"(
+  AsmResult r =
+      assemble_with_include("nisa_binding_bounds", "bounds.inc",
+                            "  dve.memset a[:, G : H], 0.0\n  dve.memset a[:, G], 0.0\n", R"(
 .sbuf a : fp32[128, 64]
 .set G = 1
 .equ H = 40
@@ -243,9 +255,7 @@ TEST(AsmBinding, SliceBoundsFollowVariables) {
 .set G = 2
   p 7, 8
   .include "bounds.inc"
-)";
-  AsmResult r = assemble_file((dir / "main.nasm").string());
-  fs::remove_all(dir);
+)");
   ASSERT_TRUE(r.ok()) << r.diagnostics_text();
   std::vector<std::pair<uint64_t, uint32_t>> got; // (column, count)
   for (const Inst& in : r.module->streams[static_cast<int>(Engine::dve)])
@@ -290,10 +300,8 @@ TEST(AsmBinding, SliceBasesFollowVariables) {
 // its space, dtype and integer fields still follow the variables visible where it is written,
 // also in a file included (one unit) where the names are first unbound and later parameters.
 TEST(AsmBinding, RawApFollowsVariables) {
-  const fs::path dir = fs::path(::testing::TempDir()) / "nisa_binding_ap";
-  fs::create_directories(dir);
-  std::ofstream(dir / "ap.inc") << "  dve.memset ap(sbuf, fp32, 0, 128, O, [[1, 4]]), 0.0\n";
-  std::ofstream(dir / "main.nasm") << R"(
+  AsmResult r = assemble_with_include("nisa_binding_ap", "ap.inc",
+                                      "  dve.memset ap(sbuf, fp32, 0, 128, O, [[1, 4]]), 0.0\n", R"(
 .sbuf a : fp32[128, 64]
 .set O = 8
 .macro f sbuf, fp32, O
@@ -307,9 +315,7 @@ TEST(AsmBinding, RawApFollowsVariables) {
 .set hbm = sbuf
   dve.memset ap(hbm, fp32, 0, 128, O, [[1, 4]]), 0.0
   f sbuf, fp8e4m3, 4
-)";
-  AsmResult r = assemble_file((dir / "main.nasm").string());
-  fs::remove_all(dir);
+)");
   ASSERT_TRUE(r.ok()) << r.diagnostics_text();
   std::vector<std::tuple<int, uint64_t, int>> got; // (space, offset, dtype)
   for (const Inst& in : r.module->streams[static_cast<int>(Engine::dve)])
@@ -327,10 +333,9 @@ TEST(AsmBinding, RawApFollowsVariables) {
 // (asm/sync.cpp sem_fast): a parameter or loop variable of a semaphore's name must still win
 // where visible, also in a file included (one unit) where the name first names the semaphore.
 TEST(AsmBinding, SyncSemaphoresFollowVariables) {
-  const fs::path dir = fs::path(::testing::TempDir()) / "nisa_binding_sync";
-  fs::create_directories(dir);
-  std::ofstream(dir / "sync.inc") << "  dve.memset a[:, 0:1], 0.0  @wait(s1 >= 1) @signal(s1)\n";
-  std::ofstream(dir / "main.nasm") << R"(
+  AsmResult r =
+      assemble_with_include("nisa_binding_sync", "sync.inc",
+                            "  dve.memset a[:, 0:1], 0.0  @wait(s1 >= 1) @signal(s1)\n", R"(
 .sbuf a : fp32[128, 64]
 .sem s0, s1, s2
 .macro f s1
@@ -342,9 +347,7 @@ TEST(AsmBinding, SyncSemaphoresFollowVariables) {
   f s0
 .endfor
   .include "sync.inc"
-)";
-  AsmResult r = assemble_file((dir / "main.nasm").string());
-  fs::remove_all(dir);
+)");
   ASSERT_TRUE(r.ok()) << r.diagnostics_text();
   std::vector<std::pair<int, int>> got; // (wait's semaphore, signal's)
   for (const Inst& in : r.module->streams[static_cast<int>(Engine::dve)]) {
