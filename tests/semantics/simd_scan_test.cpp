@@ -185,6 +185,12 @@ struct TypedRows {
     }
   }
   void* row(uint32_t r) { return mem.data() + r * pitch; }
+  // Every row's start, as scan_rows_t / fold_rows_t take them.
+  std::vector<void*> rows_ptrs() {
+    std::vector<void*> p(val.size() / n);
+    for (uint32_t r = 0; r < p.size(); ++r) p[r] = row(r);
+    return p;
+  }
   float read(uint32_t r, uint64_t i) const {
     if (t == simd::LaneType::f32) {
       float f;
@@ -237,13 +243,7 @@ TEST(Simd, TypedScanRowsEveryLevelMatchTheRecurrenceWithRounding) {
                 }
                 for (Level l : levels()) {
                   TypedRows o(to, rows, n, 1, 1.0f);
-                  std::vector<const void*> pa(rows), pb(rows);
-                  std::vector<void*> po(rows);
-                  for (uint32_t r = 0; r < rows; ++r) {
-                    pa[r] = a.row(r);
-                    pb[r] = b.row(r);
-                    po[r] = o.row(r);
-                  }
+                  const auto pa = a.rows_ptrs(), pb = b.rows_ptrs(), po = o.rows_ptrs();
                   simd::scan_rows_t(l, t0, pa.data(), t1, pb.data(), to, po.data(), init.data(),
                                     rows, n, o0, o1, rev0, rev1);
                   for (uint32_t r = 0; r < rows; ++r)
@@ -277,14 +277,8 @@ TEST(Simd, TypedScanRowsInPlaceEveryLevel) {
         }
         for (Level l : levels()) {
           TypedRows b = b0;
-          std::vector<const void*> pa(rows), pb(rows);
-          std::vector<void*> po(rows);
-          for (uint32_t r = 0; r < rows; ++r) {
-            pa[r] = a.row(r);
-            pb[r] = b.row(r);
-            po[r] = b.row(r);
-          }
-          simd::scan_rows_t(l, LaneType::f32, pa.data(), t, pb.data(), t, po.data(), init.data(),
+          const auto pa = a.rows_ptrs(), pb = b.rows_ptrs(); // out: the in1 rows
+          simd::scan_rows_t(l, LaneType::f32, pa.data(), t, pb.data(), t, pb.data(), init.data(),
                             rows, n, simd::LaneOp::multiply, simd::LaneOp::add, false, false);
           for (uint32_t r = 0; r < rows; ++r)
             for (uint64_t i = 0; i < n; ++i)
@@ -329,8 +323,7 @@ TEST(Simd, TypedFoldRowsEveryLevelMatchTheLeftFold) {
             want[r] = f32_bits(acc);
           }
           for (Level l : levels()) {
-            std::vector<const void*> px(rows);
-            for (uint32_t r = 0; r < rows; ++r) px[r] = x.row(r);
+            const auto px = x.rows_ptrs();
             std::vector<float> got(rows, 777.0f);
             simd::fold_rows_t(l, t, px.data(), got.data(), rows, n, o);
             for (uint32_t r = 0; r < rows; ++r)

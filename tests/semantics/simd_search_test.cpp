@@ -133,6 +133,29 @@ std::vector<float> slot_values(const std::vector<float>& x, uint32_t seed) {
   return v;
 }
 
+// The definitions. find_index8: slot j takes the (number of equal earlier slots)-th match of
+// v[j] in x, -1 when there is none.
+void ref_find_index8(const float* x, uint64_t n, const float* v, int64_t want[8]) {
+  for (int j = 0; j < 8; ++j) {
+    int rank = 0, seen = 0;
+    for (int i = 0; i < j; ++i) rank += v[i] == v[j];
+    want[j] = -1;
+    for (uint64_t k = 0; k < n && want[j] < 0; ++k)
+      if (x[k] == v[j] && seen++ == rank) want[j] = int64_t(k);
+  }
+}
+// match_replace8: slots 7..0, each the first match no later slot took, -1 when there is none;
+// returns which elements of x were taken.
+std::vector<bool> ref_match_replace8(const float* x, uint64_t n, const float* v, int64_t want[8]) {
+  std::vector<bool> used(n, false);
+  for (int j = 7; j >= 0; --j) {
+    want[j] = -1;
+    for (uint64_t k = 0; k < n && want[j] < 0; ++k)
+      if (!used[k] && x[k] == v[j]) used[k] = true, want[j] = int64_t(k);
+  }
+  return used;
+}
+
 TEST(Simd, FindIndex8EveryLevelMatchesOccurrenceCount) {
   int seed = 0;
   for (uint64_t n : kLengths)
@@ -140,14 +163,7 @@ TEST(Simd, FindIndex8EveryLevelMatchesOccurrenceCount) {
       const std::vector<float> x = nasty_row(n, 2000 + seed, specials);
       const std::vector<float> v = slot_values(x, 3000 + seed++);
       int64_t want[8];
-      for (int j = 0; j < 8; ++j) { // slot j takes the (number of equal earlier slots)-th match
-        int rank = 0;
-        for (int i = 0; i < j; ++i) rank += v[i] == v[j];
-        want[j] = -1;
-        int seen = 0;
-        for (uint64_t k = 0; k < n && want[j] < 0; ++k)
-          if (x[k] == v[j] && seen++ == rank) want[j] = int64_t(k);
-      }
+      ref_find_index8(x.data(), n, v.data(), want);
       for (Level l : levels()) {
         int64_t got[8];
         simd::find_index8_row(l, x.data(), n, v.data(), got);
@@ -164,16 +180,7 @@ TEST(Simd, MatchReplace8EveryLevelMatchesReverseSlotOrder) {
       const std::vector<float> x = nasty_row(n, 4000 + seed, specials);
       const std::vector<float> v = slot_values(x, 5000 + seed++);
       int64_t want[8];
-      std::vector<bool> used(n, false);
-      for (int j = 7; j >= 0; --j) {
-        want[j] = -1;
-        for (uint64_t k = 0; k < n; ++k)
-          if (!used[k] && x[k] == v[j]) {
-            used[k] = true;
-            want[j] = int64_t(k);
-            break;
-          }
-      }
+      ref_match_replace8(x.data(), n, v.data(), want);
       for (Level l : levels()) {
         int64_t got[8];
         simd::match_replace8_row(l, x.data(), n, v.data(), got);
@@ -351,19 +358,8 @@ TEST(Simd, FindIndex8MatchReplace8NanDenseRowsEveryLevel) {
         std::vector<float> v = slot_values(x, c == 0 ? 3u : 40000u + seed);
         if (c == 2) v[7] = -0.0f, v[0] = 0.0f; // both zeros
         int64_t want_fi[8], want_mr[8];
-        for (int j = 0; j < 8; ++j) {
-          int rank = 0, seen = 0;
-          for (int i = 0; i < j; ++i) rank += v[i] == v[j];
-          want_fi[j] = -1;
-          for (uint64_t k = 0; k < n && want_fi[j] < 0; ++k)
-            if (x[k] == v[j] && seen++ == rank) want_fi[j] = int64_t(k);
-        }
-        std::vector<bool> used(n, false);
-        for (int j = 7; j >= 0; --j) {
-          want_mr[j] = -1;
-          for (uint64_t k = 0; k < n && want_mr[j] < 0; ++k)
-            if (!used[k] && x[k] == v[j]) used[k] = true, want_mr[j] = int64_t(k);
-        }
+        ref_find_index8(x.data(), n, v.data(), want_fi);
+        ref_match_replace8(x.data(), n, v.data(), want_mr);
         for (Level l : levels()) {
           int64_t fi[8], mr[8];
           simd::find_index8_row(l, x.data(), n, v.data(), fi);
@@ -417,27 +413,9 @@ TEST(Simd, FindIndex8AndMatchReplace8Bf16RowsEveryLevel) {
         const auto h = bf16_row(n, 23000 + seed, kind, seed % 2 == 0);
         const auto x = widen(h);
         const auto v = bf16_slots(x, 24000 + seed++, c);
-        // find_index8: slot j takes the (number of equal earlier slots)-th match.
         int64_t want_fi[8], want_mr[8];
-        for (int j = 0; j < 8; ++j) {
-          int rank = 0;
-          for (int i = 0; i < j; ++i) rank += v[i] == v[j];
-          want_fi[j] = -1;
-          int seen = 0;
-          for (uint64_t k = 0; k < n && want_fi[j] < 0; ++k)
-            if (x[k] == v[j] && seen++ == rank) want_fi[j] = int64_t(k);
-        }
-        // match_replace8: slots 7..0, each the first match no later slot took.
-        std::vector<bool> used(n, false);
-        for (int j = 7; j >= 0; --j) {
-          want_mr[j] = -1;
-          for (uint64_t k = 0; k < n; ++k)
-            if (!used[k] && x[k] == v[j]) {
-              used[k] = true;
-              want_mr[j] = int64_t(k);
-              break;
-            }
-        }
+        ref_find_index8(x.data(), n, v.data(), want_fi);
+        ref_match_replace8(x.data(), n, v.data(), want_mr);
         for (Level l : levels()) {
           int64_t fi[8], mr[8];
           const bool a = simd::find_index8_bf16_row(l, bytes_of(h), n, v.data(), fi);
@@ -498,19 +476,13 @@ TEST(Simd, FindIndex8AndMatchReplace8InstructionsBf16EveryLevel) {
         for (uint32_t p = 0; p < P; ++p) {
           const float* r = xs.data() + p * n;
           const float* v = vals.data() + p * 8;
-          std::vector<bool> used(n, false);
-          for (int j = 7; j >= 0; --j) {
-            int64_t want = -1;
-            for (uint32_t k = 0; k < n && want < 0; ++k)
-              if (!used[k] && r[k] == v[j]) used[k] = true, want = k;
-            ASSERT_EQ(idx[p * 8 + j], want < 0 ? int64_t(0xffffffff) : want)
+          int64_t want_mr[8], want_fi[8];
+          const std::vector<bool> used = ref_match_replace8(r, n, v, want_mr);
+          ref_find_index8(r, n, v, want_fi);
+          for (int j = 7; j >= 0; --j) { // an index not found is written as 0xffffffff
+            ASSERT_EQ(idx[p * 8 + j], want_mr[j] < 0 ? int64_t(0xffffffff) : want_mr[j])
                 << simd::name(l) << " n=" << n << " p=" << p << " slot " << j;
-            int rank = 0, seen = 0;
-            for (int i = 0; i < j; ++i) rank += v[i] == v[j];
-            int64_t wf = -1;
-            for (uint32_t k = 0; k < n && wf < 0; ++k)
-              if (r[k] == v[j] && seen++ == rank) wf = k;
-            ASSERT_EQ(fi[p * 8 + j], wf < 0 ? int64_t(0xffffffff) : wf)
+            ASSERT_EQ(fi[p * 8 + j], want_fi[j] < 0 ? int64_t(0xffffffff) : want_fi[j])
                 << simd::name(l) << " n=" << n << " p=" << p << " slot " << j;
           }
           for (uint32_t k = 0; k < n; ++k)
