@@ -53,6 +53,10 @@ import zlib
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import torch_rows  # noqa: E402 (bench/, beside this script; only its numpy helpers are used)
+
+torch_rows.bind(np, None, None)
 ROOT = os.path.dirname(HERE)
 KDIR = os.path.join(ROOT, "kernels_asm")
 SEED = 20240611  # base seed; each run's rng is default_rng([SEED, crc32(run name)])
@@ -200,14 +204,7 @@ def allgather_in(R, M, K, dt, name):
 
 def topk_reduce_in(ROWS, T, K, H, dt):
     def make(rng):
-        ids = np.full(ROWS, -1, dtype=np.int32)
-        slots = rng.permutation(ROWS)
-        n = 0
-        for t in range(T):  # 0 .. K rows per token, scattered
-            for _ in range(int(rng.integers(0, K + 1))):
-                if n < ROWS:
-                    ids[slots[n]] = t
-                    n += 1
+        ids = torch_rows.scattered_token_ids(rng, ROWS, T, K)
         inp = np.zeros((ROWS, H + 2), dtype=np.uint16 if dt == "bf16" else np.float16)
         inp[:, :H] = rnd(rng, (ROWS, H), dt)
         inp.view(np.uint16)[:, H:] = ids.view(np.uint16).reshape(ROWS, 2)

@@ -57,6 +57,28 @@ def T(a):
     return torch.from_numpy(np.ascontiguousarray(a))
 
 
+def scattered_token_ids(rng, rows, tokens, k):
+    """topk_reduce's row -> token map (int32): 0 .. k rows per token at random rows, -1 for the
+    rows no token has (also bench/compare_builds.py's input)."""
+    ids = np.full(rows, -1, dtype=np.int32)
+    slots = rng.permutation(rows)
+    n = 0
+    for t in range(tokens):
+        for _ in range(int(rng.integers(0, k + 1))):
+            if n < rows:
+                ids[slots[n]] = t
+                n += 1
+    return ids
+
+
+def torch_topk(tx, k):
+    """torch's top-k along rows, as the topk rows' outputs."""
+    def tfn():
+        v, i = torch.topk(tx, k, dim=1)
+        return {"values": v, "indices": i}
+    return tfn
+
+
 # ---- checks -------------------------------------------------------------------------------------
 
 
@@ -154,11 +176,7 @@ def topk_check(x):
 def row_topk(rng, method):
     B, V, K = 1024, 8192, 2048
     x = rand(rng, (B, V))
-    tx = T(x)
-
-    def tfn():
-        v, i = torch.topk(tx, K, dim=1)
-        return {"values": v, "indices": i}
+    tfn = torch_topk(T(x), K)
 
     d = dict(BXS=B, V=V, K=K, DT="fp32")
     if method:
@@ -244,14 +262,7 @@ def row_depthwise(rng):
 def row_topk_reduce(rng):
     ROWS, TT, K, H = 1024, 128, 8, 4096
     vals = rand(rng, (ROWS, H), 1.0, "bf16")
-    ids = np.full(ROWS, -1, dtype=np.int32)
-    slots = rng.permutation(ROWS)
-    nxt = 0
-    for t in range(TT):  # 0 .. K rows per token, scattered
-        for _ in range(int(rng.integers(0, K + 1))):
-            if nxt < ROWS:
-                ids[slots[nxt]] = t
-                nxt += 1
+    ids = scattered_token_ids(rng, ROWS, TT, K)
     inp = np.zeros((ROWS, H + 2), dtype=np.uint16)
     inp[:, :H] = bf16_bits(vals)
     inp[:, H:] = ids.view(np.uint16).reshape(ROWS, 2)
@@ -557,11 +568,7 @@ def row_tiny_cumsum(rng):  # --self-test: two row tiles and two free tiles, a se
 def row_tiny_topk(rng):  # --self-test: the rotational path on a small row
     B, V, K = 4, 1000, 16
     x = rand(rng, (B, V))
-    tx = T(x)
-
-    def tfn():
-        v, i = torch.topk(tx, K, dim=1)
-        return {"values": v, "indices": i}
+    tfn = torch_topk(T(x), K)
 
     return Row("self_test_topk", "topk.nasm", "4x1000 K=16 fp32",
                dict(BXS=B, V=V, K=K, METHOD="rotational", DT="fp32"), ["--lnc", "2"], {"x": x},
