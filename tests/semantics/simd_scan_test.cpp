@@ -363,11 +363,7 @@ TEST(Simd, TensorReduceMaxMinBf16RowsAgreeAcrossLevels) {
         S.dims[0] = {int32_t(inner), 2};
         S.dims[1] = {1, inner};
         const auto D = Bench::sb(DType::fp32, P, 2, 40000);
-        Inst r = make(Opcode::tensor_reduce, Engine::dve);
-        set_ap(r, "dst", D);
-        set_ap(r, "src", S);
-        set_e(r, "op", op);
-        set_i(r, "axes", 1);
+        const Inst r = tensor_reduce(D, S, op, false);
         b.run(r);
         res.push_back(b.get(D));
         for (uint32_t p = 0; p < P; ++p)
@@ -424,12 +420,7 @@ TEST(Simd, ScanAndReduceInstructionsAgreeAcrossLevels) {
     S.dims[0] = {10, 30};
     S.dims[1] = {1, 10};
     const auto D = Bench::sb(DType::fp32, P, 30, 40000);
-    Inst r = make(Opcode::tensor_reduce, Engine::dve);
-    set_ap(r, "dst", D);
-    set_ap(r, "src", S);
-    set_e(r, "op", AluOp::add);
-    set_i(r, "axes", 1);
-    set_i(r, "negate", 1);
+    const Inst r = tensor_reduce(D, S, AluOp::add, true);
     b.run(r);
     sums.push_back(b.get(D));
     // the reference for the reduce, from the definition
@@ -465,11 +456,7 @@ TEST(Simd, Bf16FoldAndScanThroughConvertedRowsMatchThePlainLoops) {
       b.put(X, nasty_row(uint64_t(P) * F, 700 + F, false));
       b.put(ONES, std::vector<float>(size_t(P) * F, 1.0f));
       const auto x = b.get(X); // the bf16-rounded values
-      Inst r = make(Opcode::tensor_reduce, Engine::dve);
-      set_ap(r, "dst", D);
-      set_ap(r, "src", X);
-      set_e(r, "op", AluOp::add);
-      set_i(r, "axes", 1);
+      const Inst r = tensor_reduce(D, X, AluOp::add, false);
       b.run(r);
       b.run(cumsum_inst(Y, ONES, X));
       const auto sum = b.get(D), scan = b.get(Y);
@@ -532,11 +519,7 @@ TEST(Simd, Bf16RowsStraightIntoTheLanesMatchThePlainLoops) {
           S.ndims = 2;
           S.dims[0] = {int32_t(F / 2), 2};
           S.dims[1] = {1, F / 2};
-          Inst r = make(Opcode::tensor_reduce, Engine::dve);
-          set_ap(r, "dst", D);
-          set_ap(r, "src", S);
-          set_e(r, "op", op);
-          set_i(r, "axes", 1);
+          const Inst r = tensor_reduce(D, S, op, false);
           b.run(r);
           const auto got = b.get(D);
           for (uint32_t p = 0; p < P; ++p)
@@ -617,11 +600,7 @@ TEST(Simd, ScanAndFoldOnTheLastBytesOfEveryPartitionMatchThePlainLoop) {
     for (auto [op, src, ref] :
          {std::tuple{AluOp::add, &s, &add_ref}, std::tuple{AluOp::multiply, &m, &mul_ref}}) {
       bench.put(X, *src);
-      Inst r = make(Opcode::tensor_reduce, Engine::dve);
-      set_ap(r, "dst", Bench::sb(DType::fp32, P, 1, 2 * W));
-      set_ap(r, "src", X);
-      set_e(r, "op", op);
-      set_i(r, "axes", 1);
+      const Inst r = tensor_reduce(Bench::sb(DType::fp32, P, 1, 2 * W), X, op, false);
       bench.run(r);
       const auto got = bench.get(D);
       for (uint32_t p = 0; p < P; ++p)
