@@ -128,6 +128,12 @@ IntOp::Code int_unary_code(Tok t);
 IntOp::Code int_binary_code(Tok t);
 IntOp::Code int_call_code(std::string_view f, uint32_t nargs);
 
+// The names eval() gives as numbers when no variable holds them (inf, nan, true, false); any
+// other unbound name evaluates to itself (a Name value of its text).
+inline bool is_literal_name(std::string_view s) {
+  return s == "inf" || s == "nan" || s == "true" || s == "false";
+}
+
 // Numbers, names, lists, operators; calls and slices are handed to Functions and Slices.
 class Evaluator {
 public:

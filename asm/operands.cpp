@@ -55,7 +55,7 @@ std::string_view Operands::plain_name(uint32_t e) const {
   const Node& n = src_.node(e);
   if (n.kind != NodeKind::Name) return {};
   const std::string_view s = src_.file().text(n);
-  if (sym_.lookup_node(e, s) || s == "inf" || s == "nan" || s == "true" || s == "false") return {};
+  if (sym_.lookup_node(e, s) || is_literal_name(s)) return {};
   return s;
 }
 

@@ -157,7 +157,7 @@ uint32_t Slices::raw_plan(uint32_t e) const {
     if (n.kind != NodeKind::Name) return kNoPlan;
     const std::string_view t = src_.file().text(n);
     (k == 0 ? p.nsp : p.ndt) = sym_.node_info(p.pos[k], t);
-    if (t == "inf" || t == "nan" || t == "true" || t == "false") continue; // not a name's value
+    if (is_literal_name(t)) continue; // not a name's value
     if (k == 0) {
       if (auto sp = enum_parse(EnumType::MemSpace, t)) p.ksp = *sp;
     } else if (auto dt = parse_dtype(t)) {

@@ -190,7 +190,7 @@ AccessPattern Slices::raw_pattern(uint32_t self) const {
       const std::string_view t = src_.file().text(n);
       if (const Var* v = sym_.lookup_node(e, t)) {
         if (v->v.kind == Value::Name) return v->v.s;
-      } else if (t != "inf" && t != "nan" && t != "true" && t != "false") {
+      } else if (!is_literal_name(t)) {
         return t;
       }
     }
